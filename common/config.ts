@@ -1,0 +1,120 @@
+// One reader of the environment for every service: CONTRACT.md "Running it" lists each variable and its default.
+
+export const TRON_CHAINS = ["tron:mainnet", "tron:nile", "tron:shasta"] as const;
+export type ChainId = (typeof TRON_CHAINS)[number];
+
+export function isChainId(value: string): value is ChainId {
+  return (TRON_CHAINS as readonly string[]).includes(value);
+}
+
+/** Parses "tron:mainnet,tron:nile" (the form of `keys create --chains` and MATCHER_CHAINS). */
+export function parseChainList(text: string): ChainId[] {
+  const out: ChainId[] = [];
+  for (const part of text.split(",").map((s) => s.trim()).filter(Boolean)) {
+    if (!isChainId(part)) throw new Error(`unknown chain "${part}" (expected one of ${TRON_CHAINS.join(", ")})`);
+    if (!out.includes(part)) out.push(part);
+  }
+  return out;
+}
+
+/** Parses a duration: a bare number is milliseconds; units ms, s, m, h. */
+export function parseDuration(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(text);
+  if (!m) throw new Error(`invalid duration "${text}"`);
+  const n = Number(m[1]);
+  const unit = m[2] ?? "ms";
+  const factor = unit === "ms" ? 1 : unit === "s" ? 1_000 : unit === "m" ? 60_000 : 3_600_000;
+  return Math.round(n * factor);
+}
+
+export const DEFAULT_RETRY_SCHEDULE = "0,1s,5s,1m,5m,30m,90m";
+
+export function parseRetrySchedule(text: string): number[] {
+  const delays = text.split(",").map(parseDuration);
+  if (delays.length === 0) throw new Error("RETRY_SCHEDULE needs at least one attempt");
+  return delays;
+}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n)) throw new Error(`${name} must be a number, got "${raw}"`);
+  return n;
+}
+
+function str(env: Env, name: string, fallback: string): string {
+  const raw = env[name];
+  return raw === undefined || raw === "" ? fallback : raw;
+}
+
+export interface Config {
+  databaseUrl: string;
+  redisUrl: string;
+  /** Prefix of every Redis key (Cluster hash tags are added per key where needed). */
+  redisPrefix: string;
+  port: number;
+  registryPort: number;
+  registryGrpcPort: number;
+  delivererPort: number;
+  delivererGrpcPort: number;
+  matcherPort: number;
+  registryUrl: string;
+  delivererUrl: string;
+  /** base64 of >= 32 bytes; undefined means "generate once and keep it in the database". */
+  appSecret: string | undefined;
+  tronNodeUrls: Record<ChainId, string>;
+  trongridApiKey: string | undefined;
+  retrySchedule: number[];
+  ssrfAllowCidrs: string[];
+  deliveryCaFile: string | undefined;
+  deliveryTimeoutMs: number;
+  rateLimitRps: number;
+  rateLimitBurst: number;
+  matcherPollMs: number | undefined;
+  maxAddressesPerSubscription: number;
+  matcherChains: ChainId[];
+  logLevel: string;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const appSecret = env.APP_SECRET || undefined;
+  if (appSecret !== undefined && Buffer.from(appSecret, "base64").length < 32) {
+    throw new Error("APP_SECRET must be base64 of at least 32 bytes");
+  }
+  return {
+    databaseUrl: str(env, "DATABASE_URL", "postgres://postgres@127.0.0.1:5432/webhooks"),
+    redisUrl: str(env, "REDIS_URL", "redis://127.0.0.1:6379"),
+    redisPrefix: str(env, "REDIS_PREFIX", "whk:"),
+    port: int(env, "PORT", 3000),
+    registryPort: int(env, "REGISTRY_PORT", 3001),
+    registryGrpcPort: int(env, "REGISTRY_GRPC_PORT", 50051),
+    delivererPort: int(env, "DELIVERER_PORT", 3002),
+    delivererGrpcPort: int(env, "DELIVERER_GRPC_PORT", 50052),
+    matcherPort: int(env, "MATCHER_PORT", 3003),
+    registryUrl: str(env, "REGISTRY_URL", "http://127.0.0.1:3001"),
+    delivererUrl: str(env, "DELIVERER_URL", "http://127.0.0.1:3002"),
+    appSecret,
+    tronNodeUrls: {
+      "tron:mainnet": str(env, "TRON_MAINNET_NODE_URL", "https://api.trongrid.io"),
+      "tron:nile": str(env, "TRON_NILE_NODE_URL", "https://nile.trongrid.io"),
+      "tron:shasta": str(env, "TRON_SHASTA_NODE_URL", "https://api.shasta.trongrid.io"),
+    },
+    trongridApiKey: env.TRONGRID_API_KEY || undefined,
+    retrySchedule: parseRetrySchedule(str(env, "RETRY_SCHEDULE", DEFAULT_RETRY_SCHEDULE)),
+    ssrfAllowCidrs: str(env, "SSRF_ALLOW_CIDRS", "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
+    deliveryCaFile: env.DELIVERY_CA_FILE || undefined,
+    deliveryTimeoutMs: int(env, "DELIVERY_TIMEOUT_MS", 15_000),
+    rateLimitRps: int(env, "RATE_LIMIT_RPS", 50),
+    rateLimitBurst: int(env, "RATE_LIMIT_BURST", 100),
+    matcherPollMs: env.MATCHER_POLL_MS ? int(env, "MATCHER_POLL_MS", 0) : undefined,
+    maxAddressesPerSubscription: int(env, "MAX_ADDRESSES_PER_SUBSCRIPTION", 1_000_000),
+    matcherChains: env.MATCHER_CHAINS ? parseChainList(env.MATCHER_CHAINS) : [...TRON_CHAINS],
+    logLevel: str(env, "LOG_LEVEL", "info"),
+  };
+}

@@ -1,0 +1,22 @@
+// Public ids are a prefix plus a ULID (time-sortable, 26 Crockford base32 characters): CONTRACT.md "HTTP conventions".
+import { monotonicFactory } from "ulid";
+
+const nextUlid = monotonicFactory();
+
+export type IdPrefix = "sub" | "evt" | "key";
+
+export function newId(prefix: IdPrefix): string {
+  return `${prefix}_${nextUlid()}`;
+}
+
+const ULID = "[0-9A-HJKMNP-TV-Z]{26}";
+const patterns: Record<IdPrefix, RegExp> = {
+  sub: new RegExp(`^sub_${ULID}$`),
+  evt: new RegExp(`^evt_${ULID}$`),
+  key: new RegExp(`^key_${ULID}$`),
+};
+
+/** A malformed id is simply not found (CONTRACT.md): callers turn `false` into 404. */
+export function isId(prefix: IdPrefix, value: string): boolean {
+  return patterns[prefix].test(value);
+}

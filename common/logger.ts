@@ -1,0 +1,58 @@
+// Structured JSON logs, one line per record. Secrets (signing secrets, API keys) are masked on the way out,
+// whatever the caller passed: the last line of defence behind "never log a secret".
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+// whsec_ signing secrets and whk_ API keys, wherever they appear inside a string.
+const SECRET_PATTERN = /\b(whsec|whk)_[A-Za-z0-9+/=_-]{8,}/g;
+
+export function redact(text: string): string {
+  return text.replace(SECRET_PATTERN, "$1_[REDACTED]");
+}
+
+type Sink = (line: string) => void;
+let sink: Sink = (line) => process.stdout.write(line + "\n");
+let threshold: number = RANK[(process.env.LOG_LEVEL as LogLevel) ?? "info"] ?? RANK.info;
+
+/** Tests capture every log line through this; it returns the previous sink so it can be restored. */
+export function setLogSink(next: Sink): Sink {
+  const prev = sink;
+  sink = next;
+  return prev;
+}
+
+export function setLogLevel(level: LogLevel): void {
+  threshold = RANK[level];
+}
+
+function serializeError(err: unknown): unknown {
+  if (err instanceof Error) return { name: err.name, message: err.message, stack: err.stack };
+  return err;
+}
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+  child(fields: Record<string, unknown>): Logger;
+}
+
+export function createLogger(base: Record<string, unknown> = {}): Logger {
+  const write = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => {
+    if (RANK[level] < threshold) return;
+    const record: Record<string, unknown> = { time: new Date().toISOString(), level, msg, ...base, ...fields };
+    if ("err" in record) record.err = serializeError(record.err);
+    sink(redact(JSON.stringify(record)));
+  };
+  return {
+    debug: (m, f) => write("debug", m, f),
+    info: (m, f) => write("info", m, f),
+    warn: (m, f) => write("warn", m, f),
+    error: (m, f) => write("error", m, f),
+    child: (fields) => createLogger({ ...base, ...fields }),
+  };
+}
+
+export const log = createLogger();
