@@ -1,0 +1,77 @@
+// createRegistry: opens the registry's database (migrations applied) and Redis, and returns its RPC routes and
+// readiness checks. `bun run registry` serves it alone (main.ts); `npm start` and the tests run it in-process.
+import { loadAppKeys } from "../common/app-secret.ts";
+import type { Config } from "../common/config.ts";
+import type { AppKeys } from "../common/crypto.ts";
+import { log } from "../common/logger.ts";
+import { openRedis, type Redis } from "../common/redis.ts";
+import type { ServiceHandle } from "../common/service.ts";
+import { checkDestinationUrl, createSsrfPolicy, type Resolver } from "../common/ssrf.ts";
+import { registryRoutes, type AddressRpcs, type RegistryContext } from "./service.ts";
+import { openRegistryDatabase, RegistryStore } from "./store.ts";
+import { noWatchHooks, type WatchHooks } from "./watch-hooks.ts";
+
+export interface RegistryDeps {
+  /** DNS resolver for the request-time SSRF check (tests inject a static one). */
+  resolver?: Resolver;
+}
+
+export interface RegistryHandle extends ServiceHandle {
+  store: RegistryStore;
+  redis: Redis;
+  appKeys: AppKeys;
+  /** The handler context; address filters and the watch index plug in here. */
+  context: RegistryContext;
+}
+
+/** How often expired idempotency records (24 h) are purged. */
+const PURGE_INTERVAL_MS = 10 * 60_000;
+
+export async function createRegistry(config: Config, deps: RegistryDeps = {}): Promise<RegistryHandle> {
+  const db = await openRegistryDatabase(config.databaseUrl);
+  const appKeys = await loadAppKeys(db.$client, config.appSecret);
+  const store = new RegistryStore(db, { encryptionKey: appKeys.encryptionKey });
+  const redis = openRedis(config.redisUrl);
+  const policy = createSsrfPolicy({ allowCidrs: config.ssrfAllowCidrs, resolver: deps.resolver });
+  const hooks: WatchHooks = noWatchHooks;
+  const addresses: AddressRpcs | undefined = undefined;
+  const context: RegistryContext = {
+    store,
+    tokenKey: appKeys.tokenKey,
+    checkDestination: async (url) => {
+      await checkDestinationUrl(policy, url);
+    },
+    hooks,
+    addresses,
+    log: log.child({ service: "registry" }),
+  };
+
+  const purge = async () => {
+    try {
+      const n = await store.purgeExpiredIdempotency();
+      if (n > 0) context.log.info("purged expired idempotency records", { count: n });
+    } catch (err) {
+      context.log.warn("idempotency purge failed", { err });
+    }
+  };
+  void purge();
+  const timer = setInterval(purge, PURGE_INTERVAL_MS);
+  timer.unref?.();
+
+  return {
+    routes: registryRoutes(context),
+    checks: {
+      postgres: () => store.ping(),
+      redis: async () => (await redis.ping()) === "PONG",
+    },
+    store,
+    redis,
+    appKeys,
+    context,
+    async close() {
+      clearInterval(timer);
+      redis.disconnect();
+      await store.close();
+    },
+  };
+}

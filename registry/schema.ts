@@ -1,0 +1,84 @@
+// The registry's tables (its own migrations folder and journal, __registry_migrations). Row types come from here.
+import { bigint, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+
+const ms = (name: string) => timestamp(name, { precision: 3, withTimezone: true, mode: "date" });
+
+export const apiKeys = pgTable("api_keys", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull().default(""),
+  // SHA-256 (hex) of the whole "whk_..." key: the key itself is never stored.
+  secretHash: text("secret_hash").notNull().unique(),
+  // Enabled chains in the key's order (test events pick the first when mainnet is off).
+  chains: text("chains").array().notNull(),
+  createdAt: ms("created_at").notNull().defaultNow(),
+  revokedAt: ms("revoked_at"),
+});
+
+export const subscriptions = pgTable(
+  "subscriptions",
+  {
+    id: text("id").primaryKey(),
+    keyId: text("key_id")
+      .notNull()
+      .references(() => apiKeys.id),
+    url: text("url").notNull(),
+    events: text("events").array().notNull(),
+    status: text("status").notNull(),
+    description: text("description").notNull().default(""),
+    // Signing secrets, encrypted with the app's encryptionKey (common/crypto.ts).
+    secret: text("secret").notNull(),
+    previousSecret: text("previous_secret"),
+    previousSecretExpiresAt: ms("previous_secret_expires_at"),
+    addressCount: integer("address_count").notNull().default(0),
+    createdAt: ms("created_at").notNull(),
+    updatedAt: ms("updated_at").notNull(),
+  },
+  (t) => [index("subscriptions_key_page_idx").on(t.keyId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst())],
+);
+
+export const subscriptionAddresses = pgTable(
+  "subscription_addresses",
+  {
+    subscriptionId: text("subscription_id")
+      .notNull()
+      .references(() => subscriptions.id, { onDelete: "cascade" }),
+    chainId: text("chain_id").notNull(),
+    address: text("address").notNull(),
+    // Order of addition: the address list and the inlined addresses page by it.
+    seq: bigint("seq", { mode: "number" }).generatedAlwaysAsIdentity(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.subscriptionId, t.chainId, t.address] }),
+    index("subscription_addresses_seq_idx").on(t.subscriptionId, t.seq),
+    index("subscription_addresses_chain_address_idx").on(t.chainId, t.address),
+  ],
+);
+
+export const idempotencyRecords = pgTable(
+  "idempotency_records",
+  {
+    keyId: text("key_id").notNull(),
+    // Method and path, e.g. "POST /v1/subscriptions".
+    scope: text("scope").notNull(),
+    idemKey: text("idem_key").notNull(),
+    requestHash: text("request_hash").notNull(),
+    requestId: text("request_id").notNull(),
+    // The response message's protobuf bytes (base64), encrypted: create and rotate responses carry a secret.
+    response: text("response").notNull(),
+    createdAt: ms("created_at").notNull().defaultNow(),
+    expiresAt: ms("expires_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.keyId, t.scope, t.idemKey] }),
+    index("idempotency_records_expires_idx").on(t.expiresAt),
+  ],
+);
+
+export const registrySchema = { apiKeys, subscriptions, subscriptionAddresses, idempotencyRecords };
+export type RegistrySchema = typeof registrySchema;
+
+export type ApiKeyRow = typeof apiKeys.$inferSelect;
+export type SubscriptionRow = typeof subscriptions.$inferSelect;
+export type SubscriptionAddressRow = typeof subscriptionAddresses.$inferSelect;
+export type IdempotencyRow = typeof idempotencyRecords.$inferSelect;
+

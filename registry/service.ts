@@ -1,0 +1,331 @@
+// The registry's Connect handlers: SubscriptionService, ApiKeyService, WatchIndexService. Handlers throw ApiError;
+// common/rpc.ts carries it as ErrorInfo. The address RPCs and the index rebuild come from `ctx.addresses`
+// (registry/addresses.ts, issue 3); without it they answer Unimplemented.
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
+import { IdempotencyResultSchema, type IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
+import {
+  ApiKeyService,
+  SubscriptionResponseSchema,
+  SubscriptionService,
+  WatchIndexService,
+  type ApiKey,
+  type ApiKeySchema,
+  type Destination,
+  type SubscriptionResponse,
+  type DeliveryTargetSchema,
+  type SubscriptionSchema,
+} from "../gen/webhooks/registry/v1/registry_pb.ts";
+import { ApiError } from "../common/errors.ts";
+import { isId } from "../common/ids.ts";
+import type { Logger } from "../common/logger.ts";
+import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
+import type { RegisterRoutes } from "../common/rpc.ts";
+import {
+  checkDescription,
+  checkDestinationType,
+  checkEvents,
+  checkGivenSecret,
+  checkGracePeriod,
+  checkKeyChains,
+  checkLimit,
+  checkStatus,
+  generateSigningSecret,
+} from "./rules.ts";
+import type { ApiKeyRow, SubscriptionRow } from "./schema.ts";
+import type {
+  AddressRef,
+  IdempotentOutcome,
+  RegistryStore,
+  RegistryTx,
+  SubscriptionCursor,
+  SubscriptionFields,
+} from "./store.ts";
+import type { WatchHooks } from "./watch-hooks.ts";
+
+/** Inlined addresses on GET and rotate (CONTRACT.md "Subscriptions"). */
+export const INLINE_ADDRESSES = 200;
+
+/** The address RPCs and the watch-index rebuild, implemented in registry/addresses.ts. */
+export type AddressRpcs = Pick<
+  ServiceImpl<typeof SubscriptionService>,
+  "patchAddresses" | "replaceAddresses" | "listAddresses"
+> &
+  ServiceImpl<typeof WatchIndexService>;
+
+export interface RegistryContext {
+  store: RegistryStore;
+  /** Signs page tokens (AppKeys.tokenKey). */
+  tokenKey: Buffer;
+  /** The request-time check of a destination URL (shape, DNS, SSRF); throws the public ApiError. */
+  checkDestination(url: string): Promise<void>;
+  hooks: WatchHooks;
+  addresses?: AddressRpcs;
+  log: Logger;
+}
+
+type SubscriptionInit = MessageInitShape<typeof SubscriptionSchema>;
+
+export interface SubscriptionView {
+  /** Plain secret, only on create and rotate responses. */
+  secret?: string;
+  addresses?: AddressRef[];
+  hasMore?: boolean;
+}
+
+export function subscriptionMessage(row: SubscriptionRow, view: SubscriptionView = {}): SubscriptionInit {
+  return {
+    id: row.id,
+    destination: { type: "https", url: row.url, secret: view.secret ?? "" },
+    events: row.events,
+    addresses: view.addresses ?? [],
+    hasMore: view.hasMore ?? false,
+    status: row.status,
+    description: row.description,
+    dateCreatedMs: BigInt(row.createdAt.getTime()),
+    dateUpdatedMs: BigInt(row.updatedAt.getTime()),
+  };
+}
+
+export function apiKeyMessage(row: ApiKeyRow): MessageInitShape<typeof ApiKeySchema> {
+  return {
+    id: row.id,
+    name: row.name,
+    chains: row.chains,
+    dateCreatedMs: BigInt(row.createdAt.getTime()),
+    dateRevokedMs: row.revokedAt ? BigInt(row.revokedAt.getTime()) : 0n,
+  };
+}
+
+export function notFound(): ApiError {
+  return new ApiError("not_found", "No such subscription.");
+}
+
+function subscriptionsScope(keyId: string): PageScope {
+  return { list: "subscriptions", keyId, parent: "" };
+}
+
+function withReplay(outcome: IdempotentOutcome<SubscriptionResponse>): SubscriptionResponse {
+  if (outcome.replayedFrom !== undefined) {
+    outcome.message.idempotency = create(IdempotencyResultSchema, { replayed: true, originalRequestId: outcome.replayedFrom });
+  }
+  return outcome.message;
+}
+
+function isCursor(value: unknown): value is SubscriptionCursor {
+  const c = value as SubscriptionCursor | undefined;
+  return typeof c === "object" && c !== null && Number.isSafeInteger(c.t) && typeof c.id === "string" && isId("sub", c.id);
+}
+
+/** The checks create and PUT share; `checkDestination` (DNS) runs last, after every cheap check passed. */
+async function checkSubscriptionFields(
+  ctx: RegistryContext,
+  input: { destination?: Destination; events: string[]; status: string; description: string },
+): Promise<SubscriptionFields> {
+  if (!input.destination) {
+    throw new ApiError("invalid_request", "destination is required.", { param: "/destination" });
+  }
+  checkDestinationType(input.destination.type);
+  const events = checkEvents(input.events);
+  const status = checkStatus(input.status);
+  const description = checkDescription(input.description);
+  const url = input.destination.url;
+  await ctx.checkDestination(url);
+  return { url, events, status, description };
+}
+
+async function runHook(ctx: RegistryContext, name: string, fn: () => Promise<void>): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    ctx.log.warn("watch index hook failed; the index catches up later", { hook: name, err });
+  }
+}
+
+export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof SubscriptionService> {
+  const { store } = ctx;
+  const unimplemented = (): never => {
+    throw new ConnectError("address filters are not available in this build", Code.Unimplemented);
+  };
+
+  /**
+   * Create and rotate: answer a finished request from its record before any validation or DNS lookup, then
+   * validate (`prepare`), then run the effect and record its response in one transaction.
+   */
+  async function idempotentSubscription(
+    keyId: string,
+    scope: string,
+    idem: IdempotencyRequest | undefined,
+    prepare: () => Promise<(tx: RegistryTx) => Promise<{ row: SubscriptionRow; view: SubscriptionView } | undefined>>,
+  ) {
+    const early = await store.peekIdempotent(SubscriptionResponseSchema, keyId, scope, idem);
+    if (early) return { response: withReplay(early), changed: undefined };
+    const effect = await prepare();
+    let changed: SubscriptionRow | undefined;
+    const outcome = await store.idempotent(SubscriptionResponseSchema, keyId, scope, idem, async (tx) => {
+      const done = await effect(tx);
+      if (!done) throw notFound();
+      changed = done.row;
+      return create(SubscriptionResponseSchema, { subscription: subscriptionMessage(done.row, done.view) });
+    });
+    return { response: withReplay(outcome), changed: outcome.replayedFrom === undefined ? changed : undefined };
+  }
+
+  return {
+    async createSubscription(req) {
+      const { response, changed } = await idempotentSubscription(req.keyId, "POST /v1/subscriptions", req.idempotency, async () => {
+        const fields = await checkSubscriptionFields(ctx, req);
+        const secret = generateSigningSecret();
+        return async (tx) => {
+          const row = await store.insertSubscription(tx, { keyId: req.keyId, ...fields, secret });
+          return { row, view: { secret, addresses: [], hasMore: false } };
+        };
+      });
+      if (changed) await runHook(ctx, "subscriptionChanged", () => ctx.hooks.subscriptionChanged(changed));
+      return response;
+    },
+
+    async listSubscriptions(req) {
+      const limit = checkLimit(req.limit);
+      const scope = subscriptionsScope(req.keyId);
+      const cursor = decodePageToken<unknown>(ctx.tokenKey, scope, req.pageToken);
+      if (cursor !== undefined && !isCursor(cursor)) {
+        throw new ApiError("invalid_pagination_token", "The page token is malformed, altered or belongs to another list.");
+      }
+      const rows = await store.listSubscriptions(req.keyId, limit, cursor);
+      const items = rows.slice(0, limit);
+      const last = items.at(-1);
+      const nextPageToken =
+        rows.length > limit && last
+          ? encodePageToken(ctx.tokenKey, scope, { t: last.createdAt.getTime(), id: last.id } satisfies SubscriptionCursor)
+          : "";
+      return { items: items.map((row) => subscriptionMessage(row)), nextPageToken };
+    },
+
+    async getSubscription(req) {
+      if (!isId("sub", req.id)) throw notFound();
+      return store.run(async (db) => {
+        const row = await store.findSubscription(db, req.keyId, req.id);
+        if (!row) throw notFound();
+        const inline = await store.inlineAddresses(db, row.id, INLINE_ADDRESSES);
+        return { subscription: subscriptionMessage(row, { addresses: inline.items, hasMore: inline.hasMore }) };
+      });
+    },
+
+    async updateSubscription(req) {
+      if (!isId("sub", req.id)) throw notFound();
+      // A missing subscription is 404 even when the body is also wrong: look first (cheap), then validate.
+      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
+      const fields = await checkSubscriptionFields(ctx, req);
+      const row = await store.updateSubscription(req.keyId, req.id, fields);
+      if (!row) throw notFound();
+      await runHook(ctx, "subscriptionChanged", () => ctx.hooks.subscriptionChanged(row));
+      return { subscription: subscriptionMessage(row, { addresses: [], hasMore: false }) };
+    },
+
+    async deleteSubscription(req) {
+      if (!isId("sub", req.id)) throw notFound();
+      const row = await store.deleteSubscription(req.keyId, req.id);
+      if (!row) throw notFound();
+      await runHook(ctx, "subscriptionDeleted", () => ctx.hooks.subscriptionDeleted(row));
+      return {};
+    },
+
+    async rotateSecret(req) {
+      if (!isId("sub", req.id)) throw notFound();
+      const scope = `POST /v1/subscriptions/${req.id}/secrets/rotate`;
+      const { response, changed } = await idempotentSubscription(req.keyId, scope, req.idempotency, async () => {
+        const graceSeconds = checkGracePeriod(req.gracePeriodSeconds);
+        const secret = req.secret === "" ? generateSigningSecret() : checkGivenSecret(req.secret);
+        return async (tx) => {
+          const row = await store.rotateSecret(tx, req.keyId, req.id, secret, graceSeconds * 1000);
+          if (!row) return undefined;
+          const inline = await store.inlineAddresses(tx, row.id, INLINE_ADDRESSES);
+          return { row, view: { secret, addresses: inline.items, hasMore: inline.hasMore } };
+        };
+      });
+      if (changed) await runHook(ctx, "subscriptionChanged", () => ctx.hooks.subscriptionChanged(changed));
+      return response;
+    },
+
+    async getDeliveryTargets(req) {
+      const ids = [...new Set(req.subscriptionIds)];
+      const found = new Map(
+        (await store.deliveryTargets(ids.filter((id) => isId("sub", id)))).map((t) => [t.subscription.id, t]),
+      );
+      const now = Date.now();
+      const targets: MessageInitShape<typeof DeliveryTargetSchema>[] = ids.map((id) => {
+        const t = found.get(id);
+        if (!t) return { subscriptionId: id, exists: false, active: false };
+        return {
+          subscriptionId: id,
+          exists: true,
+          active: t.subscription.status === "enabled" && t.key.revokedAt === null,
+          url: t.subscription.url,
+          secrets: store.signingSecrets(t.subscription, now),
+          keyId: t.key.id,
+          chains: t.key.chains,
+        };
+      });
+      return { targets };
+    },
+
+    patchAddresses: (req, c) => (ctx.addresses ? ctx.addresses.patchAddresses(req, c) : unimplemented()),
+    replaceAddresses: (req, c) => (ctx.addresses ? ctx.addresses.replaceAddresses(req, c) : unimplemented()),
+    listAddresses: (req, c) => (ctx.addresses ? ctx.addresses.listAddresses(req, c) : unimplemented()),
+  };
+}
+
+export function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeyService> {
+  const { store } = ctx;
+  const keyNotFound = () => new ApiError("not_found", "No such API key.");
+  return {
+    async createApiKey(req) {
+      const chains = checkKeyChains(req.chains, true);
+      const issued = await store.createApiKey(req.name, chains);
+      return { key: apiKeyMessage(issued.row), secret: issued.secret };
+    },
+    async listApiKeys() {
+      return { keys: (await store.listApiKeys()).map(apiKeyMessage) };
+    },
+    async revokeApiKey(req) {
+      if (!isId("key", req.id)) throw keyNotFound();
+      const row = await store.revokeApiKey(req.id);
+      if (!row) throw keyNotFound();
+      await runHook(ctx, "keyChanged", () => ctx.hooks.keyChanged(row.id));
+      return { key: apiKeyMessage(row) };
+    },
+    async setApiKeyChains(req) {
+      if (!isId("key", req.id)) throw keyNotFound();
+      const chains = checkKeyChains(req.chains, false);
+      const row = await store.setApiKeyChains(req.id, chains);
+      if (!row) throw keyNotFound();
+      await runHook(ctx, "keyChanged", () => ctx.hooks.keyChanged(row.id));
+      return { key: apiKeyMessage(row) };
+    },
+    async resolveApiKey(req) {
+      const row = await store.findApiKeyBySecret(req.secret);
+      if (!row || row.revokedAt !== null) return { valid: false };
+      return { valid: true, key: apiKeyMessage(row) };
+    },
+  };
+}
+
+export function watchIndexService(ctx: RegistryContext): ServiceImpl<typeof WatchIndexService> {
+  return {
+    rebuildWatchIndex: (req, c) => {
+      if (!ctx.addresses) throw new ConnectError("the watch index is not available in this build", Code.Unimplemented);
+      return ctx.addresses.rebuildWatchIndex(req, c);
+    },
+  };
+}
+
+export function registryRoutes(ctx: RegistryContext): RegisterRoutes {
+  return (router: ConnectRouter) => {
+    router.service(SubscriptionService, subscriptionService(ctx));
+    router.service(ApiKeyService, apiKeyService(ctx));
+    router.service(WatchIndexService, watchIndexService(ctx));
+  };
+}
+
+export type { ApiKey };

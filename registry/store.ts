@@ -1,0 +1,458 @@
+// The registry's persistence: subscriptions, API keys and idempotency records on PostgreSQL (Drizzle, Bun SQL).
+// Every public call runs through `guard`, so a dead or cut database answers 503 service_unavailable within a
+// bounded time instead of a 500 or a hang. Business rules live in service.ts; this module only stores and reads.
+import { randomBytes } from "node:crypto";
+import { fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { and, asc, desc, eq, inArray, lt, sql } from "drizzle-orm";
+import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
+import { decrypt, encrypt, sha256Hex } from "../common/crypto.ts";
+import { openDatabase, runMigrations, withDatabase, type Database, type DbOptions } from "../common/db.ts";
+import { ApiError } from "../common/errors.ts";
+import { newId } from "../common/ids.ts";
+import {
+  apiKeys,
+  idempotencyRecords,
+  registrySchema,
+  subscriptionAddresses,
+  subscriptions,
+  type ApiKeyRow,
+  type RegistrySchema,
+  type SubscriptionRow,
+} from "./schema.ts";
+
+export type RegistryDb = Database<RegistrySchema>;
+export type RegistryTx = Parameters<Parameters<RegistryDb["transaction"]>[0]>[0];
+/** Either the pool or an open transaction: queries that may run inside someone else's transaction take this. */
+export type RegistryExecutor = RegistryDb | RegistryTx;
+
+export const REGISTRY_MIGRATIONS = new URL("./migrations", import.meta.url).pathname;
+export const REGISTRY_MIGRATIONS_TABLE = "__registry_migrations";
+
+/** Longest a store call may take before the caller gets 503 (CONTRACT: a cut database answers within 5 s). */
+export const DEFAULT_DEADLINE_MS = 4_500;
+
+export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+
+function unavailable(): ApiError {
+  return new ApiError("service_unavailable", "The database is unavailable; nothing was changed. Try again shortly.");
+}
+
+/** withDatabase plus a deadline: a connection that stops answering (not just one that is refused) still ends. */
+export async function guard<T>(fn: () => Promise<T>, deadlineMs = DEFAULT_DEADLINE_MS): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(unavailable()), deadlineMs);
+  });
+  const work = withDatabase(fn);
+  // The abandoned operation may still fail later; nobody is waiting for it any more.
+  work.catch(() => {});
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export async function openRegistryDatabase(url: string, opts: DbOptions = {}): Promise<RegistryDb> {
+  const db = openDatabase(url, registrySchema, opts) as RegistryDb;
+  await runMigrations(db as unknown as Database<Record<string, unknown>>, REGISTRY_MIGRATIONS, REGISTRY_MIGRATIONS_TABLE);
+  return db;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// API keys
+
+export interface IssuedApiKey {
+  row: ApiKeyRow;
+  /** "whk_" + 43 base64url characters; shown once, only its SHA-256 is kept. */
+  secret: string;
+}
+
+const API_KEY_PATTERN = /^whk_[A-Za-z0-9_-]{43}$/;
+
+export function generateApiKeySecret(): string {
+  return "whk_" + randomBytes(32).toString("base64url");
+}
+
+export function hashApiKey(secret: string): string {
+  return sha256Hex(secret);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Subscriptions
+
+export interface NewSubscription {
+  keyId: string;
+  url: string;
+  events: string[];
+  status: string;
+  description: string;
+  /** Plain "whsec_..." secret; stored encrypted. */
+  secret: string;
+}
+
+export interface SubscriptionFields {
+  url: string;
+  events: string[];
+  status: string;
+  description: string;
+}
+
+export interface SubscriptionCursor {
+  /** created_at in Unix ms. */
+  t: number;
+  id: string;
+}
+
+export interface AddressRef {
+  chainId: string;
+  address: string;
+}
+
+export interface DeliveryTargetRow {
+  subscription: SubscriptionRow;
+  key: ApiKeyRow;
+}
+
+/** A stored response returned again, or a fresh one. */
+export interface IdempotentOutcome<T> {
+  message: T;
+  replayedFrom?: string;
+}
+
+export interface RegistryStoreOptions {
+  /** AES key for secrets and stored responses at rest (AppKeys.encryptionKey). */
+  encryptionKey: Buffer;
+  deadlineMs?: number;
+}
+
+export class RegistryStore {
+  readonly db: RegistryDb;
+  private readonly encryptionKey: Buffer;
+  private readonly deadlineMs: number;
+
+  constructor(db: RegistryDb, opts: RegistryStoreOptions) {
+    this.db = db;
+    this.encryptionKey = opts.encryptionKey;
+    this.deadlineMs = opts.deadlineMs ?? DEFAULT_DEADLINE_MS;
+  }
+
+  /** Runs any database work under the store's 503 and deadline rules (for modules building on this store). */
+  run<T>(fn: (db: RegistryDb) => Promise<T>, deadlineMs = this.deadlineMs): Promise<T> {
+    return guard(() => fn(this.db), deadlineMs);
+  }
+
+  seal(plaintext: string): string {
+    return encrypt(this.encryptionKey, plaintext);
+  }
+
+  open(sealed: string): string {
+    return decrypt(this.encryptionKey, sealed);
+  }
+
+  async ping(): Promise<boolean> {
+    await guard(() => this.db.execute(sql`select 1`), 2_000);
+    return true;
+  }
+
+  // ---- API keys ----
+
+  createApiKey(name: string, chains: string[]): Promise<IssuedApiKey> {
+    return this.run(async (db) => {
+      const secret = generateApiKeySecret();
+      const [row] = await db
+        .insert(apiKeys)
+        .values({ id: newId("key"), name, secretHash: hashApiKey(secret), chains })
+        .returning();
+      return { row: row!, secret };
+    });
+  }
+
+  listApiKeys(): Promise<ApiKeyRow[]> {
+    return this.run((db) => db.select().from(apiKeys).orderBy(asc(apiKeys.createdAt), asc(apiKeys.id)));
+  }
+
+  getApiKey(id: string): Promise<ApiKeyRow | undefined> {
+    return this.run(async (db) => (await db.select().from(apiKeys).where(eq(apiKeys.id, id)))[0]);
+  }
+
+  /** The key whose hash matches, revoked or not; undefined for a malformed or unknown secret. */
+  findApiKeyBySecret(secret: string): Promise<ApiKeyRow | undefined> {
+    if (!API_KEY_PATTERN.test(secret)) return Promise.resolve(undefined);
+    const hash = hashApiKey(secret);
+    return this.run(async (db) => (await db.select().from(apiKeys).where(eq(apiKeys.secretHash, hash)))[0]);
+  }
+
+  /** Marks the key revoked (keeps the first revocation time); undefined when the key does not exist. */
+  revokeApiKey(id: string): Promise<ApiKeyRow | undefined> {
+    return this.run(async (db) => {
+      const [row] = await db
+        .update(apiKeys)
+        .set({ revokedAt: sql`coalesce(${apiKeys.revokedAt}, now())` })
+        .where(eq(apiKeys.id, id))
+        .returning();
+      return row;
+    });
+  }
+
+  setApiKeyChains(id: string, chains: string[]): Promise<ApiKeyRow | undefined> {
+    return this.run(async (db) => {
+      const [row] = await db.update(apiKeys).set({ chains }).where(eq(apiKeys.id, id)).returning();
+      return row;
+    });
+  }
+
+  // ---- subscriptions ----
+
+  /** Inserts within `tx` (the idempotency transaction) and returns the row. */
+  async insertSubscription(tx: RegistryExecutor, input: NewSubscription): Promise<SubscriptionRow> {
+    const now = new Date();
+    const [row] = await tx
+      .insert(subscriptions)
+      .values({
+        id: newId("sub"),
+        keyId: input.keyId,
+        url: input.url,
+        events: input.events,
+        status: input.status,
+        description: input.description,
+        secret: this.seal(input.secret),
+        createdAt: now,
+        updatedAt: now,
+      })
+      .returning();
+    return row!;
+  }
+
+  /** The key's subscription, or undefined (another key's subscription is simply not there). */
+  getSubscription(keyId: string, id: string): Promise<SubscriptionRow | undefined> {
+    return this.run((db) => this.findSubscription(db, keyId, id));
+  }
+
+  async findSubscription(ex: RegistryExecutor, keyId: string, id: string, forUpdate = false): Promise<SubscriptionRow | undefined> {
+    const q = ex
+      .select()
+      .from(subscriptions)
+      .where(and(eq(subscriptions.id, id), eq(subscriptions.keyId, keyId)));
+    const rows = forUpdate ? await q.for("update") : await q;
+    return rows[0];
+  }
+
+  /** Newest first; `limit + 1` rows are read so the caller knows whether another page follows. */
+  listSubscriptions(keyId: string, limit: number, after: SubscriptionCursor | undefined): Promise<SubscriptionRow[]> {
+    return this.run((db) => {
+      const scope = eq(subscriptions.keyId, keyId);
+      const where = after
+        ? and(
+            scope,
+            sql`(${subscriptions.createdAt}, ${subscriptions.id}) < (${new Date(after.t).toISOString()}::timestamptz, ${after.id})`,
+          )
+        : scope;
+      return db
+        .select()
+        .from(subscriptions)
+        .where(where)
+        .orderBy(desc(subscriptions.createdAt), desc(subscriptions.id))
+        .limit(limit + 1);
+    });
+  }
+
+  /** Replaces the mutable fields; undefined when the key has no such subscription. */
+  updateSubscription(keyId: string, id: string, fields: SubscriptionFields): Promise<SubscriptionRow | undefined> {
+    return this.run(async (db) => {
+      const [row] = await db
+        .update(subscriptions)
+        .set({ ...fields, updatedAt: new Date() })
+        .where(and(eq(subscriptions.id, id), eq(subscriptions.keyId, keyId)))
+        .returning();
+      return row;
+    });
+  }
+
+  /** Deletes the subscription (its addresses cascade); the deleted row, or undefined when there was none. */
+  deleteSubscription(keyId: string, id: string): Promise<SubscriptionRow | undefined> {
+    return this.run(async (db) => {
+      const [row] = await db
+        .delete(subscriptions)
+        .where(and(eq(subscriptions.id, id), eq(subscriptions.keyId, keyId)))
+        .returning();
+      return row;
+    });
+  }
+
+  /**
+   * Installs `secret` as the signing secret inside `tx`. The current one keeps signing until `graceMs` from now
+   * (0: cut off at once); an older previous secret is dropped, so at most two sign at any time.
+   */
+  async rotateSecret(
+    tx: RegistryExecutor,
+    keyId: string,
+    id: string,
+    secret: string,
+    graceMs: number,
+  ): Promise<SubscriptionRow | undefined> {
+    const current = await this.findSubscription(tx, keyId, id, true);
+    if (!current) return undefined;
+    const now = new Date();
+    const [row] = await tx
+      .update(subscriptions)
+      .set({
+        secret: this.seal(secret),
+        previousSecret: graceMs > 0 ? current.secret : null,
+        previousSecretExpiresAt: graceMs > 0 ? new Date(now.getTime() + graceMs) : null,
+        updatedAt: now,
+      })
+      .where(eq(subscriptions.id, id))
+      .returning();
+    return row;
+  }
+
+  /** Signing secrets, newest first: the previous one only while its grace lasts. */
+  signingSecrets(row: SubscriptionRow, now = Date.now()): string[] {
+    const out = [this.open(row.secret)];
+    if (row.previousSecret && row.previousSecretExpiresAt && row.previousSecretExpiresAt.getTime() > now) {
+      out.push(this.open(row.previousSecret));
+    }
+    return out;
+  }
+
+  /** Up to `limit` addresses in order of addition, and whether more follow. */
+  async inlineAddresses(ex: RegistryExecutor, subscriptionId: string, limit: number): Promise<{ items: AddressRef[]; hasMore: boolean }> {
+    const rows = await ex
+      .select({ chainId: subscriptionAddresses.chainId, address: subscriptionAddresses.address })
+      .from(subscriptionAddresses)
+      .where(eq(subscriptionAddresses.subscriptionId, subscriptionId))
+      .orderBy(asc(subscriptionAddresses.seq))
+      .limit(limit + 1);
+    return { items: rows.slice(0, limit), hasMore: rows.length > limit };
+  }
+
+  deliveryTargets(ids: string[]): Promise<DeliveryTargetRow[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.run(async (db) => {
+      const rows = await db
+        .select({ subscription: subscriptions, key: apiKeys })
+        .from(subscriptions)
+        .innerJoin(apiKeys, eq(apiKeys.id, subscriptions.keyId))
+        .where(inArray(subscriptions.id, ids));
+      return rows;
+    });
+  }
+
+  // ---- idempotency ----
+
+  /**
+   * Runs `effect` in one transaction with the idempotency record of (keyId, scope, idem.key), as CONTRACT.md
+   * "Idempotency" says: a concurrent holder of the same key → idempotency_in_flight; a finished record with the same
+   * request hash → its stored response; with another hash → idempotency_conflict; otherwise the effect and the
+   * record commit together (any error rolls both back). Without an idempotency key the effect simply runs in a
+   * transaction.
+   */
+  idempotent<Desc extends DescMessage>(
+    schema: Desc,
+    keyId: string,
+    scope: string,
+    idem: IdempotencyRequest | undefined,
+    effect: (tx: RegistryTx) => Promise<MessageShape<Desc>>,
+  ): Promise<IdempotentOutcome<MessageShape<Desc>>> {
+    return this.run((db) =>
+      db.transaction(async (tx) => {
+        if (!idem || idem.key === "") return { message: await effect(tx) };
+        const lockKey = `${keyId}\n${scope}\n${idem.key}`;
+        const [lock] = (await tx.execute(
+          sql`select pg_try_advisory_xact_lock(hashtextextended(${lockKey}, 0)) as ok`,
+        )) as unknown as { ok: boolean }[];
+        if (!lock?.ok) throw inFlight();
+        const stored = await this.findRecord(tx, keyId, scope, idem.key);
+        if (stored) return this.replay(schema, stored, idem.requestHash);
+        const message = await effect(tx);
+        const now = new Date();
+        const record = {
+          requestHash: idem.requestHash,
+          requestId: idem.requestId,
+          response: this.seal(Buffer.from(toBinary(schema, message)).toString("base64")),
+          createdAt: now,
+          expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
+        };
+        // An expired record not purged yet is replaced.
+        await tx
+          .insert(idempotencyRecords)
+          .values({ keyId, scope, idemKey: idem.key, ...record })
+          .onConflictDoUpdate({
+            target: [idempotencyRecords.keyId, idempotencyRecords.scope, idempotencyRecords.idemKey],
+            set: record,
+          });
+        return { message };
+      }),
+    );
+  }
+
+  /**
+   * A finished record's outcome, read without a transaction: a replay can answer before any validation or DNS
+   * lookup (the stored answer stays valid even if the destination's DNS changed since). undefined: none yet.
+   */
+  peekIdempotent<Desc extends DescMessage>(
+    schema: Desc,
+    keyId: string,
+    scope: string,
+    idem: IdempotencyRequest | undefined,
+  ): Promise<IdempotentOutcome<MessageShape<Desc>> | undefined> {
+    if (!idem || idem.key === "") return Promise.resolve(undefined);
+    return this.run(async (db) => {
+      const stored = await this.findRecord(db, keyId, scope, idem.key);
+      return stored ? this.replay(schema, stored, idem.requestHash) : undefined;
+    });
+  }
+
+  private async findRecord(ex: RegistryExecutor, keyId: string, scope: string, idemKey: string) {
+    const [row] = await ex
+      .select()
+      .from(idempotencyRecords)
+      .where(
+        and(
+          eq(idempotencyRecords.keyId, keyId),
+          eq(idempotencyRecords.scope, scope),
+          eq(idempotencyRecords.idemKey, idemKey),
+          sql`${idempotencyRecords.expiresAt} > now()`,
+        ),
+      );
+    return row;
+  }
+
+  private replay<Desc extends DescMessage>(
+    schema: Desc,
+    stored: { requestHash: string; requestId: string; response: string },
+    requestHash: string,
+  ): IdempotentOutcome<MessageShape<Desc>> {
+    if (stored.requestHash !== requestHash) {
+      throw new ApiError(
+        "idempotency_conflict",
+        "This Idempotency-Key was already used with a different request; use a new key for a new request.",
+      );
+    }
+    const bytes = Buffer.from(this.open(stored.response), "base64");
+    return { message: fromBinary(schema, bytes), replayedFrom: stored.requestId };
+  }
+
+  /** Deletes expired idempotency records (their stored responses carry secrets); returns how many. */
+  purgeExpiredIdempotency(): Promise<number> {
+    return this.run(async (db) => {
+      const rows = await db
+        .delete(idempotencyRecords)
+        .where(lt(idempotencyRecords.expiresAt, sql`now()`))
+        .returning({ k: idempotencyRecords.idemKey });
+      return rows.length;
+    }, 30_000);
+  }
+
+  async close(): Promise<void> {
+    await this.db.$client.close();
+  }
+}
+
+function inFlight(): ApiError {
+  return new ApiError(
+    "idempotency_in_flight",
+    "A request with this Idempotency-Key is still being processed; retry after it finishes.",
+  );
+}
