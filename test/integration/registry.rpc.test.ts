@@ -247,7 +247,7 @@ describe("subscriptions", () => {
       [owner.id, "sub_01ARZ3NDEKTSV4RRFFQ69G5FAV"],
     ] as const) {
       await expectCode(subs.getSubscription({ keyId, id }), "not_found");
-      await expectCode(subs.updateSubscription({ keyId, id, ...createReq(keyId) }), "not_found");
+      await expectCode(subs.updateSubscription({ ...createReq(keyId), id }), "not_found");
       await expectCode(subs.deleteSubscription({ keyId, id }), "not_found");
       await expectCode(subs.rotateSecret({ keyId, id }), "not_found");
     }
@@ -279,12 +279,12 @@ describe("subscriptions", () => {
     expect(updated.dateUpdatedMs).toBeGreaterThan(s.dateUpdatedMs);
 
     // "" status means the default (enabled), as an omitted status on PUT.
-    const reset = (await subs.updateSubscription({ keyId: k.id, id: s.id, ...createReq(k.id) })).subscription!;
+    const reset = (await subs.updateSubscription({ ...createReq(k.id), id: s.id })).subscription!;
     expect(reset.status).toBe("enabled");
 
-    await expectCode(subs.updateSubscription({ keyId: k.id, id: s.id, ...createReq(k.id, { destination: { type: "https", url: "https://127.0.0.1/" } }) }), "ssrf_blocked");
-    await expectCode(subs.updateSubscription({ keyId: k.id, id: s.id, ...createReq(k.id, { events: ["x"] }) }), "unsupported_event");
-    await expectCode(subs.updateSubscription({ keyId: k.id, id: s.id, ...createReq(k.id, { destination: undefined }) }), "invalid_request");
+    await expectCode(subs.updateSubscription({ ...createReq(k.id, { destination: { type: "https", url: "https://127.0.0.1/" } }), id: s.id }), "ssrf_blocked");
+    await expectCode(subs.updateSubscription({ ...createReq(k.id, { events: ["x"] }), id: s.id }), "unsupported_event");
+    await expectCode(subs.updateSubscription({ ...createReq(k.id, { destination: undefined }), id: s.id }), "invalid_request");
     const unchanged = (await subs.getSubscription({ keyId: k.id, id: s.id })).subscription!;
     expect(unchanged).toEqual(reset);
   });
@@ -456,6 +456,10 @@ describe("idempotency", () => {
     }
     expect(fresh).toBe(1);
     expect(fresh + replayed + inFlight).toBe(20);
+    // Once the first finished, the same request replays it.
+    const later = await subs.createSubscription({ ...createReq(k.id), idempotency: idem("same", "h", "late") });
+    expect(later.idempotency?.replayed).toBe(true);
+    expect(later.subscription!.id).toBe(id);
   });
 
   test("rotate is idempotent per subscription path: replay returns the same secret and rotates once", async () => {
