@@ -1,0 +1,158 @@
+// A client for the java-tron full-node HTTP API (TronGrid or any node). It speaks POST with JSON bodies, which every
+// java-tron version accepts, retries transient failures with capped exponential backoff, and turns the node's ways
+// of saying "I don't have that yet" (`{}`, `[]`, a transaction-info list shorter than the block) into `null` — never
+// into an empty block, which would make the matcher skip real transfers.
+import { isBlock, type TronBlock, type TronTransactionInfo } from "./tron-types.ts";
+
+export interface TronClientOptions {
+  baseUrl: string;
+  /** Sent as TRON-PRO-API-KEY (TronGrid). */
+  apiKey?: string;
+  /** Ask for base58 addresses and plain-text asset names (the node converts; the decoder accepts both forms). */
+  visible?: boolean;
+  /** Attempts per request, the first included. */
+  attempts?: number;
+  /** First backoff delay; doubled per attempt up to maxBackoffMs, with jitter. */
+  backoffMs?: number;
+  maxBackoffMs?: number;
+  timeoutMs?: number;
+  /** Called after every HTTP exchange (metrics: node reachability and latency). */
+  observe?: (endpoint: string, ok: boolean, seconds: number) => void;
+  fetch?: typeof fetch;
+}
+
+export class TronNodeError extends Error {
+  constructor(
+    message: string,
+    readonly endpoint: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = "TronNodeError";
+  }
+}
+
+/** java-tron caps getblockbylimitnext at 100 blocks per call. */
+export const MAX_BLOCKS_PER_RANGE = 100;
+
+const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
+
+export class TronClient {
+  private readonly baseUrl: string;
+  private readonly headers: Record<string, string>;
+  private readonly visible: boolean;
+  private readonly attempts: number;
+  private readonly backoffMs: number;
+  private readonly maxBackoffMs: number;
+  private readonly timeoutMs: number;
+  private readonly observe: TronClientOptions["observe"];
+  private readonly doFetch: typeof fetch;
+
+  constructor(opts: TronClientOptions) {
+    this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
+    this.headers = { "content-type": "application/json", accept: "application/json" };
+    if (opts.apiKey) this.headers["TRON-PRO-API-KEY"] = opts.apiKey;
+    this.visible = opts.visible ?? true;
+    this.attempts = Math.max(1, opts.attempts ?? 5);
+    this.backoffMs = opts.backoffMs ?? 200;
+    this.maxBackoffMs = opts.maxBackoffMs ?? 5_000;
+    this.timeoutMs = opts.timeoutMs ?? 10_000;
+    this.observe = opts.observe;
+    this.doFetch = opts.fetch ?? fetch;
+  }
+
+  /** The head block, with its transactions. */
+  async getNowBlock(): Promise<TronBlock> {
+    const body = await this.call("getnowblock", {});
+    if (!isBlock(body)) throw new TronNodeError("getnowblock returned no block", "getnowblock");
+    return body;
+  }
+
+  /** Block `num` with its transactions, or null when the node has not reached it. */
+  async getBlockByNum(num: number): Promise<TronBlock | null> {
+    const body = await this.call("getblockbynum", { num });
+    return isBlock(body) ? body : null;
+  }
+
+  /** Block by number or id through /wallet/getblock (detail=true), or null when the node does not have it. */
+  async getBlock(idOrNum: string | number): Promise<TronBlock | null> {
+    const body = await this.call("getblock", { id_or_num: String(idOrNum), detail: true });
+    return isBlock(body) ? body : null;
+  }
+
+  /**
+   * Blocks [start, end) in order, at most MAX_BLOCKS_PER_RANGE. The list stops early where the node's chain ends;
+   * a gap or a disorder in what the node returned is cut off there so the caller never skips a block.
+   */
+  async getBlockRange(start: number, end: number): Promise<TronBlock[]> {
+    const stop = Math.min(end, start + MAX_BLOCKS_PER_RANGE);
+    if (stop <= start) return [];
+    const body = (await this.call("getblockbylimitnext", { startNum: start, endNum: stop })) as { block?: unknown[] };
+    const blocks = Array.isArray(body?.block) ? body.block : [];
+    const out: TronBlock[] = [];
+    for (const b of blocks) {
+      if (!isBlock(b) || b.block_header.raw_data.number !== start + out.length) break;
+      out.push(b);
+    }
+    return out;
+  }
+
+  /**
+   * Every transaction info of block `num`, or null when the node has not produced them all yet (its count must
+   * equal the block's transaction count, which the caller knows).
+   */
+  async getTransactionInfoByBlockNum(num: number, expectedCount: number): Promise<TronTransactionInfo[] | null> {
+    const body = await this.call("gettransactioninfobyblocknum", { num });
+    const infos = Array.isArray(body) ? (body as TronTransactionInfo[]) : [];
+    if (infos.length !== expectedCount) return null;
+    return infos;
+  }
+
+  private async call(endpoint: string, params: Record<string, unknown>): Promise<unknown> {
+    const url = `${this.baseUrl}/wallet/${endpoint}`;
+    const payload = JSON.stringify({ ...params, visible: this.visible });
+    let lastError: unknown;
+    for (let attempt = 0; attempt < this.attempts; attempt++) {
+      if (attempt > 0) await Bun.sleep(this.delay(attempt));
+      const started = performance.now();
+      try {
+        const res = await this.doFetch(url, {
+          method: "POST",
+          headers: this.headers,
+          body: payload,
+          signal: AbortSignal.timeout(this.timeoutMs),
+        });
+        if (!res.ok) {
+          await res.arrayBuffer().catch(() => undefined);
+          const err = new TronNodeError(`${endpoint} answered HTTP ${res.status}`, endpoint, res.status);
+          this.observe?.(endpoint, false, (performance.now() - started) / 1000);
+          if (!RETRYABLE_STATUS.has(res.status)) throw err;
+          lastError = err;
+          continue;
+        }
+        const body: unknown = await res.json();
+        // java-tron reports failures inside a 200: {"Error": "..."}.
+        if (body && typeof body === "object" && !Array.isArray(body) && "Error" in body) {
+          this.observe?.(endpoint, false, (performance.now() - started) / 1000);
+          lastError = new TronNodeError(`${endpoint}: ${String((body as { Error: unknown }).Error)}`, endpoint, res.status);
+          continue;
+        }
+        this.observe?.(endpoint, true, (performance.now() - started) / 1000);
+        return body;
+      } catch (err) {
+        if (err instanceof TronNodeError) {
+          if (err.status !== undefined && !RETRYABLE_STATUS.has(err.status)) throw err;
+        } else {
+          this.observe?.(endpoint, false, (performance.now() - started) / 1000);
+        }
+        lastError = err;
+      }
+    }
+    throw lastError instanceof Error ? lastError : new TronNodeError(`${endpoint} failed`, endpoint);
+  }
+
+  private delay(attempt: number): number {
+    const base = Math.min(this.maxBackoffMs, this.backoffMs * 2 ** (attempt - 1));
+    return base / 2 + Math.random() * (base / 2);
+  }
+}

@@ -1,0 +1,215 @@
+// The simulated chain: recorded mainnet blocks, then generated blocks on top of them, a queue of transfers that
+// tests ask for, and forks. Every block is stored in java-tron's hex form (visible=false) and rendered to either
+// form on request; the recorded blocks render to their original bytes in the form they were recorded in.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { TronBlock, TronTransaction, TronTransactionInfo } from "../../matcher/tron-types.ts";
+import { renderVisible, toHexForm } from "./forms.ts";
+import { BlockGenerator, MAINNET_MIX, addressPool, assembleBlock, transferTransaction, type TransferSpec, type TxMix } from "./generate.ts";
+import { synthesizeTransactionInfos } from "./txinfo.ts";
+import { addressToHex } from "./forms.ts";
+
+export const FIXTURES_DIR = join(import.meta.dir, "../../../shared/fixtures/tron");
+
+export interface StoredBlock {
+  block: TronBlock;
+  infos: TronTransactionInfo[];
+  /** False only when every info of the block is recorded data. */
+  synthesized: boolean;
+  /** When the simulator made it available (ms). */
+  availableAt: number;
+  /** Original recorded text per form, served byte for byte. */
+  recorded?: { visible?: string; hex?: string };
+  rendered: Map<string, string>;
+}
+
+export interface ChainOptions {
+  /** Transactions per generated block. */
+  txPerBlock?: number;
+  mix?: TxMix;
+  poolSize?: number;
+  seed?: number;
+  /** Serve the recorded blocks and build on top of block 61132092 (default true). */
+  recorded?: boolean;
+  /** Without recorded blocks: the number of the first block. */
+  startNumber?: number;
+  /** Generated blocks before the head at start, timestamps spaced 3 s apart, ending now. */
+  backlog?: number;
+}
+
+function loadJson(name: string): { text: string; value: unknown } {
+  const text = readFileSync(join(FIXTURES_DIR, name), "utf8");
+  return { text, value: JSON.parse(text) };
+}
+
+export class SimChain {
+  readonly pool: string[];
+  readonly generator: BlockGenerator;
+  txPerBlock: number;
+  /** Serve only part of the newest block's infos for this long after it appears (models a lagging node). */
+  infoLagMs = 0;
+  private readonly canonical: StoredBlock[] = [];
+  private readonly archive = new Map<number, StoredBlock>();
+  private readonly byId = new Map<string, StoredBlock>();
+  private readonly txIndex = new Map<string, StoredBlock>();
+  private readonly recordedInfos = new Map<string, TronTransactionInfo>();
+  private pending: TronTransaction[] = [];
+
+  constructor(opts: ChainOptions = {}) {
+    this.txPerBlock = opts.txPerBlock ?? 300;
+    this.pool = addressPool(opts.poolSize ?? 2_000, opts.seed ?? 1);
+    this.generator = new BlockGenerator({ pool: this.pool, mix: opts.mix ?? MAINNET_MIX, seed: (opts.seed ?? 1) + 7 });
+    if (opts.recorded ?? true) {
+      this.loadRecorded();
+    } else {
+      const start = opts.startNumber ?? 70_000_000;
+      const genesisParent = { number: start - 2, blockID: (start - 2).toString(16).padStart(16, "0") + "0".repeat(48) };
+      this.append(this.generator.block(genesisParent, Date.now() - 3_000 * ((opts.backlog ?? 0) + 1), 0), false);
+    }
+    const backlog = opts.backlog ?? 0;
+    const now = Date.now();
+    for (let i = backlog - 1; i >= 0; i--) this.produce(now - i * 3_000);
+  }
+
+  private loadRecorded(): void {
+    const info = loadJson("mainnet-tx-661f1df8.gettransactioninfobyid.visible.json");
+    const infoHex = toHexForm(info.value as TronTransactionInfo);
+    this.recordedInfos.set(infoHex.id, infoHex);
+    const older = loadJson("mainnet-block-60836289.getblockbynum.visible.json");
+    const olderBlock = toHexForm(older.value as TronBlock);
+    const olderStored = this.store(olderBlock, 0, { visible: older.text });
+    this.archive.set(olderBlock.block_header.raw_data.number, olderStored);
+    const newer = loadJson("mainnet-block-61132092.getblockbynum.json");
+    const newerStored = this.store(newer.value as TronBlock, 0, { hex: newer.text });
+    this.canonical.push(newerStored);
+  }
+
+  private store(block: TronBlock, availableAt: number, recorded?: StoredBlock["recorded"]): StoredBlock {
+    const infos = synthesizeTransactionInfos(block, this.recordedInfos);
+    const synthesized = infos.some((i) => !this.recordedInfos.has(i.id));
+    const stored: StoredBlock = { block, infos, synthesized, availableAt, rendered: new Map() };
+    if (recorded) stored.recorded = recorded;
+    this.byId.set(block.blockID, stored);
+    for (const tx of block.transactions ?? []) this.txIndex.set(tx.txID, stored);
+    return stored;
+  }
+
+  private append(block: TronBlock, _check = true): StoredBlock {
+    const stored = this.store(block, Date.now());
+    this.canonical.push(stored);
+    return stored;
+  }
+
+  head(): StoredBlock {
+    return this.canonical[this.canonical.length - 1]!;
+  }
+
+  first(): StoredBlock {
+    return this.canonical[0]!;
+  }
+
+  private ref(stored: StoredBlock) {
+    return { number: stored.block.block_header.raw_data.number, blockID: stored.block.blockID };
+  }
+
+  /** Makes the next block: queued transfers first, then random transactions. */
+  produce(timestamp = Date.now()): StoredBlock {
+    const parent = this.head();
+    const extra = this.pending;
+    this.pending = [];
+    const block = this.generator.block(this.ref(parent), timestamp, this.txPerBlock, extra);
+    return this.append(block);
+  }
+
+  /** Queues transfers for the next block; returns their transaction ids. */
+  enqueue(specs: TransferSpec[]): string[] {
+    const parent = this.head();
+    const ids: string[] = [];
+    for (const spec of specs) {
+      const hexSpec: TransferSpec = {
+        ...spec,
+        from: addressToHex(spec.from),
+        to: addressToHex(spec.to),
+        ...(spec.contract ? { contract: addressToHex(spec.contract) } : {}),
+      };
+      const tx = transferTransaction(hexSpec, this.ref(parent), Date.now(), this.generator.rand);
+      this.pending.push(tx);
+      ids.push(tx.txID);
+    }
+    return ids;
+  }
+
+  /**
+   * Replaces the newest `depth` blocks with a new branch of `length` blocks (default depth) from the same parent.
+   * With `reinclude` (default) the old blocks' transactions reappear in the new branch, as on a real chain.
+   */
+  fork(depth: number, length = depth, reinclude = true): { ancestor: number; removed: string[]; added: string[] } {
+    if (!Number.isInteger(depth) || depth < 1 || depth >= this.canonical.length) {
+      throw new Error(`fork depth must be 1..${this.canonical.length - 1}`);
+    }
+    const removed = this.canonical.splice(this.canonical.length - depth, depth);
+    for (const r of removed) for (const tx of r.block.transactions ?? []) this.txIndex.delete(tx.txID);
+    const added: string[] = [];
+    const now = Date.now();
+    for (let i = 0; i < length; i++) {
+      const parent = this.head();
+      const old = reinclude ? (removed[i]?.block.transactions ?? []) : [];
+      const ts = removed[i]?.block.block_header.raw_data.timestamp ?? now;
+      const fresh: TronTransaction[] = [];
+      for (let j = 0; j < Math.min(this.txPerBlock, 20); j++) fresh.push(this.generator.randomTransaction(this.ref(parent), ts));
+      const block = assembleBlock(this.ref(parent), ts, [...old, ...fresh], removed[0]?.block.block_header.raw_data.witness_address ?? this.pool[0]!, this.generator.rand);
+      added.push(this.append(block).block.blockID);
+    }
+    return { ancestor: this.ref(this.head()).number - length, removed: removed.map((r) => r.block.blockID), added };
+  }
+
+  byNumber(num: number): StoredBlock | undefined {
+    const base = this.first().block.block_header.raw_data.number;
+    return this.canonical[num - base] ?? this.archive.get(num);
+  }
+
+  byBlockId(id: string): StoredBlock | undefined {
+    const s = this.byId.get(id);
+    if (!s) return undefined;
+    // Orphaned blocks are no longer served once a fork replaced them.
+    return this.byNumber(s.block.block_header.raw_data.number) === s ? s : undefined;
+  }
+
+  byTxId(txId: string): StoredBlock | undefined {
+    return this.txIndex.get(txId);
+  }
+
+  /** Generated-block addresses in base58 would cost a conversion each; callers convert what they need. */
+  poolHex(): string[] {
+    return this.pool;
+  }
+}
+
+/** A block rendered in one form, cached (blocks never change once made; a fork makes new ones). */
+export function renderBlock(stored: StoredBlock, visible: boolean, detail = true): string {
+  const key = `b${visible ? 1 : 0}${detail ? 1 : 0}`;
+  let text = stored.rendered.get(key);
+  if (text !== undefined) return text;
+  if (detail && visible && stored.recorded?.visible) text = stored.recorded.visible;
+  else if (detail && !visible && stored.recorded?.hex) text = stored.recorded.hex;
+  else {
+    const block = detail ? stored.block : { blockID: stored.block.blockID, block_header: stored.block.block_header };
+    text = JSON.stringify(visible ? renderVisible(block) : block);
+  }
+  stored.rendered.set(key, text);
+  return text;
+}
+
+export function renderInfos(stored: StoredBlock, visible: boolean, count = stored.infos.length): string {
+  const key = `i${visible ? 1 : 0}`;
+  if (count !== stored.infos.length) {
+    const part = stored.infos.slice(0, count);
+    return JSON.stringify(visible ? renderVisible(part) : part);
+  }
+  let text = stored.rendered.get(key);
+  if (text === undefined) {
+    text = JSON.stringify(visible ? renderVisible(stored.infos) : stored.infos);
+    stored.rendered.set(key, text);
+  }
+  return text;
+}

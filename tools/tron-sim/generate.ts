@@ -1,0 +1,256 @@
+// Mainnet-like blocks: a configurable number of transactions per block, a mix of TRX transfers, USDT transfers
+// (TriggerSmartContract with `transfer(address,uint256)` calldata, a few `transferFrom`), TRC-10 transfers and
+// non-transfer contracts, between addresses drawn from a fixed pool. Transactions are real protobuf-encoded
+// (raw_data_hex through tronweb, txID = sha256 of it); blockIDs follow java-tron's layout (8-byte number, then the
+// tail of a header hash) and each block's parentHash is its parent's blockID.
+import { utils } from "tronweb";
+import type { TronBlock, TronTransaction } from "../../matcher/tron-types.ts";
+
+export const USDT_HEX = "41a614f803b6fd780986a42c78ec9c7f77e6ded13c";
+const TRC10_IDS = ["1002000", "1005023", "1004937", "1000226"];
+
+export interface TxMix {
+  trx: number;
+  usdt: number;
+  trc10: number;
+  /** Non-transfer contracts (resource delegation), so the decoder sees what mainnet has. */
+  other: number;
+}
+
+export const MAINNET_MIX: TxMix = { trx: 0.4, usdt: 0.45, trc10: 0.04, other: 0.11 };
+
+/** A transfer a test or the demo asks for; addresses in either form. */
+export interface TransferSpec {
+  type: "trx" | "trc10" | "trc20";
+  from: string;
+  to: string;
+  /** Base units, decimal string or integer. */
+  amount: string | number;
+  /** TRC-10 token id (default 1002000). */
+  tokenId?: string;
+  /** TRC-20 contract (default mainnet USDT). */
+  contract?: string;
+  /** "SUCCESS" (default) or a failure such as "REVERT". */
+  result?: string;
+}
+
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function randomHex(rand: () => number, bytes: number): string {
+  let s = "";
+  for (let i = 0; i < bytes; i++) s += Math.floor(rand() * 256).toString(16).padStart(2, "0");
+  return s;
+}
+
+export function sha256Hex(data: string | Uint8Array): string {
+  return new Bun.CryptoHasher("sha256").update(data).digest("hex");
+}
+
+/** A pool of hex addresses ("41…") drawn from a seed, so runs and tests can watch addresses the blocks will use. */
+export function addressPool(size: number, seed: number): string[] {
+  const rand = mulberry32(seed);
+  const out: string[] = [];
+  for (let i = 0; i < size; i++) out.push(`41${randomHex(rand, 20)}`);
+  return out;
+}
+
+function word(hex: string): string {
+  return hex.padStart(64, "0");
+}
+
+function finishTransaction(raw: TronTransaction["raw_data"], result: string, rand: () => number): TronTransaction {
+  const draft = { raw_data: raw } as TronTransaction;
+  const pb = utils.transaction.txJsonToPb(draft);
+  const rawHex = utils.transaction.txPbToRawDataHex(pb).toLowerCase();
+  const txID = sha256Hex(Buffer.from(rawHex, "hex"));
+  return {
+    ret: [{ contractRet: result }],
+    signature: [randomHex(rand, 65)],
+    txID,
+    raw_data: raw,
+    raw_data_hex: rawHex,
+  };
+}
+
+interface RefBlock {
+  number: number;
+  blockID: string;
+}
+
+function baseRaw(ref: RefBlock, timestamp: number) {
+  return {
+    ref_block_bytes: (ref.number & 0xffff).toString(16).padStart(4, "0"),
+    ref_block_hash: ref.blockID.slice(16, 32),
+    expiration: timestamp + 60_000,
+    timestamp: timestamp - 3_000,
+  };
+}
+
+/** One transaction for an explicit transfer (hex-form addresses). */
+export function transferTransaction(spec: TransferSpec, ref: RefBlock, timestamp: number, rand: () => number): TronTransaction {
+  const result = spec.result ?? "SUCCESS";
+  const amount = BigInt(spec.amount);
+  if (spec.type === "trx" || spec.type === "trc10") {
+    const value: Record<string, unknown> = { amount: Number(amount), owner_address: spec.from, to_address: spec.to };
+    if (spec.type === "trc10") value.asset_name = Buffer.from(spec.tokenId ?? "1002000", "utf8").toString("hex");
+    const type = spec.type === "trx" ? "TransferContract" : "TransferAssetContract";
+    return finishTransaction(
+      {
+        contract: [{ parameter: { value, type_url: `type.googleapis.com/protocol.${type}` }, type }],
+        ...baseRaw(ref, timestamp),
+      },
+      result,
+      rand,
+    );
+  }
+  const data = `a9059cbb${word(spec.to.slice(2))}${word(amount.toString(16))}`;
+  return finishTransaction(
+    {
+      contract: [
+        {
+          parameter: {
+            value: { data, owner_address: spec.from, contract_address: spec.contract ?? USDT_HEX },
+            type_url: "type.googleapis.com/protocol.TriggerSmartContract",
+          },
+          type: "TriggerSmartContract",
+        },
+      ],
+      ...baseRaw(ref, timestamp),
+      fee_limit: 100_000_000,
+    },
+    result,
+    rand,
+  );
+}
+
+export interface GeneratorOptions {
+  pool: string[];
+  mix: TxMix;
+  seed: number;
+  witnesses?: number;
+}
+
+export class BlockGenerator {
+  readonly rand: () => number;
+  private readonly witnesses: string[];
+
+  constructor(private readonly opts: GeneratorOptions) {
+    this.rand = mulberry32(opts.seed);
+    this.witnesses = addressPool(opts.witnesses ?? 27, opts.seed ^ 0x5eed);
+  }
+
+  private pick(): string {
+    return this.opts.pool[Math.floor(this.rand() * this.opts.pool.length)]!;
+  }
+
+  private pair(): [string, string] {
+    const from = this.pick();
+    let to = this.pick();
+    while (to === from && this.opts.pool.length > 1) to = this.pick();
+    return [from, to];
+  }
+
+  /** A random mainnet-like transaction. */
+  randomTransaction(ref: RefBlock, timestamp: number): TronTransaction {
+    const { trx, usdt, trc10 } = this.opts.mix;
+    const total = trx + usdt + trc10 + this.opts.mix.other;
+    const r = this.rand() * total;
+    const [from, to] = this.pair();
+    if (r < trx) {
+      const amount = Math.floor(this.rand() * 5_000) * 1_000_000 + Math.floor(this.rand() * 1_000_000) + 1;
+      return transferTransaction({ type: "trx", from, to, amount }, ref, timestamp, this.rand);
+    }
+    if (r < trx + usdt) {
+      const amount = BigInt(Math.floor(this.rand() * 20_000_000_000) + 1);
+      if (this.rand() < 0.01) {
+        // transferFrom(from, to, amount) sent by a third party (an exchange sweeper, a payment contract).
+        const spender = this.pick();
+        const data = `23b872dd${word(from.slice(2))}${word(to.slice(2))}${word(amount.toString(16))}`;
+        return finishTransaction(
+          {
+            contract: [
+              {
+                parameter: {
+                  value: { data, owner_address: spender, contract_address: USDT_HEX },
+                  type_url: "type.googleapis.com/protocol.TriggerSmartContract",
+                },
+                type: "TriggerSmartContract",
+              },
+            ],
+            ...baseRaw(ref, timestamp),
+            fee_limit: 100_000_000,
+          },
+          "SUCCESS",
+          this.rand,
+        );
+      }
+      return transferTransaction({ type: "trc20", from, to, amount: amount.toString() }, ref, timestamp, this.rand);
+    }
+    if (r < trx + usdt + trc10) {
+      const tokenId = TRC10_IDS[Math.floor(this.rand() * TRC10_IDS.length)]!;
+      const amount = Math.floor(this.rand() * 1_000_000_000) + 1;
+      return transferTransaction({ type: "trc10", from, to, amount, tokenId }, ref, timestamp, this.rand);
+    }
+    const type = this.rand() < 0.5 ? "DelegateResourceContract" : "UnDelegateResourceContract";
+    return finishTransaction(
+      {
+        contract: [
+          {
+            parameter: {
+              value: { resource: "ENERGY", balance: Math.floor(this.rand() * 1e12), receiver_address: to, owner_address: from },
+              type_url: `type.googleapis.com/protocol.${type}`,
+            },
+            type,
+          },
+        ],
+        ...baseRaw(ref, timestamp),
+      },
+      "SUCCESS",
+      this.rand,
+    );
+  }
+
+  /** A block on top of `parent` holding `extra` first, then `count` random transactions. */
+  block(parent: RefBlock, timestamp: number, count: number, extra: TronTransaction[] = []): TronBlock {
+    const txs = [...extra];
+    for (let i = 0; i < count; i++) txs.push(this.randomTransaction(parent, timestamp));
+    return assembleBlock(parent, timestamp, txs, this.witnesses[Math.floor(this.rand() * this.witnesses.length)]!, this.rand);
+  }
+}
+
+/** Header, txTrieRoot and blockID for the given transactions; `parent` supplies number and parentHash. */
+export function assembleBlock(
+  parent: RefBlock,
+  timestamp: number,
+  txs: TronTransaction[],
+  witness: string,
+  rand: () => number,
+): TronBlock {
+  const number = parent.number + 1;
+  const raw = {
+    number,
+    // A hash over the transaction ids in order: not java-tron's Merkle tree, but it changes when they change.
+    txTrieRoot: sha256Hex(txs.map((t) => t.txID).join("")),
+    witness_address: witness,
+    parentHash: parent.blockID,
+    version: 31,
+    timestamp,
+  };
+  const headerHash = sha256Hex(JSON.stringify(raw) + randomHex(rand, 8));
+  const blockID = number.toString(16).padStart(16, "0") + headerHash.slice(16);
+  const block: TronBlock = {
+    blockID,
+    block_header: { raw_data: raw, witness_signature: randomHex(rand, 65) },
+  };
+  if (txs.length > 0) block.transactions = txs;
+  return block;
+}

@@ -1,0 +1,33 @@
+// `bun tools/tron-sim/main.ts [--port 8090] [--block-ms 3000] [--tx 300] [--pool 2000] [--seed 1] [--backlog 0]
+//   [--no-recorded] [--start 70000000]`: a java-tron HTTP API simulator on its own (see README.md).
+import { parseArgs } from "node:util";
+import { startTronSim } from "./server.ts";
+
+const { values } = parseArgs({
+  options: {
+    port: { type: "string", default: "8090" },
+    "block-ms": { type: "string", default: "3000" },
+    tx: { type: "string", default: "300" },
+    pool: { type: "string", default: "2000" },
+    seed: { type: "string", default: "1" },
+    backlog: { type: "string", default: "0" },
+    "no-recorded": { type: "boolean", default: false },
+    start: { type: "string" },
+    hostname: { type: "string", default: "127.0.0.1" },
+  },
+});
+
+const sim = startTronSim({
+  port: Number(values.port),
+  hostname: values.hostname,
+  blockMs: Number(values["block-ms"]),
+  txPerBlock: Number(values.tx),
+  poolSize: Number(values.pool),
+  seed: Number(values.seed),
+  backlog: Number(values.backlog),
+  recorded: !values["no-recorded"],
+  ...(values.start ? { startNumber: Number(values.start) } : {}),
+});
+const head = sim.chain.head().block.block_header.raw_data.number;
+process.stdout.write(`${JSON.stringify({ msg: "tron-sim listening", url: sim.url, head })}\n`);
+for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => void sim.stop().then(() => process.exit(0)));

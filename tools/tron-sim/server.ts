@@ -1,0 +1,240 @@
+// A java-tron full-node HTTP API simulator on Bun.serve: the /wallet endpoints the matcher uses (GET with query
+// parameters and POST with a JSON body, `visible` honoured on every one, as java-tron accepts them), a head that
+// advances every `blockMs`, and /sim/* controls for tests: produce blocks now, queue transfers, fork, pause.
+import type { Server } from "bun";
+import { SimChain, renderBlock, renderInfos, type ChainOptions, type StoredBlock } from "./chain.ts";
+import { addressToBase58, renderVisible } from "./forms.ts";
+import type { TransferSpec } from "./generate.ts";
+
+export interface TronSimOptions extends ChainOptions {
+  port?: number;
+  hostname?: string;
+  /** A new block every this many ms; 0 = only on POST /sim/produce. */
+  blockMs?: number;
+}
+
+export interface TronSim {
+  url: string;
+  port: number;
+  chain: SimChain;
+  server: Server<undefined>;
+  /** Produces a block now (and queued transfers with it). */
+  produce(count?: number): StoredBlock[];
+  /** The pool's addresses in base58 (those generated blocks use). */
+  poolAddresses(limit?: number): string[];
+  pause(): void;
+  resume(): void;
+  stop(): Promise<void>;
+}
+
+type Params = Record<string, unknown>;
+
+async function readParams(req: Request, url: URL): Promise<Params> {
+  const params: Params = Object.fromEntries(url.searchParams.entries());
+  if (req.method === "POST") {
+    const text = await req.text();
+    if (text.trim()) {
+      const body = JSON.parse(text) as unknown;
+      if (body && typeof body === "object" && !Array.isArray(body)) Object.assign(params, body);
+    }
+  }
+  return params;
+}
+
+function flag(v: unknown): boolean {
+  return v === true || v === "true";
+}
+
+function num(v: unknown): number {
+  const n = typeof v === "number" ? v : Number(v);
+  return Number.isFinite(n) ? n : NaN;
+}
+
+const JSON_HEADERS = { "content-type": "application/json" };
+const SYNTHESIZED_HEADERS = { ...JSON_HEADERS, "x-tron-sim-synthesized": "transaction-info" };
+
+function text(body: string, synthesized = false): Response {
+  return new Response(body, { headers: synthesized ? SYNTHESIZED_HEADERS : JSON_HEADERS });
+}
+
+export function startTronSim(opts: TronSimOptions = {}): TronSim {
+  const chain = new SimChain(opts);
+  let blockMs = opts.blockMs ?? 3_000;
+  let paused = blockMs <= 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+
+  const schedule = () => {
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+    if (paused || blockMs <= 0) return;
+    const next = chain.head().block.block_header.raw_data.timestamp + blockMs;
+    timer = setTimeout(() => {
+      chain.produce();
+      schedule();
+    }, Math.max(0, next - Date.now()));
+  };
+
+  const produce = (count = 1) => {
+    const out: StoredBlock[] = [];
+    for (let i = 0; i < count; i++) out.push(chain.produce());
+    schedule();
+    return out;
+  };
+
+  const summary = (s: StoredBlock) => ({
+    number: s.block.block_header.raw_data.number,
+    blockID: s.block.blockID,
+    timestamp: s.block.block_header.raw_data.timestamp,
+    transactions: s.block.transactions?.length ?? 0,
+  });
+
+  async function wallet(path: string, p: Params): Promise<Response> {
+    const visible = flag(p.visible);
+    switch (path) {
+      case "getnowblock":
+        return text(renderBlock(chain.head(), visible));
+      case "getblockbynum": {
+        const s = chain.byNumber(num(p.num));
+        return text(s ? renderBlock(s, visible) : "{}");
+      }
+      case "getblockbyid": {
+        const s = chain.byBlockId(String(p.value ?? ""));
+        return text(s ? renderBlock(s, visible) : "{}");
+      }
+      case "getblock": {
+        const key = p.id_or_num;
+        const detail = flag(p.detail);
+        if (key === undefined || key === "") return text(renderBlock(chain.head(), visible, detail));
+        const s = /^\d+$/.test(String(key)) ? chain.byNumber(Number(key)) : chain.byBlockId(String(key));
+        return text(s ? renderBlock(s, visible, detail) : "{}");
+      }
+      case "getblockbylimitnext": {
+        const start = num(p.startNum);
+        const end = num(p.endNum);
+        if (!(end > start) || end - start > 100) return text(JSON.stringify({ Error: "invalid range: endNum - startNum must be 1..100" }));
+        const parts: string[] = [];
+        for (let n = start; n < end; n++) {
+          const s = chain.byNumber(n);
+          if (!s || n < chain.first().block.block_header.raw_data.number) break;
+          parts.push(renderBlock(s, visible));
+        }
+        return text(parts.length === 0 ? "{}" : `{"block":[${parts.join(",")}]}`);
+      }
+      case "getblockbylatestnum": {
+        const count = Math.min(100, Math.max(1, num(p.num) || 1));
+        const headNum = chain.head().block.block_header.raw_data.number;
+        const parts: string[] = [];
+        for (let n = headNum - count + 1; n <= headNum; n++) {
+          const s = chain.byNumber(n);
+          if (s) parts.push(renderBlock(s, visible));
+        }
+        return text(`{"block":[${parts.join(",")}]}`);
+      }
+      case "gettransactioninfobyblocknum": {
+        const s = chain.byNumber(num(p.num));
+        if (!s) return text("[]");
+        let count = s.infos.length;
+        if (chain.infoLagMs > 0 && s === chain.head() && Date.now() - s.availableAt < chain.infoLagMs) count = Math.floor(count / 2);
+        return text(renderInfos(s, visible, count), s.synthesized);
+      }
+      case "gettransactioninfobyid": {
+        const id = String(p.value ?? "");
+        const s = chain.byTxId(id);
+        const info = s?.infos.find((i) => i.id === id);
+        if (!s || !info) return text("{}");
+        return text(JSON.stringify(visible ? renderVisible(info) : info), s.synthesized && info.log !== undefined && id !== "661f1df88ce02b746efe7449c3c7a04d6d21a7fc019723c92679228d8275ad57");
+      }
+      case "gettransactionbyid": {
+        const id = String(p.value ?? "");
+        const tx = chain.byTxId(id)?.block.transactions?.find((t) => t.txID === id);
+        return text(tx ? JSON.stringify(visible ? renderVisible(tx) : tx) : "{}");
+      }
+      default:
+        return new Response(JSON.stringify({ Error: `unknown endpoint /wallet/${path}` }), { status: 404, headers: JSON_HEADERS });
+    }
+  }
+
+  async function control(path: string, req: Request, p: Params): Promise<Response> {
+    switch (`${req.method} ${path}`) {
+      case "GET state":
+        return Response.json({ head: summary(chain.head()), first: summary(chain.first()), blockMs, paused, txPerBlock: chain.txPerBlock });
+      case "GET addresses": {
+        const limit = Math.min(chain.pool.length, num(p.limit) || 100);
+        return Response.json({ addresses: chain.pool.slice(0, limit).map(addressToBase58) });
+      }
+      case "POST produce":
+        return Response.json({ blocks: produce(Math.max(1, num(p.count) || 1)).map(summary) });
+      case "POST transfers": {
+        const specs = (p.transfers ?? []) as TransferSpec[];
+        const txIds = chain.enqueue(specs);
+        if (flag(p.produce)) produce(1);
+        return Response.json({ txIds });
+      }
+      case "POST fork": {
+        const depth = num(p.depth);
+        const length = p.length === undefined ? depth : num(p.length);
+        const result = chain.fork(depth, length, p.reinclude === undefined ? true : flag(p.reinclude));
+        schedule();
+        return Response.json(result);
+      }
+      case "POST pause":
+        paused = true;
+        schedule();
+        return Response.json({ paused });
+      case "POST resume":
+        paused = false;
+        schedule();
+        return Response.json({ paused });
+      case "POST config": {
+        if (p.blockMs !== undefined) blockMs = num(p.blockMs);
+        if (p.txPerBlock !== undefined) chain.txPerBlock = num(p.txPerBlock);
+        if (p.infoLagMs !== undefined) chain.infoLagMs = num(p.infoLagMs);
+        schedule();
+        return Response.json({ blockMs, txPerBlock: chain.txPerBlock, infoLagMs: chain.infoLagMs });
+      }
+      default:
+        return Response.json({ error: "not_found" }, { status: 404 });
+    }
+  }
+
+  const server = Bun.serve({
+    port: opts.port ?? 0,
+    hostname: opts.hostname ?? "127.0.0.1",
+    async fetch(req) {
+      const url = new URL(req.url);
+      try {
+        const p = await readParams(req, url);
+        const wm = /^\/(?:wallet|walletsolidity)\/([a-z]+)$/.exec(url.pathname);
+        if (wm) return await wallet(wm[1]!, p);
+        const cm = /^\/sim\/([a-z]+)$/.exec(url.pathname);
+        if (cm) return await control(cm[1]!, req, p);
+        return Response.json({ error: "not_found" }, { status: 404 });
+      } catch (err) {
+        return Response.json({ Error: String((err as Error).message ?? err) }, { status: 400 });
+      }
+    },
+  });
+
+  schedule();
+  return {
+    url: `http://${server.hostname}:${server.port}`,
+    port: server.port!,
+    chain,
+    server,
+    produce,
+    poolAddresses: (limit = chain.pool.length) => chain.pool.slice(0, limit).map(addressToBase58),
+    pause() {
+      paused = true;
+      schedule();
+    },
+    resume() {
+      paused = false;
+      schedule();
+    },
+    async stop() {
+      paused = true;
+      if (timer) clearTimeout(timer);
+      await server.stop(true);
+    },
+  };
+}
