@@ -9,7 +9,7 @@ import type { ServiceHandle } from "../common/service.ts";
 import { checkDestinationUrl, createSsrfPolicy, type Resolver } from "../common/ssrf.ts";
 import { registryRoutes, type AddressRpcs, type RegistryContext } from "./service.ts";
 import { openRegistryDatabase, RegistryStore } from "./store.ts";
-import { noWatchHooks, type WatchHooks } from "./watch-hooks.ts";
+import { createWatchHooks, type WatchHooks } from "./watch-hooks.ts";
 
 export interface RegistryDeps {
   /** DNS resolver for the request-time SSRF check (tests inject a static one). */
@@ -33,7 +33,7 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
   const store = new RegistryStore(db, { encryptionKey: appKeys.encryptionKey });
   const redis = openRedis(config.redisUrl);
   const policy = createSsrfPolicy({ allowCidrs: config.ssrfAllowCidrs, resolver: deps.resolver });
-  const hooks: WatchHooks = noWatchHooks;
+  const hooks: WatchHooks = createWatchHooks({ config, store, redis });
   const addresses: AddressRpcs | undefined = undefined;
   const context: RegistryContext = {
     store,

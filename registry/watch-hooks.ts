@@ -1,7 +1,10 @@
 // The seam between the registry's writes and the Redis watch index (issue 3 fills it): each hook runs after the
 // PostgreSQL change committed and before the RPC answers. PostgreSQL is the truth, so a failing hook is logged and
 // the write still succeeds; the index catches up by its own means (outbox or rebuild).
+import type { Config } from "../common/config.ts";
+import type { Redis } from "../common/redis.ts";
 import type { SubscriptionRow } from "./schema.ts";
+import type { RegistryStore } from "./store.ts";
 
 export interface WatchHooks {
   /** A subscription was created or its url, events or status changed. */
@@ -18,3 +21,17 @@ export const noWatchHooks: WatchHooks = {
   subscriptionDeleted: async () => {},
   keyChanged: async () => {},
 };
+
+export interface WatchHookDeps {
+  config: Config;
+  store: RegistryStore;
+  redis: Redis;
+}
+
+/**
+ * The hooks the registry and `bun run keys` use: the one place where the watch index (issue 3) plugs in, so the
+ * service and the CLI keep it in step the same way. Until the index exists there is nothing to update.
+ */
+export function createWatchHooks(_deps: WatchHookDeps): WatchHooks {
+  return noWatchHooks;
+}

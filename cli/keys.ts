@@ -1,0 +1,172 @@
+// `bun run keys create|list|revoke|chains`: API key management straight on the registry's database (no running
+// service needed). Migrations run first. `create` prints the key id on a line of its own and the key alone on the
+// last line of stdout; the key is shown once and only its SHA-256 is stored.
+import { parseArgs } from "node:util";
+import { loadAppKeys } from "../common/app-secret.ts";
+import { loadConfig, TRON_CHAINS, type Config } from "../common/config.ts";
+import { ensureDatabase } from "../common/db.ts";
+import { ApiError } from "../common/errors.ts";
+import { isId } from "../common/ids.ts";
+import { openRedis } from "../common/redis.ts";
+import { checkKeyChains } from "../registry/rules.ts";
+import type { ApiKeyRow } from "../registry/schema.ts";
+import { openRegistryDatabase, RegistryStore } from "../registry/store.ts";
+import { createWatchHooks } from "../registry/watch-hooks.ts";
+
+const USAGE = `Usage:
+  bun run keys create [--name NAME] [--chains ${TRON_CHAINS.join(",")}]
+  bun run keys list
+  bun run keys revoke KEY_ID
+  bun run keys chains KEY_ID CHAIN[,CHAIN...]
+Chains: ${TRON_CHAINS.join(", ")} (create defaults to all three).`;
+
+/** Bad input: the message and the usage go to stderr, exit code 2. */
+class UsageError extends Error {}
+
+function splitChains(text: string): string[] {
+  const parts = text.split(",").map((s) => s.trim());
+  if (parts.some((p) => p === "")) throw new UsageError(`invalid chain list "${text}"`);
+  try {
+    return checkKeyChains(parts, false);
+  } catch (err) {
+    if (err instanceof ApiError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+function keyIdArg(value: string | undefined): string {
+  if (value === undefined) throw new UsageError("missing KEY_ID");
+  if (!isId("key", value)) throw new UsageError(`"${value}" is not a key id (key_ followed by a ULID)`);
+  return value;
+}
+
+function describeKey(row: ApiKeyRow): string {
+  const state = row.revokedAt ? `revoked ${row.revokedAt.toISOString()}` : "active";
+  return [row.id, JSON.stringify(row.name), row.chains.join(","), row.createdAt.toISOString(), state].join("\t");
+}
+
+interface Session {
+  config: Config;
+  store: RegistryStore;
+}
+
+async function openSession(): Promise<Session> {
+  const config = loadConfig();
+  await ensureDatabase(config.databaseUrl);
+  const db = await openRegistryDatabase(config.databaseUrl, { max: 2 });
+  const appKeys = await loadAppKeys(db.$client, config.appSecret);
+  return { config, store: new RegistryStore(db, { encryptionKey: appKeys.encryptionKey }) };
+}
+
+/** Revocation and chain changes must reach the watch index too (registry/watch-hooks.ts). */
+async function notifyKeyChanged(session: Session, keyId: string): Promise<void> {
+  const redis = openRedis(session.config.redisUrl);
+  redis.on("error", () => {});
+  try {
+    await createWatchHooks({ config: session.config, store: session.store, redis }).keyChanged(keyId);
+  } catch (err) {
+    // PostgreSQL holds the change; the index catches up on its next rebuild.
+    console.error(`warning: the watch index was not updated (${(err as Error).message}); it catches up on its next rebuild`);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === "help" || command === "--help" || command === "-h") {
+    if (command === undefined) throw new UsageError("missing command");
+    console.log(USAGE);
+    return 0;
+  }
+
+  switch (command) {
+    case "create": {
+      const { values, positionals } = parseArgs({
+        args: rest,
+        options: { name: { type: "string" }, chains: { type: "string" } },
+        allowPositionals: true,
+        strict: true,
+      });
+      if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
+      const chains = values.chains === undefined ? [...TRON_CHAINS] : splitChains(values.chains);
+      const name = values.name ?? "";
+      const session = await openSession();
+      try {
+        const issued = await session.store.createApiKey(name, chains);
+        console.log(`Created API key${name ? ` "${name}"` : ""} for ${issued.row.chains.join(", ")}:`);
+        console.log(issued.row.id);
+        console.log("The key below is shown only this once; only its SHA-256 is stored:");
+        console.log(issued.secret);
+      } finally {
+        await session.store.close();
+      }
+      return 0;
+    }
+    case "list": {
+      if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
+      const session = await openSession();
+      try {
+        const rows = await session.store.listApiKeys();
+        console.log(["id", "name", "chains", "created", "state"].join("\t"));
+        for (const row of rows) console.log(describeKey(row));
+      } finally {
+        await session.store.close();
+      }
+      return 0;
+    }
+    case "revoke": {
+      if (rest.length > 1) throw new UsageError(`unexpected argument "${rest[1]}"`);
+      const id = keyIdArg(rest[0]);
+      const session = await openSession();
+      try {
+        const row = await session.store.revokeApiKey(id);
+        if (!row) {
+          console.error(`error: no API key ${id}`);
+          return 1;
+        }
+        await notifyKeyChanged(session, row.id);
+        console.log(`Revoked ${row.id} at ${row.revokedAt!.toISOString()}`);
+      } finally {
+        await session.store.close();
+      }
+      return 0;
+    }
+    case "chains": {
+      if (rest.length > 2) throw new UsageError(`unexpected argument "${rest[2]}"`);
+      const id = keyIdArg(rest[0]);
+      if (rest[1] === undefined) throw new UsageError("missing chain list");
+      const chains = splitChains(rest[1]);
+      const session = await openSession();
+      try {
+        const row = await session.store.setApiKeyChains(id, chains);
+        if (!row) {
+          console.error(`error: no API key ${id}`);
+          return 1;
+        }
+        await notifyKeyChanged(session, row.id);
+        console.log(`${row.id} chains: ${row.chains.join(",")}`);
+      } finally {
+        await session.store.close();
+      }
+      return 0;
+    }
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+try {
+  process.exitCode = await main(process.argv.slice(2));
+} catch (err) {
+  if (err instanceof UsageError || (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+    console.error(`error: ${(err as Error).message}\n\n${USAGE}`);
+    process.exitCode = 2;
+  } else if (err instanceof ApiError) {
+    console.error(`error: ${err.message}`);
+    process.exitCode = 1;
+  } else {
+    console.error(`error: ${(err as Error).message ?? String(err)}`);
+    process.exitCode = 1;
+  }
+}
