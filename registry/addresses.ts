@@ -1,0 +1,317 @@
+// Address filters (CONTRACT.md "Address filters"): PATCH (per-item results), PUT (all or nothing), the keyset list,
+// and the watch-index rebuild RPC. Each change runs in one transaction under the subscription's row lock (so
+// concurrent PATCHes of one subscription serialize), in bulk SQL (unnest of arrays, never one INSERT per address),
+// and reaches the Redis watch index before COMMIT (registry/watch-index.ts explains the ordering).
+import { create } from "@bufbuild/protobuf";
+import { eq, sql as dsql } from "drizzle-orm";
+import type { AddressEntry } from "../gen/webhooks/registry/v1/registry_pb.ts";
+import { PatchAddressesResponseSchema, SubscriptionResponseSchema } from "../gen/webhooks/registry/v1/registry_pb.ts";
+import { isChainId, TRON_CHAINS } from "../common/config.ts";
+import { ApiError } from "../common/errors.ts";
+import { isId } from "../common/ids.ts";
+import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
+import { isBase58Address } from "../common/tron-address.ts";
+import { checkLimit } from "./rules.ts";
+import { subscriptions, type SubscriptionRow } from "./schema.ts";
+import { INLINE_ADDRESSES, notFound, subscriptionMessage, type AddressRpcs } from "./service.ts";
+import type { RegistryStore, RegistryTx } from "./store.ts";
+import { pgTextArray, subscriptionMeta, type KeyState, type WatchIndex } from "./watch-index.ts";
+
+/** Addresses per request: PATCH add and remove together, PUT (CONTRACT.md "Limits"). */
+export const MAX_ADDRESSES_PER_REQUEST = 10_000;
+/** A change of 10,000 addresses against a large subscription may take longer than a plain store call. */
+const CHANGE_DEADLINE_MS = 30_000;
+
+export type SkipReason = "invalid_address" | "invalid_chain" | "chain_not_enabled" | "not_found";
+
+interface Entry {
+  chainId: string;
+  address: string;
+}
+
+const entryKey = (e: Entry) => `${e.chainId}\n${e.address}`;
+
+/** The item's problem, or null when it may be applied. Chain first: an unknown chain makes the address moot. */
+export function checkEntry(entry: Entry, key: KeyState): { reason: SkipReason; detail: string } | null {
+  if (!isChainId(entry.chainId)) {
+    return { reason: "invalid_chain", detail: `"${entry.chainId}" is not one of ${TRON_CHAINS.join(", ")}.` };
+  }
+  if (!isBase58Address(entry.address)) {
+    return {
+      reason: "invalid_address",
+      detail: "Not a base58check TRON address (34 characters, version byte 0x41, valid checksum).",
+    };
+  }
+  if (!key.chains.includes(entry.chainId)) {
+    return { reason: "chain_not_enabled", detail: `${entry.chainId} is not enabled for this API key.` };
+  }
+  return null;
+}
+
+function limitExceeded(message: string, detail: Record<string, unknown>): ApiError {
+  return new ApiError("addresses_limit_exceeded", message, detail);
+}
+
+function addressesScope(keyId: string, subscriptionId: string): PageScope {
+  return { list: "addresses", keyId, parent: subscriptionId };
+}
+
+interface AddressCursor {
+  s: number;
+}
+
+function isCursor(value: unknown): value is AddressCursor {
+  return typeof value === "object" && value !== null && Number.isSafeInteger((value as AddressCursor).s);
+}
+
+function groupByChain(entries: readonly Entry[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const e of entries) {
+    let list = out.get(e.chainId);
+    if (!list) out.set(e.chainId, (list = []));
+    list.push(e.address);
+  }
+  return out;
+}
+
+export interface AddressDeps {
+  store: RegistryStore;
+  index: WatchIndex;
+  tokenKey: Buffer;
+  maxPerSubscription: number;
+}
+
+export function addressRpcs(deps: AddressDeps): AddressRpcs {
+  const { store, index } = deps;
+
+  async function keyState(tx: RegistryTx, keyId: string): Promise<KeyState> {
+    const rows = (await tx.execute(
+      dsql`SELECT chains, revoked_at IS NOT NULL AS revoked FROM api_keys WHERE id = ${keyId}`,
+    )) as unknown as KeyState[];
+    return rows[0] ?? { chains: [], revoked: true };
+  }
+
+  async function lockSubscription(tx: RegistryTx, keyId: string, id: string): Promise<SubscriptionRow> {
+    const row = await store.findSubscription(tx, keyId, id, true);
+    if (!row) throw notFound();
+    return row;
+  }
+
+  /** Deletes entries; returns those that were there. */
+  async function deleteEntries(tx: RegistryTx, id: string, entries: readonly Entry[]): Promise<Entry[]> {
+    if (entries.length === 0) return [];
+    return (await tx.execute(dsql`
+      DELETE FROM subscription_addresses a
+      USING unnest(${pgTextArray(entries.map((e) => e.chainId))}::text[], ${pgTextArray(entries.map((e) => e.address))}::text[]) AS u(c, addr)
+      WHERE a.subscription_id = ${id} AND a.chain_id = u.c AND a.address = u.addr
+      RETURNING a.chain_id AS "chainId", a.address`)) as unknown as Entry[];
+  }
+
+  /** Inserts entries in the given order (seq follows it); returns those that were new. */
+  async function insertEntries(tx: RegistryTx, id: string, entries: readonly Entry[]): Promise<Entry[]> {
+    if (entries.length === 0) return [];
+    return (await tx.execute(dsql`
+      INSERT INTO subscription_addresses (subscription_id, chain_id, address)
+      SELECT ${id}, u.c, u.addr
+      FROM unnest(${pgTextArray(entries.map((e) => e.chainId))}::text[], ${pgTextArray(entries.map((e) => e.address))}::text[]) WITH ORDINALITY AS u(c, addr, ord)
+      ORDER BY u.ord
+      ON CONFLICT DO NOTHING
+      RETURNING chain_id AS "chainId", address`)) as unknown as Entry[];
+  }
+
+  async function touch(tx: RegistryTx, id: string, count: number): Promise<SubscriptionRow> {
+    const [fresh] = await tx
+      .update(subscriptions)
+      .set({ addressCount: count, updatedAt: new Date() })
+      .where(eq(subscriptions.id, id))
+      .returning();
+    return fresh!;
+  }
+
+  /** Writes the net change of one subscription to the index, chain by chain (inside the transaction). */
+  async function writeIndex(tx: RegistryTx, row: SubscriptionRow, key: KeyState, added: Entry[], removed: Entry[]) {
+    const addedKeys = new Set(added.map(entryKey));
+    const netRemoved = removed.filter((e) => !addedKeys.has(entryKey(e)));
+    const adds = groupByChain(added);
+    const removes = groupByChain(netRemoved);
+    for (const chainId of new Set([...adds.keys(), ...removes.keys()])) {
+      await index.writeAddresses(tx, subscriptionMeta(row), key, chainId, {
+        add: adds.get(chainId) ?? [],
+        remove: removes.get(chainId) ?? [],
+      });
+    }
+  }
+
+  async function inline(tx: RegistryTx, row: SubscriptionRow) {
+    const { items, hasMore } = await store.inlineAddresses(tx, row.id, INLINE_ADDRESSES);
+    return subscriptionMessage(row, { addresses: items, hasMore });
+  }
+
+  return {
+    async patchAddresses(req) {
+      if (!isId("sub", req.id)) throw notFound();
+      if (req.add.length === 0 && req.remove.length === 0) {
+        throw new ApiError("invalid_request", "add or remove must list at least one address entry.", { param: "/add" });
+      }
+      const total = req.add.length + req.remove.length;
+      // A missing subscription is 404 whatever the body says.
+      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
+      if (total > MAX_ADDRESSES_PER_REQUEST) {
+        throw limitExceeded(`A request may carry at most ${MAX_ADDRESSES_PER_REQUEST} address entries (add and remove together).`, {
+          limit: MAX_ADDRESSES_PER_REQUEST,
+          count: total,
+        });
+      }
+
+      return store.run(
+        (db) =>
+          db.transaction(async (tx) => {
+            const row = await lockSubscription(tx, req.keyId, req.id);
+            const key = await keyState(tx, req.keyId);
+            const skipped: { input: Entry; reason: SkipReason; detail: string }[] = [];
+            const validRemove: Entry[] = [];
+            const validAdd: Entry[] = [];
+            for (const [list, valid] of [
+              [req.remove, validRemove],
+              [req.add, validAdd],
+            ] as const) {
+              const seen = new Set<string>();
+              for (const e of list) {
+                const k = entryKey(e);
+                if (seen.has(k)) continue;
+                seen.add(k);
+                const problem = checkEntry(e, key);
+                if (problem) skipped.push({ input: { chainId: e.chainId, address: e.address }, ...problem });
+                else valid.push({ chainId: e.chainId, address: e.address });
+              }
+            }
+
+            const removed = await deleteEntries(tx, row.id, validRemove);
+            const removedKeys = new Set(removed.map(entryKey));
+            for (const e of validRemove) {
+              if (!removedKeys.has(entryKey(e))) {
+                skipped.push({ input: e, reason: "not_found", detail: "This entry is not in the subscription's list." });
+              }
+            }
+            const insertedKeys = new Set((await insertEntries(tx, row.id, validAdd)).map(entryKey));
+            const added = validAdd.filter((e) => insertedKeys.has(entryKey(e)));
+            const count = row.addressCount - removed.length + added.length;
+            if (count > deps.maxPerSubscription) {
+              throw limitExceeded(`A subscription may watch at most ${deps.maxPerSubscription} addresses.`, {
+                limit: deps.maxPerSubscription,
+                count,
+              });
+            }
+            let current = row;
+            if (removed.length > 0 || added.length > 0) {
+              current = await touch(tx, row.id, count);
+              await writeIndex(tx, current, key, added, removed);
+            }
+            // Removals are listed in request order, like additions.
+            const removedInOrder = validRemove.filter((e) => removedKeys.has(entryKey(e)));
+            return create(PatchAddressesResponseSchema, {
+              subscription: await inline(tx, current),
+              added,
+              removed: removedInOrder,
+              skipped,
+            });
+          }),
+        CHANGE_DEADLINE_MS,
+      );
+    },
+
+    async replaceAddresses(req) {
+      if (!isId("sub", req.id)) throw notFound();
+      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
+      if (req.addresses.length > MAX_ADDRESSES_PER_REQUEST) {
+        throw limitExceeded(`A request may carry at most ${MAX_ADDRESSES_PER_REQUEST} address entries.`, {
+          limit: MAX_ADDRESSES_PER_REQUEST,
+          count: req.addresses.length,
+        });
+      }
+      return store.run(
+        (db) =>
+          db.transaction(async (tx) => {
+            const row = await lockSubscription(tx, req.keyId, req.id);
+            const key = await keyState(tx, req.keyId);
+            const wanted: Entry[] = [];
+            const seen = new Set<string>();
+            req.addresses.forEach((e: AddressEntry, i: number) => {
+              const problem = checkEntry(e, key);
+              if (problem) {
+                throw new ApiError(problem.reason, problem.detail, {
+                  index: i,
+                  input: { chainId: e.chainId, address: e.address },
+                });
+              }
+              const k = entryKey(e);
+              if (!seen.has(k)) {
+                seen.add(k);
+                wanted.push({ chainId: e.chainId, address: e.address });
+              }
+            });
+            if (wanted.length > deps.maxPerSubscription) {
+              throw limitExceeded(`A subscription may watch at most ${deps.maxPerSubscription} addresses.`, {
+                limit: deps.maxPerSubscription,
+                count: wanted.length,
+              });
+            }
+            const old = (await tx.execute(
+              dsql`SELECT chain_id AS "chainId", address FROM subscription_addresses WHERE subscription_id = ${row.id} ORDER BY seq`,
+            )) as unknown as Entry[];
+            const same = old.length === wanted.length && old.every((e, i) => entryKey(e) === entryKey(wanted[i]!));
+            let current = row;
+            if (!same) {
+              // "All existing addresses are removed, then the given list is applied": the new order is the body's.
+              await tx.execute(dsql`DELETE FROM subscription_addresses WHERE subscription_id = ${row.id}`);
+              await insertEntries(tx, row.id, wanted);
+              current = await touch(tx, row.id, wanted.length);
+              const oldKeys = new Set(old.map(entryKey));
+              const wantedKeys = new Set(wanted.map(entryKey));
+              await writeIndex(
+                tx,
+                current,
+                key,
+                wanted.filter((e) => !oldKeys.has(entryKey(e))),
+                old.filter((e) => !wantedKeys.has(entryKey(e))),
+              );
+            }
+            return create(SubscriptionResponseSchema, { subscription: await inline(tx, current) });
+          }),
+        CHANGE_DEADLINE_MS,
+      );
+    },
+
+    async listAddresses(req) {
+      if (!isId("sub", req.id)) throw notFound();
+      const limit = checkLimit(req.limit);
+      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
+      const scope = addressesScope(req.keyId, req.id);
+      const cursor = decodePageToken<unknown>(deps.tokenKey, scope, req.pageToken);
+      if (cursor !== undefined && !isCursor(cursor)) {
+        throw new ApiError("invalid_pagination_token", "The page token is malformed, altered or belongs to another list.");
+      }
+      const after = cursor?.s ?? 0;
+      const rows = await store.run(
+        (db) =>
+          db.execute(dsql`
+            SELECT chain_id AS "chainId", address, seq FROM subscription_addresses
+            WHERE subscription_id = ${req.id} AND seq > ${after}
+            ORDER BY seq LIMIT ${limit + 1}`) as unknown as Promise<(Entry & { seq: number | string })[]>,
+      );
+      const items = rows.slice(0, limit);
+      const last = items.at(-1);
+      const nextPageToken =
+        rows.length > limit && last ? encodePageToken(deps.tokenKey, scope, { s: Number(last.seq) } satisfies AddressCursor) : "";
+      return { items: items.map((r) => ({ chainId: r.chainId, address: r.address })), nextPageToken };
+    },
+
+    async rebuildWatchIndex(req) {
+      for (const c of req.chainIds) {
+        if (!isChainId(c)) throw new ApiError("invalid_chain", `Unknown chain "${c}".`, { chain: c });
+      }
+      const result = await index.rebuild(req.chainIds.length > 0 ? req.chainIds : TRON_CHAINS);
+      return { addresses: BigInt(result.addresses), subscriptions: BigInt(result.subscriptions) };
+    },
+  };
+}

@@ -1,0 +1,356 @@
+// The registry's side of the Redis watch index (layout and scripts: common/watch-index.ts): write-through of every
+// change, the rebuild from PostgreSQL, and the watchdog that notices a missing or stale index.
+//
+// Ordering: address writes reach Redis inside the PostgreSQL transaction, under the subscription's row lock, so two
+// writers of one subscription can never land in Redis in the opposite order of their commits. Status, kind and key
+// changes (committed by registry/service.ts before its hooks run) are re-read under a FOR SHARE lock and written from
+// that latest state. The rebuild copies each subscription under FOR SHARE too, while writers write to both the
+// served and the building generation, so a change made during a rebuild is never lost (see the header of
+// common/watch-index.ts for generations and for why lookups wait while the index is not ready).
+//
+// Redis down while PostgreSQL accepts a write: the write still commits (PostgreSQL is the truth), the failure is
+// recorded durably in PostgreSQL (app_settings row "watch_index_dirty"), and the watchdog, as soon as Redis answers,
+// marks every chain stale (lookups wait) and rebuilds. The one window left open is a crash between a Redis write
+// and its COMMIT; the next on-demand or periodic rebuild repairs it.
+import { sql as dsql } from "drizzle-orm";
+import { TRON_CHAINS, type ChainId } from "../common/config.ts";
+import type { Logger } from "../common/logger.ts";
+import type { Redis } from "../common/redis.ts";
+import {
+  applyAddresses,
+  beginBuild,
+  dropGeneration,
+  dropSubscription,
+  finishBuild,
+  markStale,
+  readState,
+  setKeyState,
+  setSubscriptionMeta,
+  sweepDeadHandles,
+  type AddressChange,
+  type SubscriptionMeta,
+} from "../common/watch-index.ts";
+import type { SubscriptionRow } from "./schema.ts";
+import type { RegistryDb, RegistryExecutor } from "./store.ts";
+import type { WatchHooks } from "./watch-hooks.ts";
+
+const DIRTY = "watch_index_dirty";
+/** A Redis call that takes longer is treated as failed (the index is then rebuilt). */
+const REDIS_TIMEOUT_MS = 3_000;
+
+function withTimeout<T>(p: Promise<T>, ms = REDIS_TIMEOUT_MS): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const t = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error("redis call timed out")), ms);
+  });
+  p.catch(() => {});
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+}
+
+export interface KeyState {
+  chains: string[];
+  revoked: boolean;
+}
+
+export function keyActiveOn(key: KeyState, chainId: string): boolean {
+  return !key.revoked && key.chains.includes(chainId);
+}
+
+export function subscriptionMeta(row: { id: string; keyId: string; status: string; events: string[] }): SubscriptionMeta {
+  return { id: row.id, keyId: row.keyId, enabled: row.status === "enabled", events: row.events };
+}
+
+export interface RebuildResult {
+  addresses: number;
+  subscriptions: number;
+}
+
+function pgTextArray(values: readonly string[]): string {
+  // Only validated values (chain ids, base58 addresses, ids) ever go through here: no quoting needed.
+  return `{${values.join(",")}}`;
+}
+
+export class WatchIndex {
+  private rebuilding: Promise<RebuildResult> | undefined;
+  /** Bumped on each write-through failure; a rebuild that saw an older value goes again. */
+  private failures = 0;
+  private needsRebuild = false;
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private ticking = false;
+  private lastSweep = 0;
+  private readonly pending = new Set<Promise<unknown>>();
+
+  constructor(
+    readonly db: RegistryDb,
+    readonly redis: Redis,
+    readonly prefix: string,
+    private readonly log: Logger,
+    readonly chains: readonly ChainId[] = TRON_CHAINS,
+  ) {}
+
+  // ---- write-through ------------------------------------------------------------------------------------------
+
+  /**
+   * Writes one subscription's address change on one chain. Call it inside the transaction that holds the
+   * subscription's row lock, before COMMIT. Never throws for Redis: a failure is recorded and the index rebuilt.
+   */
+  async writeAddresses(
+    tx: RegistryExecutor,
+    meta: SubscriptionMeta,
+    key: KeyState,
+    chainId: string,
+    change: AddressChange,
+  ): Promise<void> {
+    try {
+      const wrote = await withTimeout(
+        applyAddresses(this.redis, { prefix: this.prefix, chainId }, meta, keyActiveOn(key, chainId), change),
+        REDIS_TIMEOUT_MS + Math.ceil((change.add.length + change.remove.length) / 10),
+      );
+      if (!wrote) this.needsRebuild = true;
+    } catch (err) {
+      await this.recordFailure(tx, "address write", err);
+    }
+  }
+
+  /** Records a write-through failure durably (in the caller's transaction when there is one). */
+  async recordFailure(tx: RegistryExecutor | undefined, what: string, err: unknown): Promise<void> {
+    this.failures++;
+    this.needsRebuild = true;
+    this.log.warn("watch index write failed; PostgreSQL keeps the change and the index will be rebuilt", { what, err });
+    const ex = tx ?? this.db;
+    try {
+      await ex.execute(dsql`CREATE TABLE IF NOT EXISTS app_settings (name text PRIMARY KEY, value text NOT NULL)`);
+      await ex.execute(
+        dsql`INSERT INTO app_settings (name, value) VALUES (${DIRTY}, ${String(Date.now())}) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value`,
+      );
+    } catch (e) {
+      this.log.error("could not record the watch index failure in PostgreSQL", { err: e });
+    }
+    // Lookups must not trust the index until it is rebuilt; Redis may well be down, so this is best effort.
+    for (const chainId of this.chains) {
+      await withTimeout(markStale(this.redis, this.prefix, chainId), 500).catch(() => {});
+    }
+  }
+
+  /** Status, kinds: re-read under FOR SHARE and written from that state. */
+  async subscriptionChanged(id: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const rows = (await tx.execute(
+        dsql`SELECT id, key_id AS "keyId", status, events FROM subscriptions WHERE id = ${id} FOR SHARE`,
+      )) as unknown as { id: string; keyId: string; status: string; events: string[] }[];
+      const row = rows[0];
+      if (!row) return;
+      try {
+        for (const chainId of this.chains) {
+          await withTimeout(setSubscriptionMeta(this.redis, { prefix: this.prefix, chainId }, subscriptionMeta(row)));
+        }
+      } catch (err) {
+        await this.recordFailure(tx, "subscription meta", err);
+      }
+    });
+  }
+
+  async subscriptionDeleted(id: string): Promise<void> {
+    try {
+      for (const chainId of this.chains) {
+        await withTimeout(dropSubscription(this.redis, { prefix: this.prefix, chainId }, id));
+      }
+    } catch (err) {
+      await this.recordFailure(undefined, "subscription delete", err);
+    }
+  }
+
+  async keyChanged(keyId: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const rows = (await tx.execute(
+        dsql`SELECT chains, revoked_at IS NOT NULL AS revoked FROM api_keys WHERE id = ${keyId} FOR SHARE`,
+      )) as unknown as KeyState[];
+      const key = rows[0];
+      if (!key) return;
+      try {
+        for (const chainId of this.chains) {
+          await withTimeout(setKeyState(this.redis, { prefix: this.prefix, chainId }, keyId, keyActiveOn(key, chainId)));
+        }
+      } catch (err) {
+        await this.recordFailure(tx, "key change", err);
+      }
+    });
+  }
+
+  hooks(): WatchHooks {
+    return {
+      subscriptionChanged: (row: SubscriptionRow) => this.subscriptionChanged(row.id),
+      subscriptionDeleted: (row: SubscriptionRow) => this.subscriptionDeleted(row.id),
+      keyChanged: (keyId: string) => this.keyChanged(keyId),
+    };
+  }
+
+  /** Work nobody waits for (dropping an old generation); close() still waits for it. */
+  private background(work: Promise<unknown>, what: string): void {
+    const p = work.catch((err) => this.log.warn(`watch index: ${what} failed`, { err }));
+    this.pending.add(p);
+    void p.finally(() => this.pending.delete(p));
+  }
+
+  // ---- rebuild ------------------------------------------------------------------------------------------------
+
+  /** Rebuilds from PostgreSQL (one at a time per process; across replicas an advisory lock serializes them). */
+  rebuild(chains: readonly string[] = this.chains): Promise<RebuildResult> {
+    const wanted = this.chains.filter((c) => chains.includes(c));
+    const run = (this.rebuilding ?? Promise.resolve()).catch(() => {}).then(() => this.rebuildNow(wanted));
+    this.rebuilding = run;
+    return run.finally(() => {
+      if (this.rebuilding === run) this.rebuilding = undefined;
+    });
+  }
+
+  private async readDirty(): Promise<string | null> {
+    try {
+      const rows = (await this.db.execute(dsql`SELECT value FROM app_settings WHERE name = ${DIRTY}`)) as unknown as { value: string }[];
+      return rows[0]?.value ?? null;
+    } catch {
+      return null; // no app_settings table yet: nothing recorded
+    }
+  }
+
+  private async rebuildNow(chains: readonly string[]): Promise<RebuildResult> {
+    const started = Date.now();
+    const failuresAtStart = this.failures;
+    this.needsRebuild = false;
+    const reserved = await this.db.$client.reserve();
+    try {
+      await reserved`SELECT pg_advisory_lock(hashtext('watch-index-rebuild'))`;
+      const dirty = await this.readDirty();
+      const gens = new Map<string, string>();
+      for (const chainId of chains) {
+        const state = await readState(this.redis, this.prefix, chainId);
+        const stale = dirty !== null || state.stale || failuresAtStart > 0;
+        const { generation, abandoned } = await beginBuild(this.redis, this.prefix, chainId, stale);
+        gens.set(chainId, generation);
+        if (abandoned) await dropGeneration(this.redis, this.prefix, chainId, abandoned);
+      }
+
+      await this.db.transaction(async (tx) => {
+        const keys = (await tx.execute(
+          dsql`SELECT id, chains, revoked_at IS NOT NULL AS revoked FROM api_keys FOR SHARE`,
+        )) as unknown as (KeyState & { id: string })[];
+        for (const [chainId, generation] of gens) {
+          await Promise.all(
+            keys.map((k) => setKeyState(this.redis, { prefix: this.prefix, chainId, generation }, k.id, keyActiveOn(k, chainId))),
+          );
+        }
+      });
+
+      const ids = (await this.db.execute(
+        dsql`SELECT DISTINCT subscription_id AS id FROM subscription_addresses`,
+      )) as unknown as { id: string }[];
+      let addresses = 0;
+      let subscriptions = 0;
+      for (const { id } of ids) {
+        const n = await this.copySubscription(id, gens);
+        if (n > 0) subscriptions++;
+        addresses += n;
+      }
+
+      for (const [chainId, generation] of gens) {
+        const old = await finishBuild(this.redis, this.prefix, chainId, generation);
+        if (old) this.background(dropGeneration(this.redis, this.prefix, chainId, old), "dropping an old generation");
+      }
+      if (dirty !== null) {
+        await this.db.execute(dsql`DELETE FROM app_settings WHERE name = ${DIRTY} AND value = ${dirty}`);
+      }
+      if (this.failures !== failuresAtStart) this.needsRebuild = true;
+      this.log.info("watch index rebuilt", { chains, addresses, subscriptions, ms: Date.now() - started });
+      return { addresses, subscriptions };
+    } finally {
+      await reserved`SELECT pg_advisory_unlock(hashtext('watch-index-rebuild'))`.catch(() => {});
+      reserved.release();
+    }
+  }
+
+  /** Copies one subscription into the building generations under FOR SHARE; returns its address count. */
+  private async copySubscription(id: string, gens: Map<string, string>): Promise<number> {
+    return this.db.transaction(async (tx) => {
+      const subs = (await tx.execute(
+        dsql`SELECT s.id, s.key_id AS "keyId", s.status, s.events, k.chains, k.revoked_at IS NOT NULL AS revoked
+             FROM subscriptions s JOIN api_keys k ON k.id = s.key_id WHERE s.id = ${id} FOR SHARE OF s`,
+      )) as unknown as { id: string; keyId: string; status: string; events: string[]; chains: string[]; revoked: boolean }[];
+      const sub = subs[0];
+      if (!sub) return 0;
+      const rows = (await tx.execute(
+        dsql`SELECT chain_id AS "chainId", address FROM subscription_addresses WHERE subscription_id = ${id} ORDER BY seq`,
+      )) as unknown as { chainId: string; address: string }[];
+      const byChain = new Map<string, string[]>();
+      for (const r of rows) {
+        if (!gens.has(r.chainId)) continue;
+        let list = byChain.get(r.chainId);
+        if (!list) byChain.set(r.chainId, (list = []));
+        list.push(r.address);
+      }
+      let n = 0;
+      for (const [chainId, add] of byChain) {
+        await applyAddresses(
+          this.redis,
+          { prefix: this.prefix, chainId, generation: gens.get(chainId)! },
+          subscriptionMeta(sub),
+          keyActiveOn(sub, chainId),
+          { add, remove: [] },
+        );
+        n += add.length;
+      }
+      return n;
+    });
+  }
+
+  // ---- watchdog -----------------------------------------------------------------------------------------------
+
+  /** Is any chain's index missing, stale or recorded dirty? */
+  async needsRebuilding(): Promise<boolean> {
+    if (this.needsRebuild) return true;
+    if ((await this.readDirty()) !== null) return true;
+    for (const chainId of this.chains) {
+      const state = await readState(this.redis, this.prefix, chainId);
+      if (!state.cur || state.stale) return true;
+    }
+    return false;
+  }
+
+  /** Rebuilds when needed (at start, after FLUSHDB or a Redis outage) and sweeps dead handles now and then. */
+  async tick(): Promise<void> {
+    if (this.ticking) return;
+    this.ticking = true;
+    try {
+      if (await withTimeout(this.needsRebuilding())) {
+        await this.rebuild();
+        return;
+      }
+      if (Date.now() - this.lastSweep > 5_000) {
+        for (const chainId of this.chains) {
+          const state = await readState(this.redis, this.prefix, chainId);
+          if (state.dead > 0) await sweepDeadHandles(this.redis, this.prefix, chainId);
+        }
+        this.lastSweep = Date.now();
+      }
+    } catch (err) {
+      this.log.warn("watch index watchdog: will retry", { err });
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  start(intervalMs = 1_000): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.tick(), intervalMs);
+    this.timer.unref?.();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.rebuilding?.catch(() => {});
+    while (this.ticking) await Bun.sleep(10);
+    await Promise.all(this.pending);
+  }
+}
+
+export { pgTextArray };
