@@ -1,0 +1,54 @@
+// `npm start`: the whole stack in one process. Each service still serves its own HTTP/gRPC ports (so operators and
+// other platform services reach them as in Kubernetes), while the gateway calls them through in-process transports:
+// the same handlers and serialization, no socket.
+import { loadConfig } from "../common/config.ts";
+import { ensureDatabase } from "../common/db.ts";
+import type { ReadinessChecks } from "../common/http-service.ts";
+import { log } from "../common/logger.ts";
+import { inProcessTransport } from "../common/rpc.ts";
+import { serveService, type ServedService, type ServiceHandle } from "../common/service.ts";
+import { createGatewayApp } from "../gateway/app.ts";
+import { createRegistry } from "../registry/index.ts";
+
+/** A handle's checks under "<service>.<check>" names, for the gateway's /readyz. */
+function prefixed(service: string, checks: ReadinessChecks): ReadinessChecks {
+  return Object.fromEntries(Object.entries(checks).map(([name, check]) => [`${service}.${name}`, check]));
+}
+
+const config = loadConfig();
+await ensureDatabase(config.databaseUrl);
+
+const handles: ServiceHandle[] = [];
+const served: ServedService[] = [];
+
+const registry = await createRegistry(config);
+handles.push(registry);
+served.push(await serveService(registry, config.registryPort, config.registryGrpcPort));
+log.info("registry listening", { port: config.registryPort, grpcPort: config.registryGrpcPort });
+
+// Deliverer (issue 4): createDeliverer(config, { registry: inProcessTransport(registry.routes) }), pushed to
+// `handles`, served on DELIVERER_PORT / DELIVERER_GRPC_PORT, and passed to the gateway as `deliverer`.
+// Matcher (issue 5): createMatcher(config, { deliverer: <its in-process transport> }), pushed to `handles`, served
+// on MATCHER_PORT (health and metrics only).
+
+const gateway = createGatewayApp({
+  config,
+  registry: inProcessTransport(registry.routes),
+  dependencyChecks: { ...prefixed("registry", registry.checks) },
+});
+gateway.listen({ port: config.port, hostname: "0.0.0.0" });
+log.info("gateway listening", { port: config.port, docs: `http://127.0.0.1:${config.port}/docs` });
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  log.info("stopping", { signal });
+  // Stop taking requests first, then the services behind them, newest first.
+  await gateway.stop();
+  for (const s of served.reverse()) await s.stop();
+  for (const h of handles.reverse()) await h.close();
+  process.exit(0);
+}
+process.on("SIGINT", () => void shutdown("SIGINT"));
+process.on("SIGTERM", () => void shutdown("SIGTERM"));

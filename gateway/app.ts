@@ -1,0 +1,181 @@
+// The public HTTP API. Order of work per request, cheapest and most telling first: request id → (under /v1)
+// authentication → rate limit → body (size, media type, JSON) → schema → route → RPC. Each route file is one
+// Elysia plugin; this file wires them and the cross-cutting hooks.
+import type { Transport } from "@connectrpc/connect";
+import { Elysia, ValidationError } from "elysia";
+import type { Config } from "../common/config.ts";
+import { ApiError } from "../common/errors.ts";
+import { operationalResponse, type ReadinessChecks } from "../common/http-service.ts";
+import { log } from "../common/logger.ts";
+import { openRedis, type Redis } from "../common/redis.ts";
+import { createAuthenticator, UNAUTHORIZED_HEADERS } from "./auth.ts";
+import { parseJsonBody } from "./body.ts";
+import { beginRequest, pathOf, requestIdOf, stateOf } from "./context.ts";
+import { createDeps } from "./deps.ts";
+import { docsPlugin } from "./docs.ts";
+import { createMethodIndex, errorResponse, fromValidationError, methodNotAllowed, notFound } from "./errors.ts";
+import { canonicalJson, IDEMPOTENCY_HEADER } from "./idempotency.ts";
+import { countRateLimitFailOpen, observeRequest } from "./metrics.ts";
+import { createRateLimiter, rateLimitHeaders } from "./rate-limit.ts";
+import { pickRequestId, REQUEST_ID_HEADER } from "./request-id.ts";
+import { subscriptionRoutes } from "./routes/subscriptions.ts";
+
+const gatewayLog = log.child({ service: "gateway" });
+
+export interface GatewayOptions {
+  config: Config;
+  /** The registry (SubscriptionService, ApiKeyService): in-process or over the network. */
+  registry: Transport;
+  /** The deliverer (event routes); optional until those routes are mounted. */
+  deliverer?: Transport;
+  /**
+   * Readiness of the services the gateway calls. Default: GET /readyz of REGISTRY_URL (and DELIVERER_URL when a
+   * deliverer is given) — which covers their PostgreSQL and Redis. In one process, pass the handles' own checks.
+   */
+  dependencyChecks?: ReadinessChecks;
+  /** The rate limiter's Redis; opened from config.redisUrl (and closed on stop) when absent. */
+  redis?: Redis;
+  /** How long a resolved API key is trusted before asking the registry again (default 3 s). */
+  authCacheMs?: number;
+}
+
+function httpReadiness(baseUrl: string): () => Promise<boolean> {
+  return async () => {
+    const res = await fetch(new URL("/readyz", baseUrl), { signal: AbortSignal.timeout(1_500) });
+    await res.body?.cancel();
+    return res.ok;
+  };
+}
+
+function isV1(path: string): boolean {
+  return path === "/v1" || path.startsWith("/v1/");
+}
+
+function stringHeaders(headers: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) if (v !== undefined) out[k] = String(v);
+  return out;
+}
+
+export function createGatewayApp(opts: GatewayOptions) {
+  const { config } = opts;
+  const ownsRedis = opts.redis === undefined;
+  const redis = opts.redis ?? openRedis(config.redisUrl, { enableAutoPipelining: true });
+  const deps = createDeps(config, opts.registry, opts.deliverer);
+  const auth = createAuthenticator(opts.registry, { cacheMs: opts.authCacheMs });
+  const limiter = createRateLimiter({
+    redis,
+    prefix: config.redisPrefix,
+    rps: config.rateLimitRps,
+    burst: config.rateLimitBurst,
+    onFailure: (err) => gatewayLog.warn("rate limiter unavailable, failing open", { err }),
+  });
+  const checks: ReadinessChecks = {
+    redis: async () => (await redis.ping()) === "PONG",
+    ...(opts.dependencyChecks ?? {
+      registry: httpReadiness(config.registryUrl),
+      ...(opts.deliverer ? { deliverer: httpReadiness(config.delivererUrl) } : {}),
+    }),
+  };
+
+  const app = new Elysia({ name: "gateway" })
+    .error({ ApiError })
+    .onRequest(async ({ request, set }) => {
+      const requestId = pickRequestId(request.headers.get(REQUEST_ID_HEADER));
+      const state = beginRequest(request, requestId);
+      set.headers[REQUEST_ID_HEADER] = requestId;
+      if (!isV1(pathOf(request.url))) return;
+
+      // Authentication comes before anything else, so an unauthenticated caller learns nothing (not even 404).
+      try {
+        state.principal = await auth.authenticate(request.headers.get("authorization"));
+      } catch (err) {
+        const apiErr = err instanceof ApiError ? err : new ApiError("service_unavailable", "Authentication is unavailable.");
+        set.status = apiErr.status;
+        return errorResponse(apiErr, requestId, apiErr.code === "unauthorized" ? UNAUTHORIZED_HEADERS : {});
+      }
+
+      const decision = await limiter.take(state.principal.keyId);
+      if (decision === undefined) {
+        countRateLimitFailOpen();
+        return;
+      }
+      const headers = rateLimitHeaders(decision);
+      Object.assign(set.headers, headers);
+      if (!decision.allowed) {
+        set.status = 429;
+        const limited = new ApiError("rate_limited", "Too many requests for this API key; retry after the Retry-After delay.", {
+          retryAfterSeconds: decision.retryAfterSeconds,
+        });
+        return errorResponse(limited, requestId, headers);
+      }
+    })
+    .onParse(async ({ request }) => {
+      const { value, present } = await parseJsonBody(request);
+      if (present && value !== null && request.headers.has(IDEMPOTENCY_HEADER)) {
+        const state = stateOf(request);
+        if (state) state.canonicalBody = canonicalJson(value);
+      }
+      return value;
+    })
+    .onError(({ code, error, request, set }) => {
+      const requestId = requestIdOf(request) || pickRequestId(null);
+      const extra: Record<string, string> = {};
+      let apiErr: ApiError;
+      // Elysia wraps whatever the body parser throws in a ParseError; ours throws the contract's ApiError.
+      const cause = code === "PARSE" ? (error as Error).cause : undefined;
+      if (error instanceof ApiError) {
+        apiErr = error;
+      } else if (cause instanceof ApiError) {
+        apiErr = cause;
+      } else if (error instanceof ValidationError) {
+        apiErr = fromValidationError(error);
+      } else if (code === "NOT_FOUND") {
+        const allow = allowedMethods(pathOf(request.url));
+        if (allow.length > 0) {
+          apiErr = methodNotAllowed(allow);
+          extra.allow = allow.join(", ");
+        } else {
+          apiErr = notFound();
+        }
+      } else if (code === "PARSE") {
+        apiErr = new ApiError("invalid_request", "The request body is not valid JSON.", { param: "/" });
+      } else {
+        gatewayLog.error("unhandled gateway error", { requestId, method: request.method, path: pathOf(request.url), err: error });
+        apiErr = new ApiError("internal_error", "An unexpected error occurred.");
+      }
+      if (apiErr.code === "unauthorized") Object.assign(extra, UNAUTHORIZED_HEADERS);
+      if (apiErr.status >= 500) {
+        gatewayLog.warn("request failed", { requestId, method: request.method, path: pathOf(request.url), code: apiErr.code });
+      }
+      set.status = apiErr.status;
+      return errorResponse(apiErr, requestId, { ...stringHeaders(set.headers), ...extra });
+    })
+    .onAfterResponse(({ request, route, set }) => {
+      const state = stateOf(request);
+      const status = typeof set.status === "number" ? set.status : 200;
+      observeRequest(request.method, route || "unmatched", status, state ? (performance.now() - state.startedAt) / 1000 : 0);
+    })
+    .use(docsPlugin())
+    .get("/healthz", ({ request }) => operationalResponse(request, checks), {
+      detail: { summary: "Liveness", tags: ["operations"], security: [] },
+    })
+    .get("/readyz", ({ request }) => operationalResponse(request, checks), {
+      detail: { summary: "Readiness: Redis and the services it calls (with their PostgreSQL)", tags: ["operations"], security: [] },
+    })
+    .get("/metrics", ({ request }) => operationalResponse(request, checks), {
+      detail: { summary: "Prometheus metrics", tags: ["operations"], security: [] },
+    })
+    // Resources, one plugin per route file. Address filters (issue 3) and events (issue 4) mount here:
+    //   .use(addressRoutes(deps))   — gateway/routes/addresses.ts
+    //   .use(eventRoutes(deps))     — gateway/routes/events.ts (needs deps.deliverer)
+    .use(subscriptionRoutes(deps))
+    .onStop(() => {
+      if (ownsRedis) redis.disconnect();
+    });
+
+  const allowedMethods = createMethodIndex(() => app.routes);
+  return app;
+}
+
+export type GatewayApp = ReturnType<typeof createGatewayApp>;

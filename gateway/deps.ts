@@ -1,0 +1,34 @@
+// What every route plugin of the gateway is built with. Route files create the Connect clients they need from
+// these transports (the registry's, and the deliverer's for the event routes).
+import { createClient, type Client, type Transport } from "@connectrpc/connect";
+import type { Config } from "../common/config.ts";
+import { fromRpcError } from "../common/errors.ts";
+import { SubscriptionService } from "../gen/webhooks/registry/v1/registry_pb.ts";
+
+export interface GatewayDeps {
+  config: Config;
+  registry: Transport;
+  /** Undefined until the deliverer is wired (its event routes need it). */
+  deliverer: Transport | undefined;
+  subscriptions: Client<typeof SubscriptionService>;
+}
+
+export function createDeps(config: Config, registry: Transport, deliverer: Transport | undefined): GatewayDeps {
+  return { config, registry, deliverer, subscriptions: createClient(SubscriptionService, registry) };
+}
+
+/**
+ * Deadline of one RPC from the gateway: a dependency that hangs still gives 503 service_unavailable within the
+ * 5 s the contract allows, never a hung request.
+ */
+export const RPC_TIMEOUT_MS = 4_500;
+export const RPC_OPTIONS = { timeoutMs: RPC_TIMEOUT_MS } as const;
+
+/** Runs an RPC and turns its failure into the public ApiError (ErrorInfo carried, or 503/500). */
+export async function rpc<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    throw fromRpcError(err);
+  }
+}

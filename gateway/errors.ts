@@ -1,0 +1,105 @@
+// Every error the gateway answers, in the one body shape of CONTRACT.md: {"error","message","detail","requestId"}.
+// Elysia's own failures (validation, parse, unknown route) are translated here too, so no framework-shaped body
+// ever reaches a client.
+import { ValidationError } from "elysia";
+import { ApiError, type ErrorDetail } from "../common/errors.ts";
+
+export interface ErrorBody {
+  error: string;
+  message: string;
+  detail: ErrorDetail;
+  requestId: string;
+}
+
+export function errorBody(err: ApiError, requestId: string): ErrorBody {
+  return { error: err.code, message: err.message, detail: err.detail, requestId };
+}
+
+export function errorResponse(err: ApiError, requestId: string, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(errorBody(err, requestId)), {
+    status: err.status,
+    headers: { "content-type": "application/json", "x-request-id": requestId, ...headers },
+  });
+}
+
+export function notFound(): ApiError {
+  return new ApiError("not_found", "No such resource.");
+}
+
+export function methodNotAllowed(allow: string[]): ApiError {
+  return new ApiError("method_not_allowed", `This path accepts ${allow.join(", ")} only.`);
+}
+
+// Where a failed schema check lives: body fields as JSON pointers, query and header parameters by their name.
+const WHERE: Record<string, string> = { query: "query parameter", headers: "header", params: "path" };
+
+interface ValueErrorLike {
+  path: string;
+  message: string;
+  value?: unknown;
+}
+
+/** The first useful problem of a schema validation failure as invalid_request with detail.param. */
+export function fromValidationError(err: ValidationError): ApiError {
+  const type = err.type;
+  if (type === "params") return notFound();
+  if (type === "response") return new ApiError("internal_error", "An unexpected error occurred.");
+  const all = (err.all as ValueErrorLike[] | undefined) ?? [];
+  const first = all[0];
+  const pointer = first?.path ?? "";
+  if (type === "body") {
+    if (pointer === "") {
+      return new ApiError("invalid_request", describeRoot(err.value), { param: "/" });
+    }
+    return new ApiError("invalid_request", `The field ${pointer} ${describeProblem(first)}`, { param: pointer });
+  }
+  const name = pointer.replace(/^\//, "") || "query";
+  return new ApiError("invalid_request", `The ${WHERE[type] ?? type} "${name}" is invalid.`, { param: name });
+}
+
+function describeRoot(value: unknown): string {
+  if (value === null || value === undefined) return "A JSON object body is required.";
+  return "The request body must be a JSON object.";
+}
+
+function describeProblem(problem: ValueErrorLike | undefined): string {
+  if (!problem || /required property|missing/i.test(problem.message)) return "is required.";
+  return `is invalid (${problem.message.replace(/\.$/, "").toLowerCase()}).`;
+}
+
+// Allowed methods per route pattern, to tell 405 from 404 (Elysia itself only knows "no route").
+export interface RoutePattern {
+  method: string;
+  path: string;
+}
+
+export function createMethodIndex(routes: () => readonly RoutePattern[]): (path: string) => string[] {
+  let index: { re: RegExp; methods: Set<string> }[] | undefined;
+  const build = () => {
+    const byPattern = new Map<string, Set<string>>();
+    for (const r of routes()) {
+      const m = r.method.toUpperCase();
+      if (m === "ALL" || m === "OPTIONS") continue;
+      let set = byPattern.get(r.path);
+      if (!set) byPattern.set(r.path, (set = new Set()));
+      set.add(m);
+    }
+    return [...byPattern].map(([pattern, methods]) => ({
+      re: new RegExp(
+        "^" +
+          pattern
+            .split("/")
+            .map((seg) => (seg.startsWith(":") ? "[^/]+" : seg === "*" ? ".*" : seg.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+            .join("/") +
+          "/?$",
+      ),
+      methods,
+    }));
+  };
+  return (path) => {
+    index ??= build();
+    const allowed = new Set<string>();
+    for (const { re, methods } of index) if (re.test(path)) for (const m of methods) allowed.add(m);
+    return [...allowed].sort();
+  };
+}

@@ -1,0 +1,26 @@
+// `bun run gateway`: the public API alone, as it runs in its own pod, calling the registry (and, once its routes
+// are mounted, the deliverer) over the network.
+import { loadConfig } from "../common/config.ts";
+import { log } from "../common/logger.ts";
+import { networkTransport } from "../common/rpc.ts";
+import { createGatewayApp } from "./app.ts";
+
+const config = loadConfig();
+const app = createGatewayApp({
+  config,
+  registry: networkTransport(config.registryUrl),
+  // Issue 4 (event routes): deliverer: networkTransport(config.delivererUrl),
+});
+app.listen({ port: config.port, hostname: "0.0.0.0" });
+log.info("gateway listening", { port: app.server?.port, registryUrl: config.registryUrl });
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  log.info("gateway stopping", { signal });
+  await app.stop();
+  process.exit(0);
+}
+process.on("SIGINT", () => void shutdown("SIGINT"));
+process.on("SIGTERM", () => void shutdown("SIGTERM"));

@@ -1,0 +1,225 @@
+// /v1/subscriptions: create, list, get, replace, delete, rotate the signing secret. Maps JSON ⇄ registry RPCs;
+// every business rule (URL policy, events, description, idempotency records, page tokens) is the registry's.
+import { Elysia, t } from "elysia";
+import { ApiError } from "../../common/errors.ts";
+import { isId } from "../../common/ids.ts";
+import { principalOf } from "../context.ts";
+import { RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
+import { notFound } from "../errors.ts";
+import { idempotencyFor, replayHeaders } from "../idempotency.ts";
+import { renderSubscription, type SubscriptionJson } from "../render.ts";
+import {
+  DestinationInput,
+  EventsInput,
+  IdempotencyHeaders,
+  PageQuery,
+  StatusInput,
+  SubscriptionIdParams,
+  SubscriptionPageSchema,
+  SubscriptionSchema,
+  errorResponses,
+} from "../schemas.ts";
+import type { Subscription } from "../../gen/webhooks/registry/v1/registry_pb.ts";
+
+const TAGS = ["subscriptions"];
+const SECURITY = [{ bearer: [] }];
+
+export const MAX_PAGE_LIMIT = 200;
+
+/** `limit` of every list: an integer from 1; above 200 is clamped (CONTRACT.md "Limits"). 0 means the default. */
+export function pageLimit(limit: number | undefined): number {
+  if (limit === undefined) return 0;
+  if (!Number.isInteger(limit) || limit < 1) {
+    throw new ApiError("invalid_request", "limit must be an integer from 1 to 200.", { param: "limit" });
+  }
+  return Math.min(limit, MAX_PAGE_LIMIT);
+}
+
+/** A malformed id cannot exist: it is simply not found (CONTRACT.md). */
+export function subscriptionId(id: string): string {
+  if (!isId("sub", id)) throw notFound();
+  return id;
+}
+
+function present(s: Subscription | undefined): Subscription {
+  // The registry always answers with the subscription; its absence is a broken dependency, not the caller's fault.
+  if (!s) throw new ApiError("internal_error", "An unexpected error occurred.");
+  return s;
+}
+
+const SubscriptionInput = {
+  destination: DestinationInput,
+  events: EventsInput,
+  status: t.Optional(StatusInput),
+  description: t.Optional(t.String({ description: "Free label, at most 512 characters. Empty when omitted." })),
+};
+
+const RotateInput = t.Optional(
+  t.Object({
+    gracePeriodSeconds: t.Optional(
+      t.Integer({ minimum: 0, maximum: 604_800, description: "How long the previous secret keeps signing (default 86400)." }),
+    ),
+    secret: t.Optional(t.String({ description: "A secret to install: whsec_ + base64 of 24 to 64 bytes. Generated when omitted." })),
+  }),
+);
+
+export function subscriptionRoutes(deps: GatewayDeps) {
+  const subs = deps.subscriptions;
+
+  return new Elysia({ name: "routes-subscriptions" })
+    .post(
+      "/v1/subscriptions",
+      async ({ body, request, set }): Promise<SubscriptionJson> => {
+        const { keyId } = principalOf(request);
+        const idempotency = idempotencyFor(request, "/v1/subscriptions");
+        const res = await rpc(() =>
+          subs.createSubscription(
+            {
+              keyId,
+              destination: { type: body.destination.type, url: body.destination.url },
+              events: body.events,
+              status: body.status ?? "",
+              description: body.description ?? "",
+              idempotency,
+            },
+            RPC_OPTIONS,
+          ),
+        );
+        set.status = 201;
+        Object.assign(set.headers, replayHeaders(res.idempotency));
+        return renderSubscription(present(res.subscription), "created", true);
+      },
+      {
+        body: t.Object(SubscriptionInput),
+        headers: IdempotencyHeaders,
+        response: { 201: SubscriptionSchema, ...errorResponses(400, 401, 409, 413, 415, 429, 503) },
+        detail: {
+          summary: "Create a subscription",
+          description: "Returns the subscription with its signing secret (shown here and after rotation only).",
+          tags: TAGS,
+          security: SECURITY,
+        },
+      },
+    )
+    .get(
+      "/v1/subscriptions",
+      async ({ query, request }) => {
+        const { keyId } = principalOf(request);
+        const res = await rpc(() =>
+          subs.listSubscriptions({ keyId, limit: pageLimit(query.limit), pageToken: query.nextPageToken ?? "" }, RPC_OPTIONS),
+        );
+        const page: { items: SubscriptionJson[]; nextPageToken?: string } = {
+          items: res.items.map((s) => renderSubscription(s, "summary")),
+        };
+        if (res.nextPageToken) page.nextPageToken = res.nextPageToken;
+        return page;
+      },
+      {
+        query: PageQuery,
+        response: { 200: SubscriptionPageSchema, ...errorResponses(400, 401, 429, 503) },
+        detail: { summary: "List subscriptions, newest first", tags: TAGS, security: SECURITY },
+      },
+    )
+    .get(
+      "/v1/subscriptions/:id",
+      async ({ params, request }) => {
+        const { keyId } = principalOf(request);
+        const id = subscriptionId(params.id);
+        const res = await rpc(() => subs.getSubscription({ keyId, id }, RPC_OPTIONS));
+        return renderSubscription(present(res.subscription), "detailed");
+      },
+      {
+        params: SubscriptionIdParams,
+        response: { 200: SubscriptionSchema, ...errorResponses(401, 404, 429, 503) },
+        detail: { summary: "Get a subscription with up to 200 inlined addresses", tags: TAGS, security: SECURITY },
+      },
+    )
+    .put(
+      "/v1/subscriptions/:id",
+      async ({ params, body, request }) => {
+        const { keyId } = principalOf(request);
+        const id = subscriptionId(params.id);
+        const res = await rpc(() =>
+          subs.updateSubscription(
+            {
+              keyId,
+              id,
+              destination: { type: body.destination.type, url: body.destination.url },
+              events: body.events,
+              // A full replacement: what is omitted returns to its default.
+              status: body.status ?? "enabled",
+              description: body.description ?? "",
+            },
+            RPC_OPTIONS,
+          ),
+        );
+        return renderSubscription(present(res.subscription), "summary");
+      },
+      {
+        params: SubscriptionIdParams,
+        body: t.Object(SubscriptionInput),
+        response: { 200: SubscriptionSchema, ...errorResponses(400, 401, 404, 413, 415, 429, 503) },
+        detail: {
+          summary: "Replace a subscription's destination, events, status and description",
+          description: "Omitted status becomes enabled and omitted description becomes empty. Address filters and the secret are untouched.",
+          tags: TAGS,
+          security: SECURITY,
+        },
+      },
+    )
+    .delete(
+      "/v1/subscriptions/:id",
+      async ({ params, request, set }) => {
+        const { keyId } = principalOf(request);
+        const id = subscriptionId(params.id);
+        await rpc(() => subs.deleteSubscription({ keyId, id }, RPC_OPTIONS));
+        set.status = 204;
+        return new Response(null, { status: 204 });
+      },
+      {
+        params: SubscriptionIdParams,
+        response: { 204: t.Void({ description: "Deleted; no body." }), ...errorResponses(401, 404, 429, 503) },
+        detail: {
+          summary: "Delete a subscription",
+          description: "Its addresses stop matching at once, pending deliveries are cancelled and its events are removed.",
+          tags: TAGS,
+          security: SECURITY,
+        },
+      },
+    )
+    .post(
+      "/v1/subscriptions/:id/secrets/rotate",
+      async ({ params, body, request, set }) => {
+        const { keyId } = principalOf(request);
+        const id = subscriptionId(params.id);
+        const idempotency = idempotencyFor(request, `/v1/subscriptions/${id}/secrets/rotate`);
+        const res = await rpc(() =>
+          subs.rotateSecret(
+            {
+              keyId,
+              id,
+              gracePeriodSeconds: body?.gracePeriodSeconds,
+              secret: body?.secret ?? "",
+              idempotency,
+            },
+            RPC_OPTIONS,
+          ),
+        );
+        Object.assign(set.headers, replayHeaders(res.idempotency));
+        return renderSubscription(present(res.subscription), "detailed", true);
+      },
+      {
+        params: SubscriptionIdParams,
+        body: RotateInput,
+        headers: IdempotencyHeaders,
+        response: { 200: SubscriptionSchema, ...errorResponses(400, 401, 404, 409, 413, 415, 429, 503) },
+        detail: {
+          summary: "Rotate the signing secret",
+          description:
+            "Body optional. The previous secret keeps signing (second signature) for gracePeriodSeconds. The response carries the new secret.",
+          tags: TAGS,
+          security: SECURITY,
+        },
+      },
+    );
+}

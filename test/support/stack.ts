@@ -1,0 +1,121 @@
+// The whole stack for integration tests, in-process: a fresh PostgreSQL database and Redis DB, the registry
+// (served on free ports, gRPC included) and the gateway in front of it. Tests talk HTTP to `baseUrl`.
+// Deliverer and matcher helpers extend this file rather than writing their own.
+import { randomBytes } from "node:crypto";
+import { createClient } from "@connectrpc/connect";
+import { loadConfig, type Config } from "../../common/config.ts";
+import { inProcessTransport } from "../../common/rpc.ts";
+import { serveService, type ServedService } from "../../common/service.ts";
+import { staticResolver, type Resolver } from "../../common/ssrf.ts";
+import { createGatewayApp, type GatewayApp } from "../../gateway/app.ts";
+import { ApiKeyService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
+import { createRegistry, type RegistryHandle } from "../../registry/index.ts";
+import { createTestDatabase, type TestDatabase } from "./db.ts";
+import { allocateRedisDb, type TestRedis } from "./redis.ts";
+
+/** Public-looking names the default test resolver answers (no real DNS in tests). */
+export const TEST_HOSTS: Record<string, string[]> = {
+  "hooks.example.com": ["93.184.216.34"],
+  "receiver.example.org": ["93.184.216.35", "2606:2800:220:1:248:1893:25c8:1946"],
+};
+export const TEST_DESTINATION = "https://hooks.example.com/webhooks";
+
+export interface StackOptions {
+  /** Environment overrides, applied over the stack's own (database, Redis DB, free ports, a high rate limit). */
+  env?: Record<string, string>;
+  /** DNS for the request-time SSRF check; default: a static table of TEST_HOSTS. */
+  resolver?: Resolver;
+  /** Reach PostgreSQL through this local port (a test's TCP proxy) instead of 5432; the database is created directly. */
+  databasePort?: number;
+  /** The gateway's API-key cache lifetime (ms). */
+  authCacheMs?: number;
+}
+
+export interface TestKey {
+  id: string;
+  key: string;
+}
+
+export interface Stack {
+  baseUrl: string;
+  config: Config;
+  registry: RegistryHandle;
+  gateway: GatewayApp;
+  database: TestDatabase;
+  redis: TestRedis;
+  /** Issues an API key through the registry's ApiKeyService (chains default to all three). */
+  createKey(opts?: { chains?: string[]; name?: string }): Promise<TestKey>;
+  stop(): Promise<void>;
+}
+
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const database = await createTestDatabase("stack");
+  const redis = await allocateRedisDb();
+  const cleanups: (() => Promise<void> | void)[] = [() => database.drop(), () => redis.release()];
+  const stop = async () => {
+    for (const fn of cleanups.splice(0).reverse()) {
+      try {
+        await fn();
+      } catch {
+        // Keep tearing down: one failed close must not leak the rest.
+      }
+    }
+  };
+  try {
+    const databaseUrl = new URL(database.url);
+    if (opts.databasePort !== undefined) databaseUrl.port = String(opts.databasePort);
+    const config = loadConfig({
+      DATABASE_URL: databaseUrl.toString(),
+      REDIS_URL: redis.url,
+      REDIS_PREFIX: "test:",
+      APP_SECRET: randomBytes(32).toString("base64"),
+      PORT: "0",
+      REGISTRY_PORT: "0",
+      REGISTRY_GRPC_PORT: "0",
+      RATE_LIMIT_RPS: "100000",
+      RATE_LIMIT_BURST: "100000",
+      LOG_LEVEL: "warn",
+      ...opts.env,
+    });
+
+    const registry = await createRegistry(config, { resolver: opts.resolver ?? staticResolver(TEST_HOSTS) });
+    cleanups.push(() => registry.close());
+    const served: ServedService = await serveService(registry, config.registryPort, config.registryGrpcPort);
+    cleanups.push(() => served.stop());
+    config.registryPort = served.http.port ?? 0;
+    config.registryGrpcPort = (served.grpc?.address() as { port: number } | null)?.port ?? 0;
+    config.registryUrl = `http://127.0.0.1:${config.registryPort}`;
+
+    const registryTransport = inProcessTransport(registry.routes);
+    const gateway = createGatewayApp({
+      config,
+      registry: registryTransport,
+      dependencyChecks: Object.fromEntries(Object.entries(registry.checks).map(([n, c]) => [`registry.${n}`, c])),
+      authCacheMs: opts.authCacheMs,
+    });
+    gateway.listen({ port: 0, hostname: "127.0.0.1" });
+    cleanups.push(async () => {
+      await gateway.stop(true);
+    });
+    config.port = gateway.server?.port ?? 0;
+
+    const keys = createClient(ApiKeyService, registryTransport);
+    return {
+      baseUrl: `http://127.0.0.1:${config.port}`,
+      config,
+      registry,
+      gateway,
+      database,
+      redis,
+      async createKey(keyOpts = {}) {
+        const res = await keys.createApiKey({ name: keyOpts.name ?? "test", chains: keyOpts.chains ?? [] });
+        if (!res.key) throw new Error("CreateApiKey answered without a key");
+        return { id: res.key.id, key: res.secret };
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
