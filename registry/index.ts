@@ -9,7 +9,9 @@ import type { ServiceHandle } from "../common/service.ts";
 import { checkDestinationUrl, createSsrfPolicy, type Resolver } from "../common/ssrf.ts";
 import { registryRoutes, type AddressRpcs, type RegistryContext } from "./service.ts";
 import { openRegistryDatabase, RegistryStore } from "./store.ts";
-import { createWatchHooks, type WatchHooks } from "./watch-hooks.ts";
+import { addressRpcs } from "./addresses.ts";
+import { WatchIndex } from "./watch-index.ts";
+import type { WatchHooks } from "./watch-hooks.ts";
 
 export interface RegistryDeps {
   /** DNS resolver for the request-time SSRF check (tests inject a static one). */
@@ -22,6 +24,7 @@ export interface RegistryHandle extends ServiceHandle {
   appKeys: AppKeys;
   /** The handler context; address filters and the watch index plug in here. */
   context: RegistryContext;
+  watchIndex: WatchIndex;
 }
 
 /** How often expired idempotency records (24 h) are purged. */
@@ -33,8 +36,18 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
   const store = new RegistryStore(db, { encryptionKey: appKeys.encryptionKey });
   const redis = openRedis(config.redisUrl);
   const policy = createSsrfPolicy({ allowCidrs: config.ssrfAllowCidrs, resolver: deps.resolver });
-  const hooks: WatchHooks = createWatchHooks({ config, store, redis });
-  const addresses: AddressRpcs | undefined = undefined;
+  // The watch index: written through by the hooks and the address RPCs; rebuilt at start when missing or stale
+  // (in the background: lookups wait meanwhile) and by its watchdog after a Redis restart or outage.
+  const watchIndex = new WatchIndex(db, redis, config.redisPrefix, log.child({ service: "registry", part: "watch-index" }));
+  const hooks: WatchHooks = watchIndex.hooks();
+  const addresses: AddressRpcs | undefined = addressRpcs({
+    store,
+    index: watchIndex,
+    tokenKey: appKeys.tokenKey,
+    maxPerSubscription: config.maxAddressesPerSubscription,
+  });
+  void watchIndex.tick();
+  watchIndex.start();
   const context: RegistryContext = {
     store,
     tokenKey: appKeys.tokenKey,
@@ -68,8 +81,10 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
     redis,
     appKeys,
     context,
+    watchIndex,
     async close() {
       clearInterval(timer);
+      await watchIndex.stop();
       redis.disconnect();
       await store.close();
     },

@@ -2,9 +2,11 @@
 // PostgreSQL change committed and before the RPC answers. PostgreSQL is the truth, so a failing hook is logged and
 // the write still succeeds; the index catches up by its own means (outbox or rebuild).
 import type { Config } from "../common/config.ts";
+import { log } from "../common/logger.ts";
 import type { Redis } from "../common/redis.ts";
 import type { SubscriptionRow } from "./schema.ts";
 import type { RegistryStore } from "./store.ts";
+import { WatchIndex } from "./watch-index.ts";
 
 export interface WatchHooks {
   /** A subscription was created or its url, events or status changed. */
@@ -30,8 +32,8 @@ export interface WatchHookDeps {
 
 /**
  * The hooks the registry and `bun run keys` use: the one place where the watch index (issue 3) plugs in, so the
- * service and the CLI keep it in step the same way. Until the index exists there is nothing to update.
+ * service and the CLI keep it in step the same way (registry/watch-index.ts).
  */
-export function createWatchHooks(_deps: WatchHookDeps): WatchHooks {
-  return noWatchHooks;
+export function createWatchHooks(deps: WatchHookDeps): WatchHooks {
+  return new WatchIndex(deps.store.db, deps.redis, deps.config.redisPrefix, log.child({ part: "watch-index" })).hooks();
 }
