@@ -1,0 +1,89 @@
+// The deliverer's Prometheus metrics, registered once per process on the shared registry (several deliverers in
+// one test process share them; the queue gauges ask every live schedule).
+import { Counter, Gauge, Histogram } from "prom-client";
+import { metrics } from "../common/http-service.ts";
+import type { Schedule } from "./schedule.ts";
+
+const schedules = new Set<Schedule>();
+
+export function watchSchedule(s: Schedule): () => void {
+  schedules.add(s);
+  return () => schedules.delete(s);
+}
+
+async function totals() {
+  let due = 0;
+  let leased = 0;
+  let oldest: number | null = null;
+  for (const s of schedules) {
+    const st = await s.stats().catch(() => null);
+    if (!st) continue;
+    due += st.due;
+    leased += st.leased;
+    if (st.oldestDueMs !== null && (oldest === null || st.oldestDueMs < oldest)) oldest = st.oldestDueMs;
+  }
+  return { due, leased, oldest };
+}
+
+export const queueDepth = new Gauge({
+  name: "deliverer_queue_depth",
+  help: "Events in the Redis schedule: due (waiting, incl. not yet due) and leased (being attempted).",
+  labelNames: ["state"] as const,
+  registers: [metrics],
+  async collect() {
+    const t = await totals();
+    this.set({ state: "scheduled" }, t.due);
+    this.set({ state: "leased" }, t.leased);
+  },
+});
+
+export const dueUnclaimedAge = new Gauge({
+  name: "deliverer_due_unclaimed_age_seconds",
+  help: "How long the oldest due event has waited to be claimed (0 when nothing is overdue).",
+  registers: [metrics],
+  async collect() {
+    const t = await totals();
+    this.set(t.oldest === null ? 0 : Math.max(0, (Date.now() - t.oldest) / 1000));
+  },
+});
+
+export const deliveryLatency = new Histogram({
+  name: "deliverer_attempt_duration_seconds",
+  help: "Duration of delivery attempts (resolve, connect, TLS, request, response up to 4 KiB).",
+  labelNames: ["result"] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
+  registers: [metrics],
+});
+
+export const attemptsTotal = new Counter({
+  name: "deliverer_attempts_total",
+  help: "Delivery attempts by result (success, http, timeout, connect, tls, ssrf, dns).",
+  labelNames: ["result"] as const,
+  registers: [metrics],
+});
+
+export const destinationFailures = new Counter({
+  name: "deliverer_destination_failures_total",
+  help: "Failed attempts per destination host and reason.",
+  labelNames: ["host", "reason"] as const,
+  registers: [metrics],
+});
+
+export const eventsFinished = new Counter({
+  name: "deliverer_events_finished_total",
+  help: "Events that left the schedule: delivered or failed (retries exhausted).",
+  labelNames: ["status"] as const,
+  registers: [metrics],
+});
+
+export const leasesReclaimed = new Counter({
+  name: "deliverer_leases_reclaimed_total",
+  help: "Claims whose lease expired (a worker died or stalled) and were taken back.",
+  registers: [metrics],
+});
+
+export const scheduleRebuilds = new Counter({
+  name: "deliverer_schedule_rebuilds_total",
+  help: "Rebuilds of the Redis schedule from pending events in PostgreSQL.",
+  registers: [metrics],
+});

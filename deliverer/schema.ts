@@ -1,0 +1,80 @@
+// The deliverer's tables (its own migrations folder and journal, __deliverer_migrations). Row types come from here.
+import { sql } from "drizzle-orm";
+import { boolean, customType, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+
+const ms = (name: string) => timestamp(name, { precision: 3, withTimezone: true, mode: "date" });
+
+// jsonb holding an object. Bun SQL binds a string parameter to jsonb as a JSON *string* (drizzle's jsonb() then
+// stores '"{...}"'), so the value goes through text explicitly.
+const jsonObject = customType<{ data: Record<string, unknown>; driverData: unknown }>({
+  dataType: () => "jsonb",
+  toDriver: (value) => sql`${JSON.stringify(value)}::text::jsonb`,
+  fromDriver: (value) => (typeof value === "string" ? JSON.parse(value) : value) as Record<string, unknown>,
+});
+
+export const EVENT_STATUSES = ["pending", "delivered", "failed"] as const;
+export type EventStatus = (typeof EVENT_STATUSES)[number];
+
+// The delivery log: one row per event of a subscription, with the outcome of its latest attempt.
+export const events = pgTable(
+  "events",
+  {
+    id: text("id").primaryKey(),
+    subscriptionId: text("subscription_id").notNull(),
+    kind: text("kind").notNull(),
+    // Null for service.ping.
+    chainId: text("chain_id"),
+    txId: text("tx_id"),
+    logIndex: integer("log_index"),
+    payload: jsonObject("payload").notNull(),
+    status: text("status").$type<EventStatus>().notNull(),
+    // Attempts in the current dispatch cycle (a manual retry starts a new cycle at 0).
+    attempts: integer("attempts").notNull().default(0),
+    deliveryCount: integer("delivery_count").notNull().default(0),
+    responseStatus: integer("response_status"),
+    responseBody: text("response_body"),
+    // When the next attempt is due; null once the event is delivered or failed.
+    nextAttemptAt: ms("next_attempt_at"),
+    // A pending event whose subscription is disabled (or key revoked): kept out of the schedule until it resumes.
+    held: boolean("held").notNull().default(false),
+    createdAt: ms("created_at").notNull(),
+    updatedAt: ms("updated_at").notNull(),
+  },
+  (t) => [
+    // One event per (subscription, chain, transaction, transfer index): a re-read block makes no second event.
+    uniqueIndex("events_transfer_uq").on(t.subscriptionId, t.chainId, t.txId, t.logIndex),
+    index("events_subscription_page_idx").on(t.subscriptionId, t.createdAt.desc(), t.id.desc()),
+    index("events_subscription_status_page_idx").on(t.subscriptionId, t.status, t.createdAt.desc(), t.id.desc()),
+    // The schedule rebuild and the held-subscription sweep read only pending rows.
+    index("events_pending_idx").on(t.nextAttemptAt).where(sql`status = 'pending' AND NOT held`),
+    index("events_held_idx").on(t.subscriptionId).where(sql`status = 'pending' AND held`),
+  ],
+);
+
+// Idempotency records of the deliverer's effects (test and retry), written in the effect's transaction.
+export const deliveryIdempotency = pgTable(
+  "delivery_idempotency_records",
+  {
+    keyId: text("key_id").notNull(),
+    // Method and path, e.g. "POST /v1/subscriptions/sub_.../test".
+    scope: text("scope").notNull(),
+    idemKey: text("idem_key").notNull(),
+    requestHash: text("request_hash").notNull(),
+    requestId: text("request_id").notNull(),
+    // The response message's protobuf bytes (base64), encrypted with the app's encryptionKey.
+    response: text("response").notNull(),
+    createdAt: ms("created_at").notNull().defaultNow(),
+    expiresAt: ms("expires_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.keyId, t.scope, t.idemKey] }),
+    index("delivery_idempotency_expires_idx").on(t.expiresAt),
+  ],
+);
+
+export const delivererSchema = { events, deliveryIdempotency };
+export type DelivererSchema = typeof delivererSchema;
+
+export type EventRow = typeof events.$inferSelect;
+export type NewEventRow = typeof events.$inferInsert;
+export type DeliveryIdempotencyRow = typeof deliveryIdempotency.$inferSelect;

@@ -1,0 +1,166 @@
+// One delivery attempt: resolve and judge the destination (SSRF policy, on every attempt), connect to the judged
+// address only (TLS SNI and certificate still checked against the host name), POST, read at most 4,096 bytes of
+// the answer, all within one deadline. Redirects are never followed.
+import { rootCertificates } from "node:tls";
+import { readFileSync } from "node:fs";
+import { DestinationError, resolvePinned, type SsrfPolicy } from "../common/ssrf.ts";
+
+export const RESPONSE_BODY_LIMIT = 4096;
+
+export interface AttemptRequest {
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+}
+
+export interface AttemptOutcome {
+  ok: boolean;
+  /** The HTTP status, or null when the attempt ended without a response (timeout, refused, TLS, SSRF). */
+  status: number | null;
+  /** The first 4,096 bytes of the response body, or a short reason when there was no response. */
+  body: string;
+  /** A Retry-After on 429/503, in milliseconds. */
+  retryAfterMs: number | null;
+  /** What went wrong, for metrics: "http", "timeout", "connect", "tls", "ssrf", "dns", "aborted". */
+  failure: string | null;
+  durationMs: number;
+}
+
+export interface SenderOptions {
+  policy: SsrfPolicy;
+  timeoutMs: number;
+  /** Extra PEM CA bundle trusted in addition to the system roots (DELIVERY_CA_FILE). */
+  caFile?: string | undefined;
+}
+
+export interface Sender {
+  send(req: AttemptRequest, signal?: AbortSignal): Promise<AttemptOutcome>;
+}
+
+/** The longest prefix of `bytes` (at most `limit` long) that ends on a UTF-8 character boundary, decoded. */
+export function truncateUtf8(bytes: Uint8Array, limit = RESPONSE_BODY_LIMIT): string {
+  let end = Math.min(bytes.length, limit);
+  if (end < bytes.length) {
+    // Back off over continuation bytes (10xxxxxx) so the character that straddles the cut is dropped whole.
+    while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  }
+  return new TextDecoder().decode(bytes.subarray(0, end));
+}
+
+/** Retry-After as delay-seconds or an HTTP date; null when absent or unreadable. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | null {
+  if (!value) return null;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  const at = Date.parse(trimmed);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+async function readLimited(body: ReadableStream<Uint8Array> | null, limit: number): Promise<Uint8Array> {
+  if (!body) return new Uint8Array(0);
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size <= limit) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.length;
+    }
+  } finally {
+    // Stop the transfer: a 10 MB answer is never buffered.
+    if (size > limit) await reader.cancel().catch(() => {});
+    else reader.releaseLock();
+  }
+  const out = new Uint8Array(Math.min(size, limit + 4));
+  let off = 0;
+  for (const c of chunks) {
+    const take = Math.min(c.length, out.length - off);
+    out.set(c.subarray(0, take), off);
+    off += take;
+    if (off >= out.length) break;
+  }
+  return out;
+}
+
+function classify(err: unknown): { failure: string; reason: string } {
+  const e = err as { code?: string; name?: string; message?: string };
+  const code = e?.code ?? "";
+  const text = `${code} ${e?.message ?? ""}`;
+  if (/ECONNREFUSED|ConnectionRefused/i.test(text)) return { failure: "connect", reason: "connection refused" };
+  if (/ECONNRESET|ConnectionClosed|socket hang up|closed unexpectedly/i.test(text)) {
+    return { failure: "connect", reason: "connection reset by the destination" };
+  }
+  if (/CERT|TLS|SSL|SELF_SIGNED|UNABLE_TO_VERIFY|ALTNAME|HANDSHAKE/i.test(text)) {
+    return { failure: "tls", reason: `TLS error: ${code || e?.message || "handshake failed"}` };
+  }
+  if (/ETIMEDOUT|ConnectionTimeout/i.test(text)) return { failure: "connect", reason: "connection timed out" };
+  if (/EHOSTUNREACH|ENETUNREACH/i.test(text)) return { failure: "connect", reason: "destination unreachable" };
+  return { failure: "connect", reason: `connection failed: ${code || e?.message || "unknown error"}` };
+}
+
+export function createSender(opts: SenderOptions): Sender {
+  const ca = opts.caFile ? [...rootCertificates, readFileSync(opts.caFile, "utf8")] : undefined;
+
+  return {
+    async send(req, outer) {
+      const started = performance.now();
+      const done = (o: Omit<AttemptOutcome, "durationMs">): AttemptOutcome => ({ ...o, durationMs: performance.now() - started });
+      const url = new URL(req.url);
+      const controller = new AbortController();
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort();
+      }, opts.timeoutMs);
+      const onOuter = () => controller.abort();
+      outer?.addEventListener("abort", onOuter, { once: true });
+      try {
+        let pinned;
+        try {
+          pinned = await resolvePinned(opts.policy, url.hostname);
+        } catch (err) {
+          if (err instanceof DestinationError) {
+            const failure = err.kind === "blocked" ? "ssrf" : "dns";
+            const reason = err.kind === "blocked" ? `ssrf_blocked: ${err.ip} is in ${err.cidr}` : err.message;
+            return done({ ok: false, status: null, body: reason, retryAfterMs: null, failure });
+          }
+          throw err;
+        }
+        if (timedOut) return done({ ok: false, status: null, body: timeoutReason(opts.timeoutMs), retryAfterMs: null, failure: "timeout" });
+        // Connect to the judged address only; the Host header, SNI and certificate check keep the name.
+        const target = new URL(url.href);
+        target.hostname = pinned.family === 6 ? `[${pinned.address}]` : pinned.address;
+        const hostHeader = url.port ? `${url.hostname}:${url.port}` : url.hostname;
+        const servername = url.hostname.startsWith("[") || /^\d+\.\d+\.\d+\.\d+$/.test(url.hostname) ? undefined : url.hostname;
+        const res = await fetch(target, {
+          method: "POST",
+          body: req.body,
+          headers: { ...req.headers, host: hostHeader },
+          redirect: "manual",
+          signal: controller.signal,
+          keepalive: true,
+          tls: { ...(servername ? { serverName: servername } : {}), ...(ca ? { ca } : {}), rejectUnauthorized: true },
+        });
+        const bytes = await readLimited(res.body, RESPONSE_BODY_LIMIT);
+        const body = truncateUtf8(bytes);
+        const ok = res.status >= 200 && res.status < 300;
+        const retryAfterMs = res.status === 429 || res.status === 503 ? parseRetryAfter(res.headers.get("retry-after")) : null;
+        return done({ ok, status: res.status, body, retryAfterMs, failure: ok ? null : "http" });
+      } catch (err) {
+        if (timedOut) return done({ ok: false, status: null, body: timeoutReason(opts.timeoutMs), retryAfterMs: null, failure: "timeout" });
+        if (outer?.aborted) return done({ ok: false, status: null, body: "attempt aborted by shutdown", retryAfterMs: null, failure: "aborted" });
+        const { failure, reason } = classify(err);
+        return done({ ok: false, status: null, body: reason, retryAfterMs: null, failure });
+      } finally {
+        clearTimeout(timer);
+        outer?.removeEventListener("abort", onOuter);
+      }
+    },
+  };
+}
+
+function timeoutReason(ms: number): string {
+  return `timeout: no complete response within ${ms} ms`;
+}

@@ -1,0 +1,240 @@
+// The DeliveryService RPC handlers: Enqueue for the matcher, and the public event operations (through the gateway,
+// which has already checked that the API key owns the subscription). Handlers throw ApiError.
+import { create } from "@bufbuild/protobuf";
+import type { ConnectRouter } from "@connectrpc/connect";
+import {
+  DeliveryService,
+  DeleteSubscriptionEventsResponseSchema,
+  EnqueueResponseSchema,
+  EventResponseSchema,
+  ListEventsResponseSchema,
+  type EnqueueRequest,
+  type EventResponse,
+} from "../gen/webhooks/delivery/v1/delivery_pb.ts";
+import { IdempotencyResultSchema } from "../gen/webhooks/common/v1/error_pb.ts";
+import { isChainId } from "../common/config.ts";
+import { ApiError } from "../common/errors.ts";
+import { isId, newId } from "../common/ids.ts";
+import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
+import type { Schedule } from "./schedule.ts";
+import { EVENT_STATUSES, type EventStatus, type NewEventRow } from "./schema.ts";
+import type { DelivererStore, IdempotentOutcome, PageCursor } from "./store.ts";
+import type { TargetCache } from "./targets.ts";
+import { PING_KIND, TRANSFER_KIND, envelope, sampleTransferData, toEventView, transferData } from "./payload.ts";
+
+export interface DeliveryServiceDeps {
+  store: DelivererStore;
+  schedule: Schedule;
+  targets: TargetCache;
+  retrySchedule: number[];
+  tokenKey: Buffer;
+  /** Tells the local worker that something is due now. */
+  wake: () => void;
+  /** How long a reservation outlives a crash between the PostgreSQL commit and the schedule update. */
+  reserveMs: number;
+}
+
+const DEFAULT_LIMIT = 50;
+const MAX_LIMIT = 200;
+const MAX_ENQUEUE = 10_000;
+
+function notFound(what = "event"): ApiError {
+  return new ApiError("not_found", `No such ${what}.`);
+}
+
+function invalid(param: string, message: string): ApiError {
+  return new ApiError("invalid_request", message, { param });
+}
+
+function withIdempotency(out: IdempotentOutcome<EventResponse>): EventResponse {
+  if (!out.replayedFrom) return out.message;
+  return create(EventResponseSchema, {
+    event: out.message.event,
+    idempotency: create(IdempotencyResultSchema, { replayed: true, originalRequestId: out.replayedFrom }),
+  });
+}
+
+export function deliveryRoutes(d: DeliveryServiceDeps) {
+  const firstDueMs = () => Date.now() + (d.retrySchedule[0] ?? 0);
+
+  async function enqueue(req: EnqueueRequest) {
+    if (req.events.length > MAX_ENQUEUE) throw invalid("/events", `At most ${MAX_ENQUEUE} events per call.`);
+    req.events.forEach((e, i) => {
+      if (!isId("sub", e.subscriptionId)) throw invalid(`/events/${i}/subscriptionId`, "subscription_id is not a subscription id.");
+      if (e.kind !== TRANSFER_KIND) throw invalid(`/events/${i}/kind`, `Only ${TRANSFER_KIND} events are enqueued.`);
+      const t = e.transfer;
+      if (!t || !isChainId(t.chainId) || t.txId === "") throw invalid(`/events/${i}/transfer`, "transfer needs a known chain and a txId.");
+    });
+    // No events for a subscription that is gone, disabled or whose key is revoked (CONTRACT.md).
+    const targets = await d.targets.get(req.events.map((e) => e.subscriptionId));
+    const now = new Date();
+    const rows: NewEventRow[] = [];
+    const keyOf = new Array<string | undefined>(req.events.length);
+    const seen = new Map<string, string>();
+    req.events.forEach((e, i) => {
+      const target = targets.get(e.subscriptionId);
+      if (!target?.exists || !target.active) return;
+      const t = e.transfer!;
+      const key = `${e.subscriptionId}|${t.chainId}|${t.txId}|${t.logIndex}`;
+      keyOf[i] = key;
+      if (seen.has(key)) return;
+      const id = newId("evt");
+      seen.set(key, id);
+      rows.push({
+        id,
+        subscriptionId: e.subscriptionId,
+        kind: e.kind,
+        chainId: t.chainId,
+        txId: t.txId,
+        logIndex: t.logIndex,
+        payload: envelope(id, e.kind, e.subscriptionId, now, transferData(t)),
+        status: "pending",
+        nextAttemptAt: new Date(firstDueMs()),
+        createdAt: now,
+        updatedAt: now,
+      });
+    });
+    const ids = rows.map((r) => r.id!);
+    await d.schedule.reserve(ids, Date.now() + d.reserveMs);
+    const { inserted, idByKey } = await d.store.insertTransferEvents(rows);
+    const due = firstDueMs();
+    await d.schedule.moveToDue([...inserted].map((id) => ({ id, dueMs: due })));
+    await d.schedule.remove(ids.filter((id) => !inserted.has(id)));
+    if (inserted.size > 0) d.wake();
+    return create(EnqueueResponseSchema, {
+      eventIds: keyOf.map((k) => (k === undefined ? "" : (idByKey.get(k) ?? ""))),
+      created: inserted.size,
+    });
+  }
+
+  async function activeTarget(subscriptionId: string) {
+    const target = (await d.targets.get([subscriptionId], true)).get(subscriptionId);
+    if (!target?.exists) throw notFound("subscription");
+    if (!target.active) {
+      throw new ApiError("subscription_disabled", "The subscription is disabled; enable it before sending or retrying events.");
+    }
+    return target;
+  }
+
+  return (router: ConnectRouter) => {
+    router.service(DeliveryService, {
+      enqueue,
+
+      async createTestEvent(req) {
+        if (!isId("sub", req.subscriptionId)) throw notFound("subscription");
+        const kind = req.kind === "" ? PING_KIND : req.kind;
+        if (kind !== PING_KIND && kind !== TRANSFER_KIND) {
+          throw new ApiError("unsupported_event", `Test events are ${PING_KIND} or ${TRANSFER_KIND}.`, { event: req.kind });
+        }
+        let scheduled: string | undefined;
+        const out = await d.store.idempotent(
+          EventResponseSchema,
+          req.keyId,
+          `POST /v1/subscriptions/${req.subscriptionId}/test`,
+          req.idempotency,
+          async (tx) => {
+            const target = await activeTarget(req.subscriptionId);
+            const id = newId("evt");
+            const now = new Date();
+            const chainId = kind === TRANSFER_KIND
+              ? (target.chains.includes("tron:mainnet") ? "tron:mainnet" : (target.chains[0] ?? "tron:mainnet"))
+              : null;
+            const data = kind === PING_KIND
+              ? { message: "This is a test event from the TRON webhook service." }
+              : sampleTransferData(chainId!, now);
+            await d.schedule.reserve([id], Date.now() + d.reserveMs);
+            const row = await d.store.insertEvent(tx, {
+              id,
+              subscriptionId: req.subscriptionId,
+              kind,
+              chainId,
+              txId: kind === TRANSFER_KIND ? (data as { txId: string }).txId : null,
+              logIndex: kind === TRANSFER_KIND ? (data as { logIndex: number }).logIndex : null,
+              payload: envelope(id, kind, req.subscriptionId, now, data),
+              status: "pending",
+              nextAttemptAt: new Date(firstDueMs()),
+              createdAt: now,
+              updatedAt: now,
+            });
+            scheduled = row.id;
+            return create(EventResponseSchema, { event: toEventView(row) });
+          },
+        );
+        if (scheduled && !out.replayedFrom) {
+          await d.schedule.moveToDue([{ id: scheduled, dueMs: firstDueMs() }]);
+          d.wake();
+        }
+        return withIdempotency(out);
+      },
+
+      async listEvents(req) {
+        if (!isId("sub", req.subscriptionId)) throw notFound("subscription");
+        let limit = req.limit === 0 ? DEFAULT_LIMIT : req.limit;
+        if (limit < 1) throw invalid("limit", "limit must be an integer from 1 to 200.");
+        limit = Math.min(limit, MAX_LIMIT);
+        let status: EventStatus | undefined;
+        if (req.status !== "") {
+          if (!(EVENT_STATUSES as readonly string[]).includes(req.status)) {
+            throw invalid("status", `status must be one of ${EVENT_STATUSES.join(", ")}.`);
+          }
+          status = req.status as EventStatus;
+        }
+        const scope: PageScope = { list: `events:${status ?? ""}`, keyId: req.keyId, parent: req.subscriptionId };
+        const cursor = decodePageToken<PageCursor>(d.tokenKey, scope, req.pageToken);
+        if (cursor !== undefined && (typeof cursor?.t !== "number" || typeof cursor?.id !== "string")) {
+          throw new ApiError("invalid_pagination_token", "The page token is malformed, altered or belongs to another list.");
+        }
+        const rows = await d.store.listEvents(req.subscriptionId, status, limit, cursor);
+        const page = rows.slice(0, limit);
+        const last = page[page.length - 1];
+        return create(ListEventsResponseSchema, {
+          items: page.map(toEventView),
+          nextPageToken: rows.length > limit && last ? encodePageToken(d.tokenKey, scope, { t: last.createdAt.getTime(), id: last.id }) : "",
+        });
+      },
+
+      async getEvent(req) {
+        if (!isId("sub", req.subscriptionId) || !isId("evt", req.eventId)) throw notFound();
+        const row = await d.store.getEvent(req.subscriptionId, req.eventId);
+        if (!row) throw notFound();
+        return create(EventResponseSchema, { event: toEventView(row) });
+      },
+
+      async retryEvent(req) {
+        if (!isId("sub", req.subscriptionId) || !isId("evt", req.eventId)) throw notFound();
+        let scheduled: string | undefined;
+        const out = await d.store.idempotent(
+          EventResponseSchema,
+          req.keyId,
+          `POST /v1/subscriptions/${req.subscriptionId}/events/${req.eventId}/retry`,
+          req.idempotency,
+          async (tx) => {
+            const row = await d.store.lockEvent(tx, req.subscriptionId, req.eventId);
+            if (!row) throw notFound();
+            if (row.status === "pending") {
+              throw new ApiError("event_not_retryable", "The event is still pending; only delivered or failed events can be retried.");
+            }
+            await activeTarget(req.subscriptionId);
+            // A finished event is in no schedule set: reserving it cannot disturb a live claim.
+            await d.schedule.reserve([row.id], Date.now() + d.reserveMs);
+            const updated = await d.store.restartCycle(tx, row.id, new Date(firstDueMs()));
+            scheduled = updated.id;
+            return create(EventResponseSchema, { event: toEventView(updated) });
+          },
+        );
+        if (scheduled && !out.replayedFrom) {
+          await d.schedule.moveToDue([{ id: scheduled, dueMs: firstDueMs() }]);
+          d.wake();
+        }
+        return withIdempotency(out);
+      },
+
+      async deleteSubscriptionEvents(req) {
+        if (!isId("sub", req.subscriptionId)) return create(DeleteSubscriptionEventsResponseSchema, { deleted: 0n });
+        const { deleted, pendingIds } = await d.store.deleteSubscriptionEvents(req.subscriptionId);
+        await d.schedule.remove(pendingIds);
+        return create(DeleteSubscriptionEventsResponseSchema, { deleted: BigInt(deleted) });
+      },
+    });
+  };
+}

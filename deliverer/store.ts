@@ -1,0 +1,332 @@
+// The deliverer's persistence: the delivery log (events) and the idempotency records of test and retry, on
+// PostgreSQL (Drizzle, Bun SQL). Batch paths (enqueue, outcomes) are one statement per batch.
+import { fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { and, desc, eq, inArray, lt, or, sql } from "drizzle-orm";
+import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
+import { decrypt, encrypt } from "../common/crypto.ts";
+import { openDatabase, runMigrations, withDatabase, type Database, type DbOptions } from "../common/db.ts";
+import { ApiError } from "../common/errors.ts";
+import { deliveryIdempotency, delivererSchema, events, type DelivererSchema, type EventRow, type EventStatus, type NewEventRow } from "./schema.ts";
+
+export type DelivererDb = Database<DelivererSchema>;
+export type DelivererTx = Parameters<Parameters<DelivererDb["transaction"]>[0]>[0];
+export type Executor = DelivererDb | DelivererTx;
+
+export const DELIVERER_MIGRATIONS = new URL("./migrations", import.meta.url).pathname;
+export const DELIVERER_MIGRATIONS_TABLE = "__deliverer_migrations";
+export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+
+export async function openDelivererDatabase(url: string, opts: DbOptions = {}): Promise<DelivererDb> {
+  const db = openDatabase(url, delivererSchema, opts) as DelivererDb;
+  await runMigrations(db as unknown as Database<Record<string, unknown>>, DELIVERER_MIGRATIONS, DELIVERER_MIGRATIONS_TABLE);
+  return db;
+}
+
+/** What a worker needs of a claimed event. */
+export type ClaimedEvent = Pick<
+  EventRow,
+  "id" | "subscriptionId" | "status" | "attempts" | "held" | "nextAttemptAt" | "payload"
+>;
+
+/** The result of one attempt, to be written with many others in one statement. */
+export interface Outcome {
+  id: string;
+  /** attempts before this attempt: the write only applies if nobody else recorded one meanwhile. */
+  prevAttempts: number;
+  status: EventStatus;
+  attempts: number;
+  delivered: boolean;
+  responseStatus: number | null;
+  responseBody: string;
+  nextAttemptAt: Date | null;
+}
+
+export interface PageCursor {
+  t: number;
+  id: string;
+}
+
+export interface IdempotentOutcome<T> {
+  message: T;
+  /** Set when the message is a stored response returned again: the original request id. */
+  replayedFrom?: string;
+}
+
+export class DelivererStore {
+  constructor(
+    readonly db: DelivererDb,
+    private readonly encryptionKey: Buffer,
+  ) {}
+
+  async ping(): Promise<boolean> {
+    await this.db.execute(sql`select 1`);
+    return true;
+  }
+
+  /**
+   * Inserts transfer events; an event whose (subscription, chain, txId, logIndex) exists already is not inserted.
+   * Returns the ids actually inserted and, for every row, the id now stored for its key.
+   */
+  async insertTransferEvents(rows: NewEventRow[]): Promise<{ inserted: Set<string>; idByKey: Map<string, string> }> {
+    const inserted = new Set<string>();
+    const idByKey = new Map<string, string>();
+    if (rows.length === 0) return { inserted, idByKey };
+    const key = (r: { subscriptionId: string; chainId: string | null; txId: string | null; logIndex: number | null }) =>
+      `${r.subscriptionId}|${r.chainId}|${r.txId}|${r.logIndex}`;
+    await withDatabase(async () => {
+      const done = await this.db
+        .insert(events)
+        .values(rows)
+        .onConflictDoNothing({ target: [events.subscriptionId, events.chainId, events.txId, events.logIndex] })
+        .returning({ id: events.id });
+      for (const r of done) inserted.add(r.id);
+      for (const r of rows) if (inserted.has(r.id!)) idByKey.set(key(r as Required<NewEventRow>), r.id!);
+      const missing = rows.filter((r) => !inserted.has(r.id!));
+      if (missing.length > 0) {
+        const existing = await this.db
+          .select({ id: events.id, subscriptionId: events.subscriptionId, chainId: events.chainId, txId: events.txId, logIndex: events.logIndex })
+          .from(events)
+          .where(
+            or(
+              ...missing.map((m) =>
+                and(
+                  eq(events.subscriptionId, m.subscriptionId),
+                  eq(events.chainId, m.chainId!),
+                  eq(events.txId, m.txId!),
+                  eq(events.logIndex, m.logIndex!),
+                ),
+              ),
+            ),
+          );
+        for (const e of existing) idByKey.set(key(e), e.id);
+      }
+    });
+    return { inserted, idByKey };
+  }
+
+  async insertEvent(ex: Executor, row: NewEventRow): Promise<EventRow> {
+    const [out] = await ex.insert(events).values(row).returning();
+    return out!;
+  }
+
+  loadClaimed(ids: string[]): Promise<ClaimedEvent[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.db
+      .select({
+        id: events.id,
+        subscriptionId: events.subscriptionId,
+        status: events.status,
+        attempts: events.attempts,
+        held: events.held,
+        nextAttemptAt: events.nextAttemptAt,
+        payload: events.payload,
+      })
+      .from(events)
+      .where(inArray(events.id, ids));
+  }
+
+  /** Writes a batch of attempt outcomes; returns the ids whose write applied (an event moved on elsewhere is skipped). */
+  async recordOutcomes(outcomes: Outcome[]): Promise<Set<string>> {
+    if (outcomes.length === 0) return new Set();
+    const json = JSON.stringify(
+      outcomes.map((o) => ({
+        id: o.id,
+        prev: o.prevAttempts,
+        status: o.status,
+        attempts: o.attempts,
+        inc: o.delivered ? 1 : 0,
+        rs: o.responseStatus,
+        rb: o.responseBody,
+        next: o.nextAttemptAt ? o.nextAttemptAt.toISOString() : null,
+      })),
+    );
+    const rows = (await this.db.execute(sql`
+      UPDATE events AS e SET
+        status = v.status,
+        attempts = v.attempts,
+        delivery_count = e.delivery_count + v.inc,
+        response_status = v.rs,
+        response_body = v.rb,
+        next_attempt_at = v.next,
+        held = false,
+        updated_at = now()
+      FROM jsonb_to_recordset(${json}::text::jsonb) AS v(id text, prev int, status text, attempts int, inc int, rs int, rb text, next timestamptz)
+      WHERE e.id = v.id AND e.status = 'pending' AND e.attempts = v.prev
+      RETURNING e.id`)) as unknown as { id: string }[];
+    return new Set(rows.map((r) => r.id));
+  }
+
+  async markHeld(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db.update(events).set({ held: true, updatedAt: new Date() }).where(and(inArray(events.id, ids), eq(events.status, "pending")));
+  }
+
+  async deleteEvents(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db.delete(events).where(inArray(events.id, ids));
+  }
+
+  /** Deletes every event of a subscription; returns the ids of those that were pending (to drop from the schedule). */
+  deleteSubscriptionEvents(subscriptionId: string): Promise<{ deleted: number; pendingIds: string[] }> {
+    return withDatabase(async () => {
+      const rows = await this.db
+        .delete(events)
+        .where(eq(events.subscriptionId, subscriptionId))
+        .returning({ id: events.id, status: events.status });
+      return { deleted: rows.length, pendingIds: rows.filter((r) => r.status === "pending").map((r) => r.id) };
+    });
+  }
+
+  /** Subscriptions that have held events. */
+  async heldSubscriptions(limit: number): Promise<string[]> {
+    const rows = (await this.db.execute(
+      sql`SELECT DISTINCT subscription_id FROM events WHERE status = 'pending' AND held LIMIT ${limit}`,
+    )) as unknown as { subscription_id: string }[];
+    return rows.map((r) => r.subscription_id);
+  }
+
+  async heldEventIds(subscriptionIds: string[], limit: number): Promise<string[]> {
+    if (subscriptionIds.length === 0) return [];
+    const rows = await this.db
+      .select({ id: events.id })
+      .from(events)
+      .where(and(inArray(events.subscriptionId, subscriptionIds), eq(events.status, "pending"), eq(events.held, true)))
+      .limit(limit);
+    return rows.map((r) => r.id);
+  }
+
+  /** Releases held events to be attempted at `at`; returns the ids released. */
+  async unhold(ids: string[], at: Date): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db
+      .update(events)
+      .set({ held: false, nextAttemptAt: at, updatedAt: new Date() })
+      .where(and(inArray(events.id, ids), eq(events.status, "pending"), eq(events.held, true)))
+      .returning({ id: events.id });
+    return rows.map((r) => r.id);
+  }
+
+  /** Pending, not held events in id order after `afterId` (the schedule rebuild pages through them). */
+  async pendingPage(afterId: string, limit: number): Promise<{ id: string; dueMs: number }[]> {
+    const rows = (await this.db.execute(sql`
+      SELECT id, next_attempt_at FROM events
+      WHERE status = 'pending' AND NOT held AND id > ${afterId}
+      ORDER BY id LIMIT ${limit}`)) as unknown as { id: string; next_attempt_at: Date | string | null }[];
+    return rows.map((r) => ({ id: r.id, dueMs: r.next_attempt_at ? new Date(r.next_attempt_at).getTime() : Date.now() }));
+  }
+
+  getEvent(subscriptionId: string, eventId: string): Promise<EventRow | undefined> {
+    return withDatabase(async () => {
+      const [row] = await this.db
+        .select()
+        .from(events)
+        .where(and(eq(events.id, eventId), eq(events.subscriptionId, subscriptionId)));
+      return row;
+    });
+  }
+
+  async lockEvent(tx: DelivererTx, subscriptionId: string, eventId: string): Promise<EventRow | undefined> {
+    const [row] = await tx
+      .select()
+      .from(events)
+      .where(and(eq(events.id, eventId), eq(events.subscriptionId, subscriptionId)))
+      .for("update");
+    return row;
+  }
+
+  async restartCycle(tx: DelivererTx, eventId: string, at: Date): Promise<EventRow> {
+    const [row] = await tx
+      .update(events)
+      .set({ status: "pending", attempts: 0, nextAttemptAt: at, held: false, updatedAt: new Date() })
+      .where(eq(events.id, eventId))
+      .returning();
+    return row!;
+  }
+
+  /** Newest first, keyset on (created_at, id); one extra row tells whether another page exists. */
+  listEvents(subscriptionId: string, status: EventStatus | undefined, limit: number, after: PageCursor | undefined): Promise<EventRow[]> {
+    return withDatabase(() => {
+      const conds = [eq(events.subscriptionId, subscriptionId)];
+      if (status) conds.push(eq(events.status, status));
+      if (after) {
+        const t = new Date(after.t);
+        conds.push(or(lt(events.createdAt, t), and(eq(events.createdAt, t), lt(events.id, after.id)))!);
+      }
+      return this.db
+        .select()
+        .from(events)
+        .where(and(...conds))
+        .orderBy(desc(events.createdAt), desc(events.id))
+        .limit(limit + 1);
+    });
+  }
+
+  // ---- idempotency (CONTRACT.md "Idempotency") ----
+
+  idempotent<Desc extends DescMessage>(
+    schema: Desc,
+    keyId: string,
+    scope: string,
+    idem: IdempotencyRequest | undefined,
+    effect: (tx: DelivererTx) => Promise<MessageShape<Desc>>,
+  ): Promise<IdempotentOutcome<MessageShape<Desc>>> {
+    return withDatabase(() =>
+      this.db.transaction(async (tx) => {
+        if (!idem || idem.key === "") return { message: await effect(tx) };
+        const lockKey = `${keyId}\n${scope}\n${idem.key}`;
+        const [lock] = (await tx.execute(
+          sql`select pg_try_advisory_xact_lock(hashtextextended(${lockKey}, 0)) as ok`,
+        )) as unknown as { ok: boolean }[];
+        if (!lock?.ok) {
+          throw new ApiError("idempotency_in_flight", "A request with this Idempotency-Key is still being processed; retry shortly.");
+        }
+        const [stored] = await tx
+          .select()
+          .from(deliveryIdempotency)
+          .where(
+            and(
+              eq(deliveryIdempotency.keyId, keyId),
+              eq(deliveryIdempotency.scope, scope),
+              eq(deliveryIdempotency.idemKey, idem.key),
+              sql`${deliveryIdempotency.expiresAt} > now()`,
+            ),
+          );
+        if (stored) {
+          if (stored.requestHash !== idem.requestHash) {
+            throw new ApiError(
+              "idempotency_conflict",
+              "This Idempotency-Key was already used with a different request; use a new key for a new request.",
+            );
+          }
+          const bytes = Buffer.from(decrypt(this.encryptionKey, stored.response), "base64");
+          return { message: fromBinary(schema, bytes), replayedFrom: stored.requestId };
+        }
+        const message = await effect(tx);
+        const now = new Date();
+        const record = {
+          requestHash: idem.requestHash,
+          requestId: idem.requestId,
+          response: encrypt(this.encryptionKey, Buffer.from(toBinary(schema, message)).toString("base64")),
+          createdAt: now,
+          expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
+        };
+        await tx
+          .insert(deliveryIdempotency)
+          .values({ keyId, scope, idemKey: idem.key, ...record })
+          .onConflictDoUpdate({
+            target: [deliveryIdempotency.keyId, deliveryIdempotency.scope, deliveryIdempotency.idemKey],
+            set: record,
+          });
+        return { message };
+      }),
+    );
+  }
+
+  async purgeExpiredIdempotency(): Promise<number> {
+    const rows = await this.db
+      .delete(deliveryIdempotency)
+      .where(lt(deliveryIdempotency.expiresAt, new Date()))
+      .returning({ k: deliveryIdempotency.idemKey });
+    return rows.length;
+  }
+}

@@ -1,0 +1,366 @@
+// The delivery loop: claim due events from the schedule, look up their targets, send, record outcomes in batches,
+// reschedule or finish. Concurrency is bounded per process and per destination host: a host at its limit gets its
+// events put back for a moment instead of occupying slots, so one slow or dead destination cannot starve others.
+import type { DeliveryTarget } from "../gen/webhooks/registry/v1/registry_pb.ts";
+import { createLogger, type Logger } from "../common/logger.ts";
+import type { Schedule, ScheduleEntry } from "./schedule.ts";
+import type { ClaimedEvent, DelivererStore, Outcome } from "./store.ts";
+import type { AttemptOutcome, Sender } from "./send.ts";
+import type { TargetCache } from "./targets.ts";
+import { deliveryHeaders } from "./sign.ts";
+import { renderPayload } from "./payload.ts";
+import {
+  attemptsTotal,
+  deliveryLatency,
+  destinationFailures,
+  eventsFinished,
+  leasesReclaimed,
+  scheduleRebuilds,
+} from "./metrics.ts";
+
+export interface WorkerOptions {
+  /** Delays before each automatic attempt (RETRY_SCHEDULE); its length is the number of attempts. */
+  retrySchedule: number[];
+  /** Total time of one attempt (DELIVERY_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Attempts in flight in this process. */
+  concurrency?: number;
+  /** Attempts in flight per destination host in this process. */
+  perHostConcurrency?: number;
+  /** Most events claimed per round. */
+  claimBatch?: number;
+  /** Idle poll interval when nothing is due. */
+  pollMs?: number;
+  /** How far a host at its limit pushes its events back. */
+  deferMs?: number;
+  /** How often held events (disabled subscription, revoked key) are checked for resumption. */
+  holdCheckMs?: number;
+  /** How often the schedule is checked for having been lost (Redis restarted empty, FLUSHDB). */
+  rebuildCheckMs?: number;
+  /** Outcomes written per statement / longest wait before writing. */
+  flushSize?: number;
+  flushMs?: number;
+  random?: () => number;
+  logger?: Logger;
+}
+
+/** The delay before the attempt that follows `attemptsSoFar` failures, with jitter and Retry-After applied. */
+export function nextDelay(schedule: number[], attemptsSoFar: number, retryAfterMs: number | null, random: () => number): number {
+  const base = schedule[attemptsSoFar] ?? 0;
+  const jittered = base + base * 0.1 * random();
+  if (retryAfterMs === null) return Math.round(jittered);
+  // CONTRACT: a Retry-After is honoured within [the scheduled delay, twice the scheduled delay].
+  return Math.round(Math.max(jittered, Math.min(retryAfterMs, 2 * base)));
+}
+
+export function hostOf(url: string): string {
+  try {
+    return new URL(url).host.toLowerCase();
+  } catch {
+    return "";
+  }
+}
+
+export class DeliveryWorker {
+  private readonly o: Required<Omit<WorkerOptions, "logger">>;
+  private readonly log: Logger;
+  private running = false;
+  private loopDone: Promise<void> | undefined;
+  private wakeUp: (() => void) | undefined;
+  private readonly inflight = new Map<string, Promise<void>>();
+  private readonly perHost = new Map<string, number>();
+  private readonly aborter = new AbortController();
+  private pending: { outcome: Outcome; host: string }[] = [];
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+  private timers: ReturnType<typeof setInterval>[] = [];
+  private lastRebuildCheck = 0;
+  readonly leaseMs: number;
+
+  constructor(
+    private readonly store: DelivererStore,
+    private readonly schedule: Schedule,
+    private readonly targets: TargetCache,
+    private readonly sender: Sender,
+    opts: WorkerOptions,
+  ) {
+    this.o = {
+      retrySchedule: opts.retrySchedule,
+      timeoutMs: opts.timeoutMs,
+      concurrency: opts.concurrency ?? 256,
+      perHostConcurrency: opts.perHostConcurrency ?? 32,
+      claimBatch: opts.claimBatch ?? 256,
+      pollMs: opts.pollMs ?? 50,
+      deferMs: opts.deferMs ?? 250,
+      holdCheckMs: opts.holdCheckMs ?? 2_000,
+      rebuildCheckMs: opts.rebuildCheckMs ?? 1_000,
+      flushSize: opts.flushSize ?? 256,
+      flushMs: opts.flushMs ?? 5,
+      random: opts.random ?? Math.random,
+    };
+    this.log = opts.logger ?? createLogger({ service: "deliverer" });
+    // Longer than any attempt (and its write), so a live worker never loses a claim to another one mid-request.
+    this.leaseMs = opts.timeoutMs * 2 + 10_000;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loopDone = this.loop();
+    this.timers.push(setInterval(() => void this.resumeHeld().catch((err) => this.log.warn("held check failed", { err })), this.o.holdCheckMs));
+  }
+
+  /** Wakes the claim loop at once (new events were scheduled in this process). */
+  wake(): void {
+    this.wakeUp?.();
+  }
+
+  inFlight(): number {
+    return this.inflight.size;
+  }
+
+  /**
+   * Stops claiming, lets attempts in flight finish for up to `graceMs`, aborts the rest and puts their events
+   * back in the schedule (not counted as attempts), then writes every outcome.
+   */
+  async stop(graceMs = 5_000): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    for (const t of this.timers) clearInterval(t);
+    this.wake();
+    await this.loopDone;
+    const all = Promise.all(this.inflight.values());
+    const timedOut = await Promise.race([all.then(() => false), Bun.sleep(graceMs).then(() => true)]);
+    if (timedOut) {
+      this.aborter.abort();
+      await all;
+    }
+    await this.flush();
+    await this.flushing;
+  }
+
+  private async loop(): Promise<void> {
+    while (this.running) {
+      try {
+        await this.maybeRebuild();
+        const free = this.o.concurrency - this.inflight.size;
+        if (free <= 0) {
+          await this.idle(this.o.pollMs);
+          continue;
+        }
+        const now = Date.now();
+        const claim = await this.schedule.claim(now, now + this.leaseMs, Math.min(free, this.o.claimBatch));
+        if (claim.reclaimed > 0) leasesReclaimed.inc(claim.reclaimed);
+        if (claim.ids.length === 0) {
+          await this.idle(this.o.pollMs);
+          continue;
+        }
+        await this.dispatch(claim.ids);
+      } catch (err) {
+        this.log.error("delivery loop error", { err });
+        await this.idle(500);
+      }
+    }
+  }
+
+  private idle(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      this.wakeUp = done;
+    });
+  }
+
+  private async dispatch(ids: string[]): Promise<void> {
+    try {
+      await this.dispatchClaimed(ids);
+    } catch (err) {
+      // PostgreSQL or the registry failed before the attempts started: give the claims back rather than letting
+      // them wait for their leases to expire.
+      const back = ids.filter((id) => !this.inflight.has(id)).map((id) => ({ id, dueMs: Date.now() + 1_000 }));
+      await this.schedule.moveToDue(back).catch(() => {});
+      throw err;
+    }
+  }
+
+  private async dispatchClaimed(ids: string[]): Promise<void> {
+    const rows = await this.store.loadClaimed(ids);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const drop: string[] = [];
+    const later: ScheduleEntry[] = [];
+    const now = Date.now();
+    const ready: ClaimedEvent[] = [];
+    for (const id of ids) {
+      const row = byId.get(id);
+      // No row: a reservation whose insert never committed, or a deleted subscription's event.
+      if (!row || row.status !== "pending") drop.push(id);
+      else if (row.nextAttemptAt && row.nextAttemptAt.getTime() > now + 1_000) {
+        // A reschedule lost between PostgreSQL and Redis (crash): PostgreSQL knows the due time.
+        later.push({ id, dueMs: row.nextAttemptAt.getTime() });
+      } else ready.push(row);
+    }
+    const targets = ready.length > 0 ? await this.targets.get(ready.map((r) => r.subscriptionId)) : new Map<string, DeliveryTarget>();
+    const cancelled: string[] = [];
+    const held: string[] = [];
+    for (const row of ready) {
+      const target = targets.get(row.subscriptionId);
+      if (!target || !target.exists) {
+        cancelled.push(row.id);
+        continue;
+      }
+      if (!target.active || target.secrets.length === 0) {
+        held.push(row.id);
+        continue;
+      }
+      const host = hostOf(target.url);
+      const busy = this.perHost.get(host) ?? 0;
+      if (busy >= this.o.perHostConcurrency) {
+        later.push({ id: row.id, dueMs: now + this.o.deferMs });
+        continue;
+      }
+      this.perHost.set(host, busy + 1);
+      const p = this.attempt(row, target, host).finally(() => {
+        this.inflight.delete(row.id);
+        const n = (this.perHost.get(host) ?? 1) - 1;
+        if (n <= 0) this.perHost.delete(host);
+        else this.perHost.set(host, n);
+        this.wake();
+      });
+      this.inflight.set(row.id, p);
+    }
+    if (cancelled.length > 0) {
+      // The subscription is gone: its events go with it (CONTRACT.md "Subscriptions", DELETE).
+      await this.store.deleteEvents(cancelled);
+      drop.push(...cancelled);
+    }
+    if (held.length > 0) {
+      await this.store.markHeld(held);
+      drop.push(...held);
+    }
+    await this.schedule.remove(drop);
+    await this.schedule.moveToDue(later);
+  }
+
+  private async attempt(row: ClaimedEvent, target: DeliveryTarget, host: string): Promise<void> {
+    const body = renderPayload(row.payload);
+    const headers = deliveryHeaders({ eventId: row.id, subscriptionId: row.subscriptionId, secrets: target.secrets, body, at: new Date() });
+    let result: AttemptOutcome;
+    try {
+      result = await this.sender.send({ url: target.url, body, headers }, this.aborter.signal);
+    } catch (err) {
+      this.log.error("send failed unexpectedly", { err, eventId: row.id });
+      result = { ok: false, status: null, body: "internal error while sending", retryAfterMs: null, failure: "internal", durationMs: 0 };
+    }
+    if (result.failure === "aborted") {
+      // Shutdown: not an attempt; the event goes back to the schedule for another worker.
+      await this.schedule.moveToDue([{ id: row.id, dueMs: Date.now() }]).catch(() => {});
+      return;
+    }
+    const label = result.ok ? "success" : (result.failure ?? "http");
+    attemptsTotal.inc({ result: label });
+    deliveryLatency.observe({ result: label }, result.durationMs / 1000);
+    if (!result.ok) destinationFailures.inc({ host, reason: label });
+
+    const attempts = row.attempts + 1;
+    let outcome: Outcome;
+    if (result.ok) {
+      outcome = { id: row.id, prevAttempts: row.attempts, status: "delivered", attempts, delivered: true, responseStatus: result.status, responseBody: result.body, nextAttemptAt: null };
+    } else if (attempts >= this.o.retrySchedule.length) {
+      outcome = { id: row.id, prevAttempts: row.attempts, status: "failed", attempts, delivered: false, responseStatus: result.status, responseBody: result.body, nextAttemptAt: null };
+    } else {
+      const delay = nextDelay(this.o.retrySchedule, attempts, result.retryAfterMs, this.o.random);
+      outcome = { id: row.id, prevAttempts: row.attempts, status: "pending", attempts, delivered: false, responseStatus: result.status, responseBody: result.body, nextAttemptAt: new Date(Date.now() + delay) };
+    }
+    this.pending.push({ outcome, host });
+    if (this.pending.length >= this.o.flushSize) void this.flush();
+    else this.flushTimer ??= setTimeout(() => void this.flush(), this.o.flushMs);
+  }
+
+  /** Writes buffered outcomes in one statement, then updates the schedule. Flushes run one at a time. */
+  private flush(): Promise<void> {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const batch = this.pending;
+    this.pending = [];
+    if (batch.length === 0) return this.flushing;
+    this.flushing = this.flushing.then(async () => {
+      try {
+        const applied = await this.store.recordOutcomes(batch.map((b) => b.outcome));
+        const finished: string[] = [];
+        const again: ScheduleEntry[] = [];
+        for (const { outcome } of batch) {
+          // Not applied: the event moved on elsewhere (deleted, or recorded by another worker); its lease, if still
+          // ours, expires and the claim path sorts it out from PostgreSQL.
+          if (!applied.has(outcome.id)) continue;
+          if (outcome.nextAttemptAt) again.push({ id: outcome.id, dueMs: outcome.nextAttemptAt.getTime() });
+          else {
+            finished.push(outcome.id);
+            eventsFinished.inc({ status: outcome.status });
+          }
+        }
+        await this.schedule.remove(finished);
+        await this.schedule.moveToDue(again);
+      } catch (err) {
+        // Nothing is lost: the leases expire and the events are attempted again (at least once).
+        this.log.error("recording delivery outcomes failed", { err, count: batch.length });
+      }
+    });
+    return this.flushing;
+  }
+
+  /** Rebuilds the schedule from PostgreSQL when Redis lost it (restart without persistence, FLUSHDB). */
+  private async maybeRebuild(): Promise<void> {
+    const now = Date.now();
+    if (now - this.lastRebuildCheck < this.o.rebuildCheckMs) return;
+    this.lastRebuildCheck = now;
+    if (await this.schedule.isBuilt()) return;
+    await this.rebuild();
+  }
+
+  async rebuild(): Promise<number> {
+    if (!(await this.schedule.tryLock("rebuild", 60_000))) return 0;
+    try {
+      let after = "";
+      let added = 0;
+      for (;;) {
+        const page = await this.store.pendingPage(after, 5_000);
+        if (page.length === 0) break;
+        added += await this.schedule.addMissing(page);
+        after = page[page.length - 1]!.id;
+      }
+      await this.schedule.markBuilt();
+      scheduleRebuilds.inc();
+      this.log.info("schedule rebuilt from PostgreSQL", { added });
+      return added;
+    } finally {
+      await this.schedule.unlock("rebuild");
+    }
+  }
+
+  /** Held events whose subscription is active again go back into the schedule; a deleted one's are removed. */
+  async resumeHeld(): Promise<void> {
+    const subs = await this.store.heldSubscriptions(500);
+    if (subs.length === 0) return;
+    const targets = await this.targets.get(subs, true);
+    const active: string[] = [];
+    for (const id of subs) {
+      const t = targets.get(id);
+      if (!t || !t.exists) await this.store.deleteSubscriptionEvents(id);
+      else if (t.active) active.push(id);
+    }
+    if (active.length === 0) return;
+    for (;;) {
+      const ids = await this.store.heldEventIds(active, 5_000);
+      if (ids.length === 0) break;
+      const now = Date.now();
+      await this.schedule.reserve(ids, now + this.leaseMs);
+      const released = await this.store.unhold(ids, new Date(now));
+      await this.schedule.moveToDue(released.map((id) => ({ id, dueMs: now })));
+      if (ids.length < 5_000) break;
+    }
+    this.wake();
+  }
+}

@@ -1,0 +1,36 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
+
+let bed: DeliveryBed;
+beforeAll(async () => {
+  bed = await startDeliveryBed();
+});
+afterAll(async () => {
+  await bed?.stop();
+});
+
+test("a test event reaches the receiver signed", async () => {
+  const { keyId, subscriptionId } = await bed.subscribe("/smoke");
+  const res = await bed.delivery.createTestEvent({ keyId, subscriptionId, kind: "" });
+  expect(res.event!.status).toBe("pending");
+  await bed.receiver.waitForCount("/smoke", 1);
+  const [d] = bed.receiver.deliveries("/smoke");
+  expect(d!.verified).toBe(true);
+  console.log(d!.headers, d!.body);
+  for (let i = 0; i < 50; i++) {
+    const ev = await bed.delivery.getEvent({ keyId, subscriptionId, eventId: res.event!.id });
+    if (ev.event!.status === "delivered") break;
+    await Bun.sleep(20);
+  }
+  const ev = await bed.delivery.getEvent({ keyId, subscriptionId, eventId: res.event!.id });
+  console.log(ev.event);
+  expect(ev.event!.status).toBe("delivered");
+});
+
+test("payload is stored as a jsonb object", async () => {
+  const { SQL } = await import("bun");
+  const sql = new SQL(bed.database.url, { max: 1 });
+  const rows = await sql`SELECT jsonb_typeof(payload) AS t, payload->>'kind' AS k FROM events LIMIT 1`;
+  console.log(rows);
+  await sql.close();
+});

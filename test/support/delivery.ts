@@ -1,0 +1,123 @@
+// A delivery test bed: a fresh database and Redis DB, the real registry and the real deliverer (in-process unless a
+// test runs the deliverer as its own process), the HTTPS receiver with a test CA trusted through DELIVERY_CA_FILE,
+// and SSRF_ALLOW_CIDRS=127.0.0.1/32 so the receiver on localhost is reachable. Nothing is mocked.
+import { randomBytes } from "node:crypto";
+import { createClient, type Client, type Transport } from "@connectrpc/connect";
+import { loadConfig, type Config } from "../../common/config.ts";
+import { inProcessTransport } from "../../common/rpc.ts";
+import { staticResolver, type Resolver } from "../../common/ssrf.ts";
+import { createDeliverer, type DelivererDeps, type DelivererHandle } from "../../deliverer/index.ts";
+import { DeliveryService } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
+import { ApiKeyService, SubscriptionService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
+import { createRegistry, type RegistryHandle } from "../../registry/index.ts";
+import { createTestPki, type TestPki } from "../../tools/receiver/certs.ts";
+import { startReceiver, type Receiver } from "../../tools/receiver/server.ts";
+import { createTestDatabase, type TestDatabase } from "./db.ts";
+import { allocateRedisDb, type TestRedis } from "./redis.ts";
+
+export interface DeliveryBedOptions {
+  env?: Record<string, string>;
+  /** Resolver for the registry's request-time check; default answers localhost names only. */
+  registryResolver?: Resolver;
+  /** Resolver for the deliverer's per-attempt check. */
+  delivererResolver?: Resolver;
+  /** false: no in-process deliverer (the test runs one as a separate process). */
+  deliverer?: boolean;
+  delivererDeps?: Omit<DelivererDeps, "registry" | "resolver">;
+}
+
+export interface DeliveryBed {
+  config: Config;
+  /** The environment a separate deliverer process needs to join this bed. */
+  env: Record<string, string>;
+  registry: RegistryHandle;
+  registryTransport: Transport;
+  deliverer: DelivererHandle | undefined;
+  delivery: Client<typeof DeliveryService>;
+  subscriptions: Client<typeof SubscriptionService>;
+  keys: Client<typeof ApiKeyService>;
+  pki: TestPki;
+  receiver: Receiver;
+  database: TestDatabase;
+  redis: TestRedis;
+  /** A key plus an enabled subscription to `receiver.url(path)`; the receiver verifies with its secret. */
+  subscribe(path: string, opts?: { chains?: string[]; status?: string; url?: string }): Promise<{ keyId: string; subscriptionId: string; secret: string }>;
+  stop(): Promise<void>;
+}
+
+export async function startDeliveryBed(opts: DeliveryBedOptions = {}): Promise<DeliveryBed> {
+  const database = await createTestDatabase("deliv");
+  const redis = await allocateRedisDb();
+  const pki = createTestPki();
+  const receiver = await startReceiver({ cert: pki.cert, key: pki.key });
+  const cleanups: (() => Promise<void> | void)[] = [() => database.drop(), () => redis.release(), () => receiver.close()];
+  const stop = async () => {
+    for (const fn of cleanups.splice(0).reverse()) {
+      try {
+        await fn();
+      } catch {
+        // keep tearing down
+      }
+    }
+  };
+  try {
+    const env: Record<string, string> = {
+      DATABASE_URL: database.url,
+      REDIS_URL: redis.url,
+      REDIS_PREFIX: "test:",
+      APP_SECRET: randomBytes(32).toString("base64"),
+      DELIVERY_CA_FILE: pki.caFile,
+      SSRF_ALLOW_CIDRS: "127.0.0.1/32",
+      RETRY_SCHEDULE: "0,50ms,100ms,100ms,100ms,100ms,100ms",
+      DELIVERY_TIMEOUT_MS: "2000",
+      LOG_LEVEL: "warn",
+      ...opts.env,
+    };
+    const config = loadConfig(env);
+    const registry = await createRegistry(config, { resolver: opts.registryResolver ?? staticResolver({}) });
+    cleanups.push(() => registry.close());
+    const registryTransport = inProcessTransport(registry.routes);
+    let deliverer: DelivererHandle | undefined;
+    if (opts.deliverer !== false) {
+      deliverer = await createDeliverer(config, {
+        registry: registryTransport,
+        resolver: opts.delivererResolver,
+        ...opts.delivererDeps,
+      });
+      cleanups.push(() => deliverer!.close());
+    }
+    const subscriptions = createClient(SubscriptionService, registryTransport);
+    const keys = createClient(ApiKeyService, registryTransport);
+    return {
+      config,
+      env,
+      registry,
+      registryTransport,
+      deliverer,
+      delivery: createClient(DeliveryService, deliverer ? inProcessTransport(deliverer.routes) : registryTransport),
+      subscriptions,
+      keys,
+      pki,
+      receiver,
+      database,
+      redis,
+      async subscribe(path, sopts = {}) {
+        const key = await keys.createApiKey({ name: "test", chains: sopts.chains ?? [] });
+        const res = await subscriptions.createSubscription({
+          keyId: key.key!.id,
+          destination: { type: "https", url: sopts.url ?? receiver.url(path) },
+          events: ["wallet.transfer.broadcasted", "service.ping"],
+          status: sopts.status ?? "",
+          description: "",
+        });
+        const sub = res.subscription!;
+        receiver.setSecrets(path, [sub.destination!.secret]);
+        return { keyId: key.key!.id, subscriptionId: sub.id, secret: sub.destination!.secret };
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
