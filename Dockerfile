@@ -1,0 +1,17 @@
+# One image for every service; the command picks which one runs (`bun run gateway|registry|deliverer|matcher`).
+FROM oven/bun:1.4.5 AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+# Bun reads package-lock.json's pinned versions. Dev tools (buf, drizzle-kit, tsc, bun itself) stay out of the image.
+RUN bun install --production --ignore-scripts
+
+FROM oven/bun:1.4.5-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY --from=deps /app/node_modules ./node_modules
+COPY . .
+USER bun
+# gateway, registry, deliverer, matcher HTTP ports; registry and deliverer gRPC ports
+EXPOSE 3000 3001 3002 3003 50051 50052
+STOPSIGNAL SIGTERM
+CMD ["bun", "run", "gateway"]
