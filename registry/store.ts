@@ -29,7 +29,7 @@ export const REGISTRY_MIGRATIONS = new URL("./migrations", import.meta.url).path
 export const REGISTRY_MIGRATIONS_TABLE = "__registry_migrations";
 
 /** Longest a store call may take before the caller gets 503 (CONTRACT: a cut database answers within 5 s). */
-export const DEFAULT_DEADLINE_MS = 4_500;
+export const DEFAULT_DEADLINE_MS = 4_000;
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 

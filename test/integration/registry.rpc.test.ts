@@ -501,3 +501,122 @@ describe("operational endpoints", () => {
     expect((await fetch(`${base}/metrics`)).status).toBe(200);
   });
 });
+
+// A TCP proxy between a second registry and the real PostgreSQL, so the database can be "cut" without touching
+// the shared server. `refuse`: every connection closed, nothing listening. `blackhole`: connections accepted but
+// never answered. `freeze`: the open connections stay up but carry no more bytes (a dead network path, no reset).
+// `restore`: forwarding again on the same port (frozen connections are reset, as TCP eventually would).
+async function startPgProxy() {
+  const net = await import("node:net");
+  type Socket = import("node:net").Socket;
+  const sockets = new Set<Socket>();
+  let mode: "forward" | "blackhole" | "freeze" = "forward";
+  const track = (s: Socket) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+    s.on("error", () => {});
+  };
+  const server = net.createServer((client) => {
+    track(client);
+    if (mode !== "forward") return;
+    const upstream = net.connect(5432, "127.0.0.1");
+    track(upstream);
+    client.on("data", (d) => mode === "forward" && upstream.write(d));
+    upstream.on("data", (d) => mode === "forward" && client.write(d));
+    client.on("close", () => upstream.destroy());
+    upstream.on("close", () => client.destroy());
+  });
+  const listen = (port: number) =>
+    new Promise<number>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, "127.0.0.1", () => resolve((server.address() as { port: number }).port));
+    });
+  const port = await listen(0);
+  const resetAll = () => {
+    for (const s of sockets) s.destroy();
+    sockets.clear();
+  };
+  return {
+    port,
+    async refuse() {
+      resetAll();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+    blackhole() {
+      mode = "blackhole";
+      resetAll();
+    },
+    freeze() {
+      mode = "freeze";
+    },
+    async restore() {
+      if (mode === "freeze") resetAll();
+      mode = "forward";
+      if (!server.listening) await listen(port);
+    },
+    async close() {
+      resetAll();
+      if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe("database outage", () => {
+  test("a cut database answers service_unavailable within 5 s, changes nothing, and recovers without a restart", async () => {
+    const proxy = await startPgProxy();
+    const url = new URL(database.url);
+    url.port = String(proxy.port);
+    const config = loadConfig({ DATABASE_URL: url.toString(), REDIS_URL: redisDb.url, APP_SECRET });
+    const cut = await createRegistry(config, { resolver: staticResolver({ [HOST]: ["93.184.216.34"] }) });
+    const servedCut = await serveService(cut, 0);
+    try {
+      const transport = networkTransport(`http://127.0.0.1:${servedCut.http.port}`);
+      const s2 = createClient(SubscriptionService, transport);
+      const k = await newKey();
+      const s = (await s2.createSubscription(createReq(k.id))).subscription!;
+      const calls = {
+        get: () => s2.getSubscription({ keyId: k.id, id: s.id }),
+        list: () => s2.listSubscriptions({ keyId: k.id }),
+        create: () => s2.createSubscription({ ...createReq(k.id), idempotency: { key: "down", requestHash: "h", requestId: "r" } }),
+        rotate: () => s2.rotateSecret({ keyId: k.id, id: s.id }),
+        delete: () => s2.deleteSubscription({ keyId: k.id, id: s.id }),
+      };
+
+      for (const [outage, names] of [
+        ["refuse", ["get", "list", "create", "rotate", "delete"]],
+        ["blackhole", ["get", "create"]],
+        ["freeze", ["get", "create"]],
+      ] as const) {
+        if (outage === "refuse") await proxy.refuse();
+        else if (outage === "blackhole") proxy.blackhole();
+        else proxy.freeze();
+        for (const name of names) {
+          const started = performance.now();
+          await expectCode(calls[name](), "service_unavailable");
+          expect(performance.now() - started).toBeLessThan(5_000);
+        }
+        if (outage === "refuse") {
+          const ready = await fetch(`http://127.0.0.1:${servedCut.http.port}/readyz`);
+          expect(ready.status).toBe(503);
+        }
+
+        await proxy.restore();
+        // Recovers without a restart: a bounded wait for the pool to reconnect.
+        let got: Awaited<ReturnType<typeof calls.get>> | undefined;
+        for (let i = 0; i < 50 && !got; i++) {
+          got = await calls.get().catch(() => undefined);
+          if (!got) await Bun.sleep(100);
+        }
+        expect(got?.subscription?.dateUpdatedMs).toBe(s.dateUpdatedMs);
+      }
+      // Nothing was changed while the database was away.
+      expect(await countRows("subscriptions", k.id)).toBe(1);
+      expect(await countRows("idempotency_records", k.id)).toBe(0);
+      expect((await fetch(`http://127.0.0.1:${servedCut.http.port}/readyz`)).status).toBe(200);
+    } finally {
+      await servedCut.stop();
+      await cut.close();
+      await proxy.close();
+    }
+  }, 60_000);
+});
