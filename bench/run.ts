@@ -6,3 +6,5 @@ if (!name || !/^[a-z0-9-]+$/.test(name)) {
 }
 const mod = (await import(`./${name}.ts`)) as { default: () => unknown };
 await mod.default();
+
+export {};
