@@ -80,6 +80,12 @@ export class TronClient {
     return isBlock(body) ? body : null;
   }
 
+  /** Block `num` without its transactions (fork checks need only ids), or null when the node does not have it. */
+  async getBlockHeader(num: number): Promise<TronBlock | null> {
+    const body = await this.call("getblock", { id_or_num: String(num), detail: false });
+    return isBlock(body) ? body : null;
+  }
+
   /**
    * Blocks [start, end) in order, at most MAX_BLOCKS_PER_RANGE. The list stops early where the node's chain ends;
    * a gap or a disorder in what the node returned is cut off there so the caller never skips a block.

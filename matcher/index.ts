@@ -1,0 +1,144 @@
+// createMatcher: one stream per chain in MATCHER_CHAINS, each behind its chain's lease (a second replica waits for
+// it), reading a java-tron node, matching through the Redis watch index and handing events to the deliverer.
+// `bun run matcher` serves it alone (main.ts); `npm start` and the tests run it in-process.
+import { createClient, type Transport } from "@connectrpc/connect";
+import { sql } from "drizzle-orm";
+import { DeliveryService, type NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
+import type { ChainId, Config } from "../common/config.ts";
+import { log as rootLog } from "../common/logger.ts";
+import { openRedis, type Redis } from "../common/redis.ts";
+import type { ServiceHandle } from "../common/service.ts";
+import { lookup } from "../common/watch-index.ts";
+import { acquireChainLease, type ChainLease } from "./lease.ts";
+import type { WatchLookup } from "./match.ts";
+import * as m from "./metrics.ts";
+import { ChainStream, type Progress } from "./stream.ts";
+import { LeaseLostError, openMatcherDatabase, type MatcherDb } from "./store.ts";
+import { TronClient } from "./tron-client.ts";
+
+export interface MatcherDeps {
+  /** Where Enqueue goes: in-process in `npm start`, networkTransport(config.delivererUrl) alone. */
+  deliverer: Transport;
+  /** Overrides of config.tronNodeUrls (tests and the demo point chains at tools/tron-sim). */
+  nodeUrls?: Partial<Record<ChainId, string>>;
+  /** Stream tuning (tests, benchmark). */
+  stream?: { batchSize?: number; concurrency?: number; blockIntervalMs?: number; leaseRetryMs?: number };
+}
+
+export interface MatcherHandle extends ServiceHandle {
+  db: MatcherDb;
+  redis: Redis;
+  /** Where each chain's stream stands (null until it has processed a block under its lease). */
+  progress(chainId: ChainId): Progress | null;
+  /** Resolves once the chain's checkpoint reaches `number` (rejects after `timeoutMs`). */
+  waitForBlock(chainId: ChainId, number: number, timeoutMs?: number): Promise<Progress>;
+}
+
+export async function createMatcher(config: Config, deps: MatcherDeps): Promise<MatcherHandle> {
+  const log = rootLog.child({ service: "matcher" });
+  const db = await openMatcherDatabase(config.databaseUrl, { max: config.matcherChains.length + 4 });
+  const redis = openRedis(config.redisUrl);
+  const deliverer = createClient(DeliveryService, deps.deliverer);
+  const stop = new AbortController();
+  const progress = new Map<ChainId, Progress>();
+  const waiters = new Set<{ chainId: ChainId; number: number; resolve: (p: Progress) => void }>();
+
+  const watchLookup: WatchLookup = (chainId, addresses) => lookup(redis, config.redisPrefix, chainId, addresses);
+  const enqueue = async (events: NewEvent[]) => {
+    await deliverer.enqueue({ events });
+  };
+
+  const onCheckpoint = (chainId: ChainId, p: Progress) => {
+    progress.set(chainId, p);
+    for (const w of waiters) {
+      if (w.chainId === chainId && p.number >= w.number) {
+        waiters.delete(w);
+        w.resolve(p);
+      }
+    }
+  };
+
+  const runChain = async (chainId: ChainId) => {
+    const chainLog = log.child({ chain: chainId });
+    const client = new TronClient({
+      baseUrl: deps.nodeUrls?.[chainId] ?? config.tronNodeUrls[chainId],
+      ...(config.trongridApiKey ? { apiKey: config.trongridApiKey } : {}),
+      observe: (endpoint, ok, seconds) => {
+        m.nodeUp.set({ chain: chainId }, ok ? 1 : 0);
+        m.nodeRequests.inc({ chain: chainId, endpoint, outcome: ok ? "ok" : "error" });
+        m.nodeLatency.observe({ chain: chainId, endpoint }, seconds);
+      },
+    });
+    while (!stop.signal.aborted) {
+      m.leaseHeld.set({ chain: chainId }, 0);
+      const lease: ChainLease | null = await acquireChainLease(db.$client, chainId, {
+        signal: stop.signal,
+        retryMs: deps.stream?.leaseRetryMs ?? 1_000,
+        onWait: () => chainLog.info("another replica streams this chain; waiting for its lease"),
+      });
+      if (!lease) break;
+      m.leaseHeld.set({ chain: chainId }, 1);
+      chainLog.info("lease acquired; streaming");
+      const stream = new ChainStream({
+        chainId,
+        client,
+        db,
+        lookup: watchLookup,
+        enqueue,
+        log: chainLog,
+        ...(config.matcherPollMs !== undefined ? { pollMs: config.matcherPollMs } : {}),
+        ...deps.stream,
+        onCheckpoint: (p) => onCheckpoint(chainId, p),
+      });
+      try {
+        await stream.run(lease, stop.signal);
+      } catch (err) {
+        if (err instanceof LeaseLostError) chainLog.warn("lease lost; waiting to re-acquire");
+        else chainLog.error("stream stopped unexpectedly; restarting", { err });
+        await Bun.sleep(500);
+      } finally {
+        await lease.release();
+        m.leaseHeld.set({ chain: chainId }, 0);
+      }
+    }
+  };
+
+  const running = config.matcherChains.map((chainId) => runChain(chainId));
+
+  return {
+    routes: () => {},
+    checks: {
+      postgres: async () => {
+        await db.execute(sql`SELECT 1`);
+        return true;
+      },
+      redis: async () => (await redis.ping()) === "PONG",
+      // The deliverer answers an empty Enqueue without touching anything.
+      deliverer: async () => {
+        await deliverer.enqueue({ events: [] }, { timeoutMs: 1_500 });
+        return true;
+      },
+    },
+    db,
+    redis,
+    progress: (chainId) => progress.get(chainId) ?? null,
+    waitForBlock(chainId, number, timeoutMs = 30_000) {
+      const now = progress.get(chainId);
+      if (now && now.number >= number) return Promise.resolve(now);
+      return new Promise((resolve, reject) => {
+        const w = { chainId, number, resolve: (p: Progress) => (clearTimeout(t), resolve(p)) };
+        const t = setTimeout(() => {
+          waiters.delete(w);
+          reject(new Error(`matcher did not reach block ${number} of ${chainId} within ${timeoutMs} ms`));
+        }, timeoutMs);
+        waiters.add(w);
+      });
+    },
+    async close() {
+      stop.abort();
+      await Promise.allSettled(running);
+      redis.disconnect();
+      await db.$client.close();
+    },
+  };
+}

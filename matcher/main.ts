@@ -1,0 +1,26 @@
+// `bun run matcher`: the matcher alone, as it runs in its own pod (health and metrics on MATCHER_PORT; it serves no
+// RPCs and calls the deliverer at DELIVERER_URL).
+import { loadConfig } from "../common/config.ts";
+import { ensureDatabase } from "../common/db.ts";
+import { log } from "../common/logger.ts";
+import { networkTransport } from "../common/rpc.ts";
+import { serveService } from "../common/service.ts";
+import { createMatcher } from "./index.ts";
+
+const config = loadConfig();
+await ensureDatabase(config.databaseUrl);
+const handle = await createMatcher(config, { deliverer: networkTransport(config.delivererUrl) });
+const served = await serveService(handle, config.matcherPort);
+log.info("matcher listening", { port: config.matcherPort, chains: config.matcherChains });
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  log.info("matcher stopping", { signal });
+  await served.stop();
+  await handle.close();
+  process.exit(0);
+}
+process.on("SIGINT", () => void shutdown("SIGINT"));
+process.on("SIGTERM", () => void shutdown("SIGTERM"));

@@ -1,0 +1,336 @@
+// One chain's block stream. Resumes after its checkpoint (or starts at the node's head the first time), checks
+// every block's parentHash against the previous blockID, rolls back to the common ancestor on a fork, catches up
+// in batches of blocks (fetched ahead while the previous batch is matched), and at the tip polls around each
+// block's expected time (TRON makes a block every 3 s). The checkpoint moves only after the deliverer accepted the
+// events of every block up to it, so a crash at any point re-reads blocks instead of skipping them; re-reading
+// is harmless because the deliverer keeps one event per (subscription, chain, txId, logIndex).
+import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
+import type { ChainId } from "../common/config.ts";
+import type { Logger } from "../common/logger.ts";
+import { blockNeedsTransactionInfo, decodeBlock } from "./decode.ts";
+import type { ChainLease } from "./lease.ts";
+import { matchBlock, type WatchLookup } from "./match.ts";
+import * as m from "./metrics.ts";
+import {
+  BLOCK_HISTORY,
+  LeaseLostError,
+  advanceCheckpoint,
+  loadCheckpoint,
+  recentBlocks,
+  rollbackCheckpoint,
+  type BlockRef,
+  type MatcherDb,
+} from "./store.ts";
+import { MAX_BLOCKS_PER_RANGE, type TronClient } from "./tron-client.ts";
+import type { TronBlock, TronTransactionInfo } from "./tron-types.ts";
+
+export interface StreamOptions {
+  chainId: ChainId;
+  client: TronClient;
+  db: MatcherDb;
+  lookup: WatchLookup;
+  /** Hands one block's events to the deliverer; resolves once it accepted them. */
+  enqueue: (events: NewEvent[]) => Promise<void>;
+  log: Logger;
+  /** A fixed head-polling interval (MATCHER_POLL_MS); unset: poll around each block's expected time. */
+  pollMs?: number;
+  /** TRON's block interval. */
+  blockIntervalMs?: number;
+  /** Blocks per catch-up batch (java-tron allows 100 per range request). */
+  batchSize?: number;
+  /** Parallel requests / lookups within a batch. */
+  concurrency?: number;
+  /** Called after each checkpoint. */
+  onCheckpoint?: (ref: Progress) => void;
+}
+
+export interface Progress extends BlockRef {
+  timestampMs: number;
+}
+
+interface Fetched {
+  block: TronBlock;
+  /** null when the block needs none. */
+  infos: TronTransactionInfo[] | null;
+}
+
+/** After the expected block time, how long a block usually takes to reach a node. */
+const FIRST_POLL_DELAY_MS = 150;
+/** The contract's politeness bound: at most one head poll per 500 ms while waiting. */
+const MIN_POLL_INTERVAL_MS = 500;
+const INFO_RETRY_MS = 250;
+const INFO_ATTEMPTS = 12;
+
+function blockRef(b: TronBlock): Progress {
+  return { number: b.block_header.raw_data.number, blockId: b.blockID, timestampMs: b.block_header.raw_data.timestamp };
+}
+
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0 || signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+export class ChainStream {
+  private last: Progress | null = null;
+  private headNumber = 0;
+  private lastPollAt = 0;
+  private prefetch: { start: number; promise: Promise<Fetched[]> } | null = null;
+  private readonly chain: string;
+  private readonly batchSize: number;
+  private readonly concurrency: number;
+  private readonly blockIntervalMs: number;
+
+  constructor(private readonly opts: StreamOptions) {
+    this.chain = opts.chainId;
+    this.batchSize = Math.min(MAX_BLOCKS_PER_RANGE, opts.batchSize ?? 50);
+    this.concurrency = opts.concurrency ?? 8;
+    this.blockIntervalMs = opts.blockIntervalMs ?? 3_000;
+  }
+
+  get progress(): Progress | null {
+    return this.last;
+  }
+
+  /** Streams until `signal` aborts; throws LeaseLostError when the lease is gone (the caller re-acquires). */
+  async run(lease: ChainLease, signal: AbortSignal): Promise<void> {
+    const { client, db, log } = this.opts;
+    let failures = 0;
+    while (!signal.aborted) {
+      try {
+        if (!this.last) {
+          const cp = await loadCheckpoint(db, this.chain);
+          if (cp) {
+            this.last = { ...cp, timestampMs: 0 };
+            log.info("resuming from checkpoint", { block: cp.number });
+          } else {
+            // First start: begin at the node's head (the head block itself included).
+            const head = await client.getNowBlock();
+            this.headNumber = head.block_header.raw_data.number;
+            log.info("no checkpoint: starting at the node's head", { block: this.headNumber });
+            await this.process(lease, [await this.withInfos(head)], signal);
+          }
+        } else {
+          await this.step(lease, signal);
+        }
+        failures = 0;
+      } catch (err) {
+        if (err instanceof LeaseLostError) throw err;
+        if (signal.aborted) break;
+        failures++;
+        m.streamErrors.inc({ chain: this.chain });
+        this.prefetch = null;
+        const delay = Math.min(10_000, 250 * 2 ** Math.min(failures - 1, 6));
+        log.warn("stream step failed; retrying", { err, retryInMs: delay });
+        await sleep(delay, signal);
+      }
+    }
+  }
+
+  private async step(lease: ChainLease, signal: AbortSignal): Promise<void> {
+    const last = this.last!;
+    const next = last.number + 1;
+    if (this.headNumber > next) {
+      const batch = await this.fetchBatch(next);
+      if (batch.length === 0) {
+        // The node's chain ends before what it reported as head (a fork shortened it): poll the head again.
+        this.headNumber = next - 1;
+        return;
+      }
+      this.startPrefetch(next + batch.length);
+      await this.process(lease, batch, signal);
+      return;
+    }
+    await this.waitForPoll(signal);
+    if (signal.aborted) return;
+    this.lastPollAt = Date.now();
+    const head = await this.opts.client.getNowBlock();
+    this.noteHead(head.block_header.raw_data.number);
+    if (this.headNumber < next) {
+      // A shorter head than our checkpoint: a fork replaced our newest blocks with a shorter branch, or a node
+      // behind its peers. Check our newest block is still on the node's chain.
+      if (this.headNumber < last.number) await this.checkStillCanonical(lease, this.headNumber);
+      return;
+    }
+    if (this.headNumber === next) {
+      await this.process(lease, [await this.withInfos(head)], signal);
+    }
+    // Further behind: the next step catches up in batches.
+  }
+
+  private noteHead(n: number): void {
+    this.headNumber = n;
+    m.headBlock.set({ chain: this.chain }, n);
+    if (this.last) m.lagBlocks.set({ chain: this.chain }, Math.max(0, n - this.last.number));
+  }
+
+  private async waitForPoll(signal: AbortSignal): Promise<void> {
+    const now = Date.now();
+    if (this.opts.pollMs !== undefined) {
+      await sleep(this.lastPollAt + this.opts.pollMs - now, signal);
+      return;
+    }
+    const expected = (this.last?.timestampMs ?? 0) + this.blockIntervalMs + FIRST_POLL_DELAY_MS;
+    const earliest = this.lastPollAt + MIN_POLL_INTERVAL_MS;
+    await sleep(Math.max(expected, earliest) - now, signal);
+  }
+
+  private startPrefetch(start: number): void {
+    if (start >= this.headNumber) {
+      this.prefetch = null;
+      return;
+    }
+    const promise = this.fetchRange(start);
+    promise.catch(() => {});
+    this.prefetch = { start, promise };
+  }
+
+  private async fetchBatch(start: number): Promise<Fetched[]> {
+    const pre = this.prefetch;
+    this.prefetch = null;
+    if (pre && pre.start === start) {
+      try {
+        return await pre.promise;
+      } catch {
+        // fetched again below
+      }
+    }
+    return this.fetchRange(start);
+  }
+
+  private async fetchRange(start: number): Promise<Fetched[]> {
+    const end = Math.min(start + this.batchSize, this.headNumber + 1);
+    const blocks = await this.opts.client.getBlockRange(start, end);
+    const fetched = await mapLimit(blocks, this.concurrency, (b) => this.withInfos(b).catch(() => null));
+    // Keep the leading blocks whose infos are complete; the rest is fetched again later.
+    const out: Fetched[] = [];
+    for (const f of fetched) {
+      if (!f) break;
+      out.push(f);
+    }
+    return out;
+  }
+
+  /** The block with its transaction infos (when it needs them), waiting a little for a node still writing them. */
+  private async withInfos(block: TronBlock): Promise<Fetched> {
+    if (!blockNeedsTransactionInfo(block)) return { block, infos: null };
+    const num = block.block_header.raw_data.number;
+    const count = block.transactions?.length ?? 0;
+    for (let attempt = 0; attempt < INFO_ATTEMPTS; attempt++) {
+      const infos = await this.opts.client.getTransactionInfoByBlockNum(num, count);
+      if (infos) return { block, infos };
+      await Bun.sleep(INFO_RETRY_MS);
+    }
+    throw new Error(`transaction infos of block ${num} are not complete yet`);
+  }
+
+  private async process(lease: ChainLease, batch: Fetched[], signal: AbortSignal): Promise<void> {
+    // Keep the run of blocks that extends our chain; a parent mismatch at the start is a fork.
+    const accepted: Fetched[] = [];
+    let prev: BlockRef | null = this.last;
+    for (const f of batch) {
+      if (prev && f.block.block_header.raw_data.parentHash !== prev.blockId) break;
+      if (prev && f.block.block_header.raw_data.number !== prev.number + 1) break;
+      accepted.push(f);
+      prev = blockRef(f.block);
+    }
+    if (accepted.length === 0) {
+      await this.rollback(lease, batch[0]!.block);
+      return;
+    }
+    let transfers = 0;
+    let events = 0;
+    await mapLimit(accepted, this.concurrency, async ({ block, infos }) => {
+      const ref = blockRef(block);
+      const decoded = decodeBlock(block, infos);
+      transfers += decoded.length;
+      const made = await matchBlock(
+        { chainId: this.opts.chainId, number: ref.number, blockId: ref.blockId, timestampMs: ref.timestampMs },
+        decoded,
+        this.opts.lookup,
+      );
+      if (made.length > 0) {
+        await this.opts.enqueue(made);
+        events += made.length;
+      }
+    });
+    if (signal.aborted) return;
+    const refs = accepted.map((f) => blockRef(f.block));
+    await advanceCheckpoint(lease, refs);
+    const last = refs[refs.length - 1]!;
+    this.last = last;
+    if (this.headNumber < last.number) this.noteHead(last.number);
+    m.blocksProcessed.inc({ chain: this.chain }, refs.length);
+    m.transfersDecoded.inc({ chain: this.chain }, transfers);
+    m.eventsEnqueued.inc({ chain: this.chain }, events);
+    m.checkpointBlock.set({ chain: this.chain }, last.number);
+    m.lagBlocks.set({ chain: this.chain }, Math.max(0, this.headNumber - last.number));
+    m.lagSeconds.set({ chain: this.chain }, Math.max(0, (Date.now() - last.timestampMs) / 1000));
+    this.opts.onCheckpoint?.(last);
+  }
+
+  /** Our newest block is past the node's head: if the node's block at that height differs, we are on a dead branch. */
+  private async checkStillCanonical(lease: ChainLease, headNumber: number): Promise<void> {
+    const node = await this.opts.client.getBlockHeader(headNumber + 1);
+    if (node) return; // the head moved on meanwhile; the next poll sees it
+    const history = await recentBlocks(this.opts.db, this.chain, headNumber);
+    const ours = history.find((h) => h.number === headNumber);
+    const theirs = await this.opts.client.getBlockHeader(headNumber);
+    if (ours && theirs && theirs.blockID !== ours.blockId) await this.rollback(lease, theirs);
+  }
+
+  /** Walks back through the remembered block ids to the newest one the node still has, and resumes after it. */
+  private async rollback(lease: ChainLease, conflicting: TronBlock): Promise<void> {
+    const last = this.last!;
+    const { client, db, log } = this.opts;
+    const history = await recentBlocks(db, this.chain, last.number - BLOCK_HISTORY);
+    let ancestor: BlockRef | null = null;
+    for (const ref of history) {
+      const node = await client.getBlockHeader(ref.number);
+      if (node && node.blockID === ref.blockId) {
+        ancestor = ref;
+        break;
+      }
+    }
+    if (!ancestor) {
+      // Deeper than the remembered history: follow the node from the oldest remembered height.
+      const oldest = history[history.length - 1] ?? last;
+      const node = await client.getBlockHeader(oldest.number - 1);
+      if (!node) throw new Error(`fork deeper than ${BLOCK_HISTORY} blocks and the node lacks block ${oldest.number - 1}`);
+      ancestor = { number: oldest.number - 1, blockId: node.blockID };
+      log.error("fork deeper than the remembered history; following the node", { from: ancestor.number });
+    }
+    await rollbackCheckpoint(lease, ancestor);
+    m.forks.inc({ chain: this.chain });
+    log.warn("fork: rolled back to the common ancestor", {
+      ancestor: ancestor.number,
+      depth: last.number - ancestor.number,
+      conflictingBlock: conflicting.block_header.raw_data.number,
+      conflictingParent: conflicting.block_header.raw_data.parentHash,
+    });
+    this.last = { ...ancestor, timestampMs: 0 };
+    this.prefetch = null;
+    // Re-read from the ancestor at once rather than waiting for a poll slot.
+    this.headNumber = Math.max(this.headNumber, ancestor.number + 2);
+  }
+}
