@@ -7,13 +7,13 @@ import type { EventRow } from "./schema.ts";
 export const TRANSFER_KIND = "wallet.transfer.broadcasted";
 export const PING_KIND = "service.ping";
 
-export interface Envelope {
+export type Envelope = {
   id: string;
   kind: string;
   date: string;
   subscriptionId: string;
   data: Record<string, unknown>;
-}
+};
 
 export function transferData(t: Transfer): Record<string, unknown> {
   const a = t.asset;

@@ -7,7 +7,8 @@ import { loadConfig, type Config } from "../../common/config.ts";
 import { inProcessTransport } from "../../common/rpc.ts";
 import { staticResolver, type Resolver } from "../../common/ssrf.ts";
 import { createDeliverer, type DelivererDeps, type DelivererHandle } from "../../deliverer/index.ts";
-import { DeliveryService } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
+import { create } from "@bufbuild/protobuf";
+import { DeliveryService, TransferSchema, type EventView, type NewEvent } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { ApiKeyService, SubscriptionService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { createRegistry, type RegistryHandle } from "../../registry/index.ts";
 import { createTestPki, type TestPki } from "../../tools/receiver/certs.ts";
@@ -120,4 +121,38 @@ export async function startDeliveryBed(opts: DeliveryBedOptions = {}): Promise<D
     await stop();
     throw err;
   }
+}
+
+/** Polls GetEvent until `predicate` holds (bounded wait), returning the view. */
+export async function waitForEvent(
+  bed: DeliveryBed,
+  ref: { keyId: string; subscriptionId: string; eventId: string },
+  predicate: (e: EventView) => boolean,
+  timeoutMs = 20_000,
+): Promise<EventView> {
+  const deadline = Date.now() + timeoutMs;
+  let last: EventView | undefined;
+  while (Date.now() < deadline) {
+    last = (await bed.delivery.getEvent(ref)).event;
+    if (last && predicate(last)) return last;
+    await Bun.sleep(25);
+  }
+  throw new Error(`event ${ref.eventId} did not reach the expected state within ${timeoutMs} ms; last: ${JSON.stringify(last, (_, v) => (typeof v === "bigint" ? String(v) : v))}`);
+}
+
+/** A transfer for Enqueue (the shape the matcher sends). */
+export function sampleTransfer(n: number, chainId = "tron:nile"): NewEvent["transfer"] {
+  return create(TransferSchema, {
+    chainId,
+    blockNumber: BigInt(1000 + n),
+    blockHash: n.toString(16).padStart(64, "0"),
+    blockTimestampMs: BigInt(Date.now()),
+    txId: (n + 0xabc000).toString(16).padStart(64, "0"),
+    logIndex: -1,
+    from: "TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8",
+    to: "TNUC9Qb1rRpS5CbWLmNMxXBjyFoydXjWFR",
+    amount: String(1_000_000 + n),
+    asset: { type: "native", standard: "TRX", symbol: "TRX", decimals: 6 },
+    matchedAddresses: [{ chainId, address: "TNUC9Qb1rRpS5CbWLmNMxXBjyFoydXjWFR", role: "to" }],
+  });
 }

@@ -9,6 +9,8 @@ import { Webhook } from "standardwebhooks";
 export type Behaviour =
   | { kind: "ok"; status?: number; body?: string }
   | { kind: "status"; status: number; body?: string; headers?: Record<string, string> }
+  /** Answers 200 after `ms`. */
+  | { kind: "delay"; ms: number }
   /** Accepts the request and never answers. */
   | { kind: "hang" }
   /** Destroys the connection without a response. */
@@ -65,7 +67,7 @@ export async function startReceiver(opts: ReceiverOptions): Promise<Receiver> {
   const counts = new Map<string, number>();
   const received: ReceivedDelivery[] = [];
   const sockets = new Set<Socket>();
-  const timers = new Set<ReturnType<typeof setInterval>>();
+  const timers = new Set<ReturnType<typeof setTimeout>>();
   const record = opts.record ?? true;
 
   const act = (b: Behaviour, path: string, res: ServerResponse, req: IncomingMessage): void => {
@@ -78,6 +80,14 @@ export async function startReceiver(opts: ReceiverOptions): Promise<Receiver> {
         return;
       case "hang":
         return;
+      case "delay": {
+        const t = setTimeout(() => {
+          timers.delete(t);
+          if (!res.destroyed) res.writeHead(200, { "content-type": "text/plain" }).end("ok");
+        }, b.ms);
+        timers.add(t);
+        return;
+      }
       case "reset":
         req.socket.destroy();
         return;
@@ -185,7 +195,7 @@ export async function startReceiver(opts: ReceiverOptions): Promise<Receiver> {
       }
     },
     async close() {
-      for (const t of timers) clearInterval(t);
+      for (const t of timers) clearTimeout(t);
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
