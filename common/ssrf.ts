@@ -204,7 +204,7 @@ function judgeV4(policy: SsrfPolicy, v4: ipaddr.IPv4): Judgement {
   return hit ? { blocked: true, ip: v4.toString(), cidr: hit.text } : { blocked: false };
 }
 
-/** Judges one address (IPv4 dotted quad or IPv6, without brackets). Throws on a string that is not an address. */
+/** Judges one address (IPv4 or IPv6, brackets optional). Throws on a string that is not an address. */
 export function judgeAddress(policy: SsrfPolicy, ip: string): Judgement {
   const addr = ipaddr.parse(stripBrackets(ip));
   if (addr.kind() === "ipv4") return judgeV4(policy, addr as ipaddr.IPv4);
