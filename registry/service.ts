@@ -204,12 +204,9 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
 
     async getSubscription(req) {
       if (!isId("sub", req.id)) throw notFound();
-      return store.run(async (db) => {
-        const row = await store.findSubscription(db, req.keyId, req.id);
-        if (!row) throw notFound();
-        const inline = await store.inlineAddresses(db, row.id, INLINE_ADDRESSES);
-        return { subscription: subscriptionMessage(row, { addresses: inline.items, hasMore: inline.hasMore }) };
-      });
+      const found = await store.getSubscriptionWithAddresses(req.keyId, req.id, INLINE_ADDRESSES);
+      if (!found) throw notFound();
+      return { subscription: subscriptionMessage(found.row, { addresses: found.items, hasMore: found.hasMore }) };
     },
 
     async updateSubscription(req) {

@@ -238,6 +238,37 @@ export class RegistryStore {
     return rows[0];
   }
 
+  /** The key's subscription with its first `limit` addresses (oldest first) in one round trip. */
+  getSubscriptionWithAddresses(
+    keyId: string,
+    id: string,
+    limit: number,
+  ): Promise<{ row: SubscriptionRow; items: AddressRef[]; hasMore: boolean } | undefined> {
+    return this.run(async (db) => {
+      const [found] = await db
+        .select({
+          row: subscriptions,
+          addresses: sql<[string, string][] | null>`(
+            select json_agg(json_build_array(a.chain_id, a.address) order by a.seq)
+            from (
+              select ${subscriptionAddresses.chainId} as chain_id, ${subscriptionAddresses.address} as address,
+                     ${subscriptionAddresses.seq} as seq
+              from ${subscriptionAddresses}
+              where ${subscriptionAddresses.subscriptionId} = ${subscriptions.id}
+              order by ${subscriptionAddresses.seq}
+              limit ${limit + 1}
+            ) a
+          )`,
+        })
+        .from(subscriptions)
+        .where(and(eq(subscriptions.id, id), eq(subscriptions.keyId, keyId)));
+      if (!found) return undefined;
+      const pairs = (typeof found.addresses === "string" ? JSON.parse(found.addresses) : found.addresses) ?? [];
+      const items = (pairs as [string, string][]).slice(0, limit).map(([chainId, address]) => ({ chainId, address }));
+      return { row: found.row, items, hasMore: pairs.length > limit };
+    });
+  }
+
   /** Newest first; `limit + 1` rows are read so the caller knows whether another page follows. */
   listSubscriptions(keyId: string, limit: number, after: SubscriptionCursor | undefined): Promise<SubscriptionRow[]> {
     return this.run((db) => {
