@@ -18,6 +18,7 @@ import { canonicalJson, IDEMPOTENCY_HEADER } from "./idempotency.ts";
 import { countRateLimitFailOpen, observeRequest } from "./metrics.ts";
 import { createRateLimiter, rateLimitHeaders } from "./rate-limit.ts";
 import { pickRequestId, REQUEST_ID_HEADER } from "./request-id.ts";
+import { addressRoutes } from "./routes/addresses.ts";
 import { subscriptionRoutes } from "./routes/subscriptions.ts";
 
 const gatewayLog = log.child({ service: "gateway" });
@@ -166,10 +167,10 @@ export function createGatewayApp(opts: GatewayOptions) {
     .get("/metrics", ({ request }) => operationalResponse(request, checks), {
       detail: { summary: "Prometheus metrics", tags: ["operations"], security: [] },
     })
-    // Resources, one plugin per route file. Address filters (issue 3) and events (issue 4) mount here:
-    //   .use(addressRoutes(deps))   — gateway/routes/addresses.ts
+    // Resources, one plugin per route file. Events (issue 4) mount here:
     //   .use(eventRoutes(deps))     — gateway/routes/events.ts (needs deps.deliverer)
     .use(subscriptionRoutes(deps))
+    .use(addressRoutes(deps))
     .onStop(() => {
       if (ownsRedis) redis.disconnect();
     });

@@ -20,7 +20,7 @@ import { pgTextArray, subscriptionMeta, type KeyState, type WatchIndex } from ".
 /** Addresses per request: PATCH add and remove together, PUT (CONTRACT.md "Limits"). */
 export const MAX_ADDRESSES_PER_REQUEST = 10_000;
 /** A change of 10,000 addresses against a large subscription may take longer than a plain store call. */
-const CHANGE_DEADLINE_MS = 30_000;
+const CHANGE_DEADLINE_MS = 9_000;
 
 export type SkipReason = "invalid_address" | "invalid_chain" | "chain_not_enabled" | "not_found";
 
