@@ -2,7 +2,22 @@
 // internal hops), gRPC over HTTP/2 through connect-node on node:http2 (for any real gRPC client), and an
 // in-process transport for `npm start`, so single-process and split deployments run the same handlers.
 import http2 from "node:http2";
-import { createConnectRouter, createRouterTransport, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
+import { create, fromBinary, toBinary, type DescMessage, type DescService } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  createConnectRouter,
+  createContextValues,
+  createHandlerContext,
+  createRouterTransport,
+  createServiceImplSpec,
+  type ConnectRouter,
+  type Interceptor,
+  type ServiceImpl,
+  type Transport,
+  type UnaryRequest,
+  type UnaryResponse,
+} from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { createFetchHandler } from "@connectrpc/connect/protocol";
@@ -60,7 +75,84 @@ export function networkTransport(baseUrl: string, timeoutMs = 10_000): Transport
   return createConnectTransport({ baseUrl, useBinaryFormat: true, defaultTimeoutMs: timeoutMs });
 }
 
-/** A transport to a service in this process: same handlers, same serialization, no socket. */
+type UnaryHandler = (request: UnaryRequest) => Promise<UnaryResponse>;
+
+/**
+ * A transport to a service in this process: same handlers, same interceptors, same binary serialization of
+ * request and response, no socket. Unary calls invoke the handler directly (Connect's router transport emulates
+ * HTTP streams per call, which cost more than the handlers themselves on the API's hot path); streaming calls
+ * go through that router transport.
+ */
 export function inProcessTransport(routes: RegisterRoutes): Transport {
-  return createRouterTransport(routes, { router: routerOptions() });
+  const fallback = createRouterTransport(routes, { router: routerOptions() });
+  const unary = new Map<string, UnaryHandler>();
+  const register = (service: DescService, impl: Partial<ServiceImpl<DescService>>) => {
+    for (const spec of Object.values(createServiceImplSpec(service, impl).methods)) {
+      if (spec.kind !== "unary") continue;
+      const call = spec.impl;
+      const handler: UnaryHandler = async (req) => {
+        const ctx = createHandlerContext({
+          service,
+          method: spec.method,
+          protocolName: "in-process",
+          requestMethod: "POST",
+          url: req.url,
+          requestSignal: req.signal,
+          requestHeader: req.header,
+          contextValues: req.contextValues,
+        });
+        const output = await call(req.message, ctx);
+        const message = fromBinary(spec.method.output, toBinary(spec.method.output, create(spec.method.output, output)));
+        return { stream: false, service, method: spec.method, header: ctx.responseHeader, trailer: ctx.responseTrailer, message };
+      };
+      // The server-side interceptors, as the router applies them (ApiError → ConnectError with ErrorInfo).
+      unary.set(`${service.typeName}/${spec.method.name}`, errorInterceptor(handler as never) as UnaryHandler);
+    }
+  };
+  const capture = {
+    service(service: DescService, impl: Partial<ServiceImpl<DescService>>) {
+      register(service, impl);
+      return capture;
+    },
+  };
+  routes(capture as unknown as ConnectRouter);
+
+  return {
+    async unary(method, signal, timeoutMs, header, input, contextValues) {
+      const handler = unary.get(`${method.parent.typeName}/${method.name}`);
+      if (!handler) return fallback.unary(method, signal, timeoutMs, header, input, contextValues);
+      const message = fromBinary(method.input as DescMessage, toBinary(method.input as DescMessage, create(method.input as DescMessage, input as never)));
+      const deadline = timeoutMs !== undefined && timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined;
+      const callSignal = signal && deadline ? AbortSignal.any([signal, deadline]) : (signal ?? deadline ?? new AbortController().signal);
+      const request: UnaryRequest = {
+        stream: false,
+        service: method.parent,
+        method: method as never,
+        requestMethod: "POST",
+        url: `in-process:///${method.parent.typeName}/${method.name}`,
+        signal: callSignal,
+        header: new Headers(header),
+        contextValues: contextValues ?? createContextValues(),
+        message,
+      };
+      const work = handler(request);
+      if (!deadline && !signal) return (await work) as never;
+      // A deadline or a cancellation answers the caller at once, as it would over the network.
+      work.catch(() => {});
+      return (await new Promise<UnaryResponse>((resolve, reject) => {
+        const onAbort = () =>
+          reject(
+            deadline?.aborted
+              ? new ConnectError("the operation timed out", Code.DeadlineExceeded)
+              : new ConnectError("the operation was aborted", Code.Canceled),
+          );
+        if (callSignal.aborted) return onAbort();
+        callSignal.addEventListener("abort", onAbort, { once: true });
+        work.then(resolve, reject).finally(() => callSignal.removeEventListener("abort", onAbort));
+      })) as never;
+    },
+    stream(method, signal, timeoutMs, header, input, contextValues) {
+      return fallback.stream(method, signal, timeoutMs, header, input, contextValues);
+    },
+  };
 }

@@ -1,0 +1,80 @@
+// `bun run bench api [seconds]`: the public API through the gateway (auth cache, rate limiter in Redis, registry
+// in-process on PostgreSQL) at concurrency 64, beside a bare Bun.serve hello-world measured in the same run as
+// the runtime's floor. The load generator runs in a child process. BENCH_SECONDS or the first argument shortens
+// each phase (default 20 s).
+import { join } from "node:path";
+import { startStack, TEST_DESTINATION } from "../test/support/stack.ts";
+import type { LoadResult, LoadSpec } from "./load-generator.ts";
+
+const CONCURRENCY = 64;
+
+async function load(spec: LoadSpec): Promise<LoadResult> {
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, "load-generator.ts"), JSON.stringify(spec)], {
+    stdout: "pipe",
+    stderr: "inherit",
+  });
+  const out = await new Response(child.stdout).text();
+  if ((await child.exited) !== 0) throw new Error(`load generator failed: ${out}`);
+  return JSON.parse(out.trim().split("\n").at(-1)!) as LoadResult;
+}
+
+function line(label: string, r: LoadResult, target?: string): string {
+  const fmt = (n: number) => n.toFixed(1).padStart(7);
+  return `${label.padEnd(34)} ${Math.round(r.rps).toString().padStart(7)} req/s   p50 ${fmt(r.p50Ms)} ms   p99 ${fmt(r.p99Ms)} ms   ${r.requests} requests, ${r.errors} errors${r.firstError ? ` (first: ${r.firstError})` : ""}${target ? `   target ${target}` : ""}`;
+}
+
+export default async function bench(): Promise<void> {
+  const argSeconds = Number(process.argv[3] ?? process.env.BENCH_SECONDS ?? 20);
+  const seconds = Number.isFinite(argSeconds) && argSeconds > 0 ? argSeconds : 20;
+
+  // The floor: what this runtime and load generator reach with no work per request.
+  const hello = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("hello") });
+  const floor = await load({
+    url: `http://127.0.0.1:${hello.port}/`,
+    method: "GET",
+    headers: {},
+    concurrency: CONCURRENCY,
+    seconds,
+    expectStatus: 200,
+  });
+  hello.stop(true);
+
+  const stack = await startStack({ env: { RATE_LIMIT_RPS: "1000000", RATE_LIMIT_BURST: "1000000", LOG_LEVEL: "warn" } });
+  try {
+    const { key } = await stack.createKey({ name: "bench" });
+    const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+    const createBody = (description: string) =>
+      JSON.stringify({ destination: { type: "https", url: TEST_DESTINATION }, events: ["wallet.transfer.broadcasted"], description });
+    const seed = await fetch(`${stack.baseUrl}/v1/subscriptions`, { method: "POST", headers, body: createBody("seed") });
+    if (seed.status !== 201) throw new Error(`seed create failed: ${seed.status} ${await seed.text()}`);
+    const { id } = (await seed.json()) as { id: string };
+
+    const get = await load({
+      url: `${stack.baseUrl}/v1/subscriptions/${id}`,
+      method: "GET",
+      headers: { authorization: headers.authorization },
+      concurrency: CONCURRENCY,
+      seconds,
+      expectStatus: 200,
+    });
+    const create = await load({
+      url: `${stack.baseUrl}/v1/subscriptions`,
+      method: "POST",
+      headers,
+      body: createBody("bench {n}"),
+      concurrency: CONCURRENCY,
+      seconds,
+      expectStatus: 201,
+    });
+
+    console.log(`api benchmark: concurrency ${CONCURRENCY}, ${seconds} s per phase, load generator in a child process`);
+    console.log(line("baseline: bare Bun.serve hello", floor));
+    console.log(line("GET /v1/subscriptions/:id", get, ">= 3000 req/s, p99 <= 30 ms"));
+    console.log(line("POST /v1/subscriptions", create, ">= 1000 req/s"));
+    console.log(
+      `GET reaches ${((get.rps / floor.rps) * 100).toFixed(1)}% of the floor; create ${((create.rps / floor.rps) * 100).toFixed(1)}%.`,
+    );
+  } finally {
+    await stack.stop();
+  }
+}
