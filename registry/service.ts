@@ -37,7 +37,7 @@ import type {
   AddressRef,
   IdempotentOutcome,
   RegistryStore,
-  RegistryTx,
+  RegistryExecutor,
   SubscriptionCursor,
   SubscriptionFields,
 } from "./store.ts";
@@ -156,7 +156,8 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
     keyId: string,
     scope: string,
     idem: IdempotencyRequest | undefined,
-    prepare: () => Promise<(tx: RegistryTx) => Promise<{ row: SubscriptionRow; view: SubscriptionView } | undefined>>,
+    prepare: () => Promise<(ex: RegistryExecutor) => Promise<{ row: SubscriptionRow; view: SubscriptionView } | undefined>>,
+    singleStatement = false,
   ) {
     const early = await store.peekIdempotent(SubscriptionResponseSchema, keyId, scope, idem);
     if (early) return { response: withReplay(early), changed: undefined };
@@ -167,7 +168,7 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
       if (!done) throw notFound();
       changed = done.row;
       return create(SubscriptionResponseSchema, { subscription: subscriptionMessage(done.row, done.view) });
-    });
+    }, { singleStatement });
     return { response: withReplay(outcome), changed: outcome.replayedFrom === undefined ? changed : undefined };
   }
 
@@ -180,7 +181,7 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
           const row = await store.insertSubscription(tx, { keyId: req.keyId, ...fields, secret });
           return { row, view: { secret, addresses: [], hasMore: false } };
         };
-      });
+      }, true);
       if (changed) await runHook(ctx, "subscriptionChanged", () => ctx.hooks.subscriptionChanged(changed));
       return response;
     },

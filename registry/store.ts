@@ -377,18 +377,22 @@ export class RegistryStore {
    * "Idempotency" says: a concurrent holder of the same key → idempotency_in_flight; a finished record with the same
    * request hash → its stored response; with another hash → idempotency_conflict; otherwise the effect and the
    * record commit together (any error rolls both back). Without an idempotency key the effect simply runs in a
-   * transaction.
+   * transaction, or on its own when it is a single statement (`singleStatement`).
    */
   idempotent<Desc extends DescMessage>(
     schema: Desc,
     keyId: string,
     scope: string,
     idem: IdempotencyRequest | undefined,
-    effect: (tx: RegistryTx) => Promise<MessageShape<Desc>>,
+    effect: (ex: RegistryExecutor) => Promise<MessageShape<Desc>>,
+    opts: { singleStatement?: boolean } = {},
   ): Promise<IdempotentOutcome<MessageShape<Desc>>> {
+    const keyed = idem !== undefined && idem.key !== "";
+    // An effect of one statement is atomic by itself: without a key it needs no transaction around it.
+    if (!keyed && opts.singleStatement) return this.run(async (db) => ({ message: await effect(db) }));
     return this.run((db) =>
       db.transaction(async (tx) => {
-        if (!idem || idem.key === "") return { message: await effect(tx) };
+        if (!idem || !keyed) return { message: await effect(tx) };
         const lockKey = `${keyId}\n${scope}\n${idem.key}`;
         const [lock] = (await tx.execute(
           sql`select pg_try_advisory_xact_lock(hashtextextended(${lockKey}, 0)) as ok`,
