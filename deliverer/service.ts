@@ -69,7 +69,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
     const targets = await d.targets.get(req.events.map((e) => e.subscriptionId));
     const now = new Date();
     const rows: NewEventRow[] = [];
-    const keyOf = new Array<string | undefined>(req.events.length);
+    const keyOf: (string | undefined)[] = Array.from({ length: req.events.length }, () => undefined);
     const seen = new Map<string, string>();
     req.events.forEach((e, i) => {
       const target = targets.get(e.subscriptionId);
