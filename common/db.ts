@@ -72,7 +72,7 @@ export async function runMigrations(
 }
 
 // Connection-level failures (server down, refused, reset, timed out) as Bun's SQL driver reports them.
-const UNAVAILABLE = /ERR_POSTGRES_CONNECTION_(?:CLOSED|TIMEOUT|REFUSED|FAILED)|ERR_POSTGRES_LIFETIME_TIMEOUT|ECONNREFUSED|ECONNRESET|connection (?:closed|refused|timeout)|Connection closed|socket|ERR_POSTGRES_IDLE_TIMEOUT|the database system is (?:starting up|shutting down)|terminating connection/i;
+const UNAVAILABLE = /ERR_POSTGRES_CONNECTION_(?:CLOSED|TIMEOUT|REFUSED|FAILED)|ERR_POSTGRES_LIFETIME_TIMEOUT|ECONNREFUSED|ECONNRESET|connection (?:closed|refused|timeout)|Connection closed|socket|ERR_POSTGRES_IDLE_TIMEOUT|the database system is (?:starting up|shutting down)|terminating connection|too many clients|remaining connection slots/i;
 
 export function isUnavailable(err: unknown): boolean {
   if (err instanceof ApiError) return false;
