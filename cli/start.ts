@@ -7,6 +7,7 @@ import type { ReadinessChecks } from "../common/http-service.ts";
 import { log } from "../common/logger.ts";
 import { inProcessTransport } from "../common/rpc.ts";
 import { serveService, type ServedService, type ServiceHandle } from "../common/service.ts";
+import { createDeliverer } from "../deliverer/index.ts";
 import { createGatewayApp } from "../gateway/app.ts";
 import { createRegistry } from "../registry/index.ts";
 
@@ -26,15 +27,19 @@ handles.push(registry);
 served.push(await serveService(registry, config.registryPort, config.registryGrpcPort));
 log.info("registry listening", { port: config.registryPort, grpcPort: config.registryGrpcPort });
 
-// Deliverer (issue 4): createDeliverer(config, { registry: inProcessTransport(registry.routes) }), pushed to
-// `handles`, served on DELIVERER_PORT / DELIVERER_GRPC_PORT, and passed to the gateway as `deliverer`.
+const deliverer = await createDeliverer(config, { registry: inProcessTransport(registry.routes) });
+handles.push(deliverer);
+served.push(await serveService(deliverer, config.delivererPort, config.delivererGrpcPort));
+log.info("deliverer listening", { port: config.delivererPort, grpcPort: config.delivererGrpcPort });
+
 // Matcher (issue 5): createMatcher(config, { deliverer: <its in-process transport> }), pushed to `handles`, served
 // on MATCHER_PORT (health and metrics only).
 
 const gateway = createGatewayApp({
   config,
   registry: inProcessTransport(registry.routes),
-  dependencyChecks: { ...prefixed("registry", registry.checks) },
+  deliverer: inProcessTransport(deliverer.routes),
+  dependencyChecks: { ...prefixed("registry", registry.checks), ...prefixed("deliverer", deliverer.checks) },
 });
 gateway.listen({ port: config.port, hostname: "0.0.0.0" });
 log.info("gateway listening", { port: config.port, docs: `http://127.0.0.1:${config.port}/docs` });

@@ -19,6 +19,7 @@ import { countRateLimitFailOpen, observeRequest } from "./metrics.ts";
 import { createRateLimiter, rateLimitHeaders } from "./rate-limit.ts";
 import { pickRequestId, REQUEST_ID_HEADER } from "./request-id.ts";
 import { addressRoutes } from "./routes/addresses.ts";
+import { eventRoutes } from "./routes/events.ts";
 import { subscriptionRoutes } from "./routes/subscriptions.ts";
 
 const gatewayLog = log.child({ service: "gateway" });
@@ -167,10 +168,10 @@ export function createGatewayApp(opts: GatewayOptions) {
     .get("/metrics", ({ request }) => operationalResponse(request, checks), {
       detail: { summary: "Prometheus metrics", tags: ["operations"], security: [] },
     })
-    // Resources, one plugin per route file. Events (issue 4) mount here:
-    //   .use(eventRoutes(deps))     — gateway/routes/events.ts (needs deps.deliverer)
+    // Resources, one plugin per route file.
     .use(subscriptionRoutes(deps))
     .use(addressRoutes(deps))
+    .use(eventRoutes(deps))
     .onStop(() => {
       if (ownsRedis) redis.disconnect();
     });

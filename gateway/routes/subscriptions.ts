@@ -1,6 +1,9 @@
 // /v1/subscriptions: create, list, get, replace, delete, rotate the signing secret. Maps JSON ⇄ registry RPCs;
 // every business rule (URL policy, events, description, idempotency records, page tokens) is the registry's.
+import { createClient } from "@connectrpc/connect";
 import { Elysia, t } from "elysia";
+import { log } from "../../common/logger.ts";
+import { DeliveryService } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { ApiError } from "../../common/errors.ts";
 import { isId } from "../../common/ids.ts";
 import { principalOf } from "../context.ts";
@@ -57,11 +60,26 @@ const SubscriptionInput = {
 const RotateInput = t.Optional(
   t.Object({
     gracePeriodSeconds: t.Optional(
-      t.Integer({ minimum: 0, maximum: 604_800, description: "How long the previous secret keeps signing (default 86400)." }),
+      // t.Number, not t.Integer: Elysia's Integer accepts numeric strings, and a string is the wrong type here.
+      t.Number({ multipleOf: 1, minimum: 0, maximum: 604_800, description: "Whole seconds the previous secret keeps signing (default 86400)." }),
     ),
     secret: t.Optional(t.String({ description: "A secret to install: whsec_ + base64 of 24 to 64 bytes. Generated when omitted." })),
   }),
 );
+
+/**
+ * After the registry deleted a subscription, its pending deliveries stop and its events go (CONTRACT.md). If the
+ * deliverer cannot be reached the subscription is gone all the same: the deliverer cancels the pending events
+ * itself when it finds the subscription missing, and the events' URLs are 404 with their subscription.
+ */
+async function deleteEvents(deps: GatewayDeps, subscriptionId: string): Promise<void> {
+  if (!deps.deliverer) return;
+  try {
+    await createClient(DeliveryService, deps.deliverer).deleteSubscriptionEvents({ subscriptionId }, RPC_OPTIONS);
+  } catch (err) {
+    log.warn("deleting a deleted subscription's events failed; the deliverer will cancel them", { subscriptionId, err });
+  }
+}
 
 export function subscriptionRoutes(deps: GatewayDeps) {
   const subs = deps.subscriptions;
@@ -173,6 +191,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
         const { keyId } = principalOf(request);
         const id = subscriptionId(params.id);
         await rpc(() => subs.deleteSubscription({ keyId, id }, RPC_OPTIONS));
+        await deleteEvents(deps, id);
         set.status = 204;
         return new Response(null, { status: 204 });
       },

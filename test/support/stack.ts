@@ -7,6 +7,7 @@ import { loadConfig, type Config } from "../../common/config.ts";
 import { inProcessTransport } from "../../common/rpc.ts";
 import { serveService, type ServedService } from "../../common/service.ts";
 import { staticResolver, type Resolver } from "../../common/ssrf.ts";
+import { createDeliverer, type DelivererDeps, type DelivererHandle } from "../../deliverer/index.ts";
 import { createGatewayApp, type GatewayApp } from "../../gateway/app.ts";
 import { ApiKeyService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { createRegistry, type RegistryHandle } from "../../registry/index.ts";
@@ -29,6 +30,8 @@ export interface StackOptions {
   databasePort?: number;
   /** The gateway's API-key cache lifetime (ms). */
   authCacheMs?: number;
+  /** Start the deliverer too (in-process, served on free ports) and mount it behind the gateway. */
+  deliverer?: boolean | Omit<DelivererDeps, "registry">;
 }
 
 export interface TestKey {
@@ -41,6 +44,8 @@ export interface Stack {
   config: Config;
   registry: RegistryHandle;
   gateway: GatewayApp;
+  /** Present when started with `deliverer`. */
+  deliverer: DelivererHandle | undefined;
   database: TestDatabase;
   redis: TestRedis;
   /** Issues an API key through the registry's ApiKeyService (chains default to all three). */
@@ -87,10 +92,24 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     config.registryUrl = `http://127.0.0.1:${config.registryPort}`;
 
     const registryTransport = inProcessTransport(registry.routes);
+    let deliverer: DelivererHandle | undefined;
+    if (opts.deliverer) {
+      const delivererDeps = opts.deliverer === true ? {} : opts.deliverer;
+      deliverer = await createDeliverer(config, { ...delivererDeps, registry: registryTransport });
+      cleanups.push(() => deliverer!.close());
+      const servedDeliverer = await serveService(deliverer, 0, 0);
+      cleanups.push(() => servedDeliverer.stop());
+      config.delivererPort = servedDeliverer.http.port ?? 0;
+      config.delivererUrl = `http://127.0.0.1:${config.delivererPort}`;
+    }
     const gateway = createGatewayApp({
       config,
       registry: registryTransport,
-      dependencyChecks: Object.fromEntries(Object.entries(registry.checks).map(([n, c]) => [`registry.${n}`, c])),
+      deliverer: deliverer ? inProcessTransport(deliverer.routes) : undefined,
+      dependencyChecks: Object.fromEntries([
+        ...Object.entries(registry.checks).map(([n, c]) => [`registry.${n}`, c] as const),
+        ...Object.entries(deliverer?.checks ?? {}).map(([n, c]) => [`deliverer.${n}`, c] as const),
+      ]),
       authCacheMs: opts.authCacheMs,
     });
     gateway.listen({ port: 0, hostname: "127.0.0.1" });
@@ -105,6 +124,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       config,
       registry,
       gateway,
+      deliverer,
       database,
       redis,
       async createKey(keyOpts = {}) {

@@ -1,0 +1,184 @@
+// /v1/subscriptions/:id/test and /v1/subscriptions/:id/events[/:eventId[/retry]]: the delivery log. The gateway
+// checks with the registry that the key owns the subscription, then asks the deliverer, which owns events and the
+// idempotency records of test and retry. JSON ⇄ RPC only; the rules are the deliverer's.
+import { createClient, type Client } from "@connectrpc/connect";
+import { Elysia, t, type Static } from "elysia";
+import { ApiError } from "../../common/errors.ts";
+import { isId } from "../../common/ids.ts";
+import { DeliveryService, type EventView } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
+import { principalOf } from "../context.ts";
+import { RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
+import { notFound } from "../errors.ts";
+import { idempotencyFor, replayHeaders } from "../idempotency.ts";
+import { isoTime } from "../render.ts";
+import { IdempotencyHeaders, SubscriptionIdParams, errorResponses } from "../schemas.ts";
+import { pageLimit, subscriptionId } from "./subscriptions.ts";
+
+const TAGS = ["events"];
+const SECURITY = [{ bearer: [] }];
+
+export const EventViewSchema = t.Object(
+  {
+    id: t.String({ description: "evt_ + ULID; also the webhook-id header of every delivery attempt." }),
+    subscriptionId: t.String(),
+    kind: t.String({ examples: ["wallet.transfer.broadcasted", "service.ping"] }),
+    chainId: t.Union([t.String(), t.Null()], { description: "CAIP-2 chain id; null for service.ping." }),
+    status: t.Union([t.Literal("pending"), t.Literal("delivered"), t.Literal("failed")]),
+    attempts: t.Integer({ description: "Attempts in the current dispatch cycle (a manual retry resets it to 0)." }),
+    deliveryCount: t.Integer({ description: "Successful deliveries across all cycles; never decreases." }),
+    responseStatus: t.Union([t.Integer(), t.Null()], { description: "Last HTTP status; null until an attempt got an HTTP response." }),
+    responseBody: t.Union([t.String(), t.Null()], {
+      description: "First 4,096 bytes of the last response (cut on a UTF-8 boundary), or a short reason when the attempt got no response.",
+    }),
+    payload: t.Record(t.String(), t.Unknown(), { description: "The webhook payload: {id, kind, date, subscriptionId, data}." }),
+    dateCreated: t.String({ format: "date-time" }),
+  },
+  { title: "EventView" },
+);
+export type EventViewJson = Static<typeof EventViewSchema>;
+
+const EventPageSchema = t.Object(
+  {
+    items: t.Array(EventViewSchema),
+    nextPageToken: t.Optional(t.String({ description: "Absent on the last page." })),
+  },
+  { title: "EventPage" },
+);
+
+const EventParams = t.Object({
+  id: SubscriptionIdParams.properties.id,
+  eventId: t.String({ pattern: "^evt_[0-9A-HJKMNP-TV-Z]{26}$", description: "Event id (evt_ + ULID). A malformed id is not_found." }),
+});
+
+const EventQuery = t.Object({
+  limit: t.Optional(t.Integer({ description: "1 to 200, default 50; above 200 is clamped to 200." })),
+  status: t.Optional(t.Union([t.Literal("pending"), t.Literal("delivered"), t.Literal("failed")], { description: "Only events in this status." })),
+  nextPageToken: t.Optional(t.String({ description: "Opaque token from the previous page; empty or omitted for the first page." })),
+});
+
+const TestInput = t.Optional(
+  t.Object({
+    kind: t.Optional(t.String({ description: "service.ping (default) or wallet.transfer.broadcasted for a sample transfer marked test: true." })),
+  }),
+);
+
+export function renderEvent(e: EventView | undefined): EventViewJson {
+  if (!e) throw new ApiError("internal_error", "An unexpected error occurred.");
+  return {
+    id: e.id,
+    subscriptionId: e.subscriptionId,
+    kind: e.kind,
+    chainId: e.chainId ?? null,
+    status: e.status as EventViewJson["status"],
+    attempts: e.attempts,
+    deliveryCount: e.deliveryCount,
+    responseStatus: e.responseStatus ?? null,
+    responseBody: e.responseBody ?? null,
+    payload: JSON.parse(e.payloadJson) as Record<string, unknown>,
+    dateCreated: isoTime(e.dateCreatedMs),
+  };
+}
+
+function eventId(id: string): string {
+  if (!isId("evt", id)) throw notFound();
+  return id;
+}
+
+export function eventRoutes(deps: GatewayDeps) {
+  let client: Client<typeof DeliveryService> | undefined;
+  const delivery = (): Client<typeof DeliveryService> => {
+    if (!deps.deliverer) throw new ApiError("service_unavailable", "Event delivery is not available right now.");
+    return (client ??= createClient(DeliveryService, deps.deliverer));
+  };
+
+  /** The key owns the subscription (else not_found, as for any foreign resource). */
+  async function owned(request: Request, rawId: string): Promise<{ keyId: string; subscriptionId: string }> {
+    const { keyId } = principalOf(request);
+    const id = subscriptionId(rawId);
+    await rpc(() => deps.subscriptions.getSubscription({ keyId, id }, RPC_OPTIONS));
+    return { keyId, subscriptionId: id };
+  }
+
+  return new Elysia({ name: "routes-events" })
+    .post(
+      "/v1/subscriptions/:id/test",
+      async ({ params, body, request, set }) => {
+        const ref = await owned(request, params.id);
+        const idempotency = idempotencyFor(request, `/v1/subscriptions/${ref.subscriptionId}/test`);
+        const res = await rpc(() => delivery().createTestEvent({ ...ref, kind: body?.kind ?? "", idempotency }, RPC_OPTIONS));
+        Object.assign(set.headers, replayHeaders(res.idempotency));
+        return renderEvent(res.event);
+      },
+      {
+        params: SubscriptionIdParams,
+        body: TestInput,
+        headers: IdempotencyHeaders,
+        response: { 200: EventViewSchema, ...errorResponses(400, 401, 404, 409, 413, 415, 429, 503) },
+        detail: {
+          summary: "Send a test event",
+          description:
+            "Fires service.ping (default) or a sample wallet.transfer.broadcasted, whatever the subscription's events and addresses. 409 subscription_disabled on a disabled subscription.",
+          tags: TAGS,
+          security: SECURITY,
+        },
+      },
+    )
+    .get(
+      "/v1/subscriptions/:id/events",
+      async ({ params, query, request }) => {
+        const ref = await owned(request, params.id);
+        const res = await rpc(() =>
+          delivery().listEvents(
+            { ...ref, limit: pageLimit(query.limit), status: query.status ?? "", pageToken: query.nextPageToken ?? "" },
+            RPC_OPTIONS,
+          ),
+        );
+        const page: { items: EventViewJson[]; nextPageToken?: string } = { items: res.items.map(renderEvent) };
+        if (res.nextPageToken) page.nextPageToken = res.nextPageToken;
+        return page;
+      },
+      {
+        params: SubscriptionIdParams,
+        query: EventQuery,
+        response: { 200: EventPageSchema, ...errorResponses(400, 401, 404, 429, 503) },
+        detail: { summary: "List a subscription's events, newest first", tags: TAGS, security: SECURITY },
+      },
+    )
+    .get(
+      "/v1/subscriptions/:id/events/:eventId",
+      async ({ params, request }) => {
+        const ref = await owned(request, params.id);
+        const id = eventId(params.eventId);
+        const res = await rpc(() => delivery().getEvent({ ...ref, eventId: id }, RPC_OPTIONS));
+        return renderEvent(res.event);
+      },
+      {
+        params: EventParams,
+        response: { 200: EventViewSchema, ...errorResponses(401, 404, 429, 503) },
+        detail: { summary: "Get one event", tags: TAGS, security: SECURITY },
+      },
+    )
+    .post(
+      "/v1/subscriptions/:id/events/:eventId/retry",
+      async ({ params, request, set }) => {
+        const ref = await owned(request, params.id);
+        const id = eventId(params.eventId);
+        const idempotency = idempotencyFor(request, `/v1/subscriptions/${ref.subscriptionId}/events/${id}/retry`);
+        const res = await rpc(() => delivery().retryEvent({ ...ref, eventId: id, idempotency }, RPC_OPTIONS));
+        Object.assign(set.headers, replayHeaders(res.idempotency));
+        return renderEvent(res.event);
+      },
+      {
+        params: EventParams,
+        headers: IdempotencyHeaders,
+        response: { 200: EventViewSchema, ...errorResponses(401, 404, 409, 413, 415, 429, 503) },
+        detail: {
+          summary: "Retry an event",
+          description:
+            "For failed and delivered events (a re-send; a success adds to deliveryCount): back to pending with attempts 0, the automatic schedule restarts. 409 event_not_retryable for a pending event, 409 subscription_disabled on a disabled subscription.",
+          tags: TAGS,
+          security: SECURITY,
+        },
+      },
+    );
+}
