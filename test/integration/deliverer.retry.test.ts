@@ -96,7 +96,7 @@ describe("manual retry", () => {
     const after = (await bed.delivery.getEvent(ref)).event!;
     expect(after.status).toBe("delivered");
     expect(after.deliveryCount).toBe(1);
-    const [{ n }] = (await sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${sub.subscriptionId}`) as { n: number }[];
+    const [{ n }] = (await sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${sub.subscriptionId}`) as [{ n: number }];
     expect(n).toBe(1);
   });
 });

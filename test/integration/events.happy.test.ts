@@ -172,7 +172,7 @@ describe("DELETE /v1/subscriptions/:id", () => {
     expect((await call(base, s.key, "GET", `/v1/subscriptions/${s.id}/events`)).status).toBe(404);
     await Bun.sleep(500);
     expect(env.receiver.count("/ev-delete")).toBe(count);
-    const [{ n }] = (await env.stack.deliverer!.store.db.$client`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${s.id}`) as { n: number }[];
+    const [{ n }] = (await env.stack.deliverer!.store.db.$client`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${s.id}`) as [{ n: number }];
     expect(n).toBe(0);
   });
 });

@@ -8,7 +8,7 @@ import { inProcessTransport } from "../../common/rpc.ts";
 import { staticResolver, type Resolver } from "../../common/ssrf.ts";
 import { createDeliverer, type DelivererDeps, type DelivererHandle } from "../../deliverer/index.ts";
 import { create } from "@bufbuild/protobuf";
-import { DeliveryService, TransferSchema, type EventView, type NewEvent } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
+import { DeliveryService, TransferSchema, type EventView, type Transfer } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { ApiKeyService, SubscriptionService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { createRegistry, type RegistryHandle } from "../../registry/index.ts";
 import { createTestPki, type TestPki } from "../../tools/receiver/certs.ts";
@@ -141,7 +141,7 @@ export async function waitForEvent(
 }
 
 /** A transfer for Enqueue (the shape the matcher sends). */
-export function sampleTransfer(n: number, chainId = "tron:nile"): NewEvent["transfer"] {
+export function sampleTransfer(n: number, chainId = "tron:nile"): Transfer {
   return create(TransferSchema, {
     chainId,
     blockNumber: BigInt(1000 + n),
