@@ -129,7 +129,13 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
   }
 
   /** Writes the net change of one subscription to the index, chain by chain (inside the transaction). */
-  async function writeIndex(tx: RegistryTx, row: SubscriptionRow, key: KeyState, added: Entry[], removed: Entry[]) {
+  /** The index was written for this request: if its transaction then fails to commit, the index must be rebuilt. */
+  interface Written {
+    index: boolean;
+  }
+
+  async function writeIndex(tx: RegistryTx, written: Written, row: SubscriptionRow, key: KeyState, added: Entry[], removed: Entry[]) {
+    written.index = true;
     const addedKeys = new Set(added.map(entryKey));
     const netRemoved = removed.filter((e) => !addedKeys.has(entryKey(e)));
     const adds = groupByChain(added);
@@ -139,6 +145,16 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
         add: adds.get(chainId) ?? [],
         remove: removes.get(chainId) ?? [],
       });
+    }
+  }
+
+  /** A transaction that wrote the index and then did not commit leaves the index ahead of PostgreSQL. */
+  async function guardIndex<T>(written: Written, work: Promise<T>): Promise<T> {
+    try {
+      return await work;
+    } catch (err) {
+      if (written.index) await index.recordFailure(undefined, "transaction failed after its index write", err);
+      throw err;
     }
   }
 
@@ -163,36 +179,46 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
         });
       }
 
-      return store.run(
+      const written: Written = { index: false };
+      return guardIndex(written, store.run(
         (db) =>
           db.transaction(async (tx) => {
             const row = await lockSubscription(tx, req.keyId, req.id);
             const key = await keyState(tx, req.keyId);
-            const skipped: { input: Entry; reason: SkipReason; detail: string }[] = [];
-            const validRemove: Entry[] = [];
-            const validAdd: Entry[] = [];
-            for (const [list, valid] of [
-              [req.remove, validRemove],
-              [req.add, validAdd],
-            ] as const) {
+            // Each side deduplicated in request order; an invalid item is skipped once.
+            const judge = (list: readonly Entry[]) => {
               const seen = new Set<string>();
+              const out: { entry: Entry; problem: ReturnType<typeof checkEntry> }[] = [];
               for (const e of list) {
-                const k = entryKey(e);
+                const entry = { chainId: e.chainId, address: e.address };
+                const k = entryKey(entry);
                 if (seen.has(k)) continue;
                 seen.add(k);
-                const problem = checkEntry(e, key);
-                if (problem) skipped.push({ input: { chainId: e.chainId, address: e.address }, ...problem });
-                else valid.push({ chainId: e.chainId, address: e.address });
+                out.push({ entry, problem: checkEntry(entry, key) });
               }
-            }
+              return out;
+            };
+            const removals = judge(req.remove);
+            const additions = judge(req.add);
+            const validRemove = removals.filter((i) => !i.problem).map((i) => i.entry);
+            const validAdd = additions.filter((i) => !i.problem).map((i) => i.entry);
 
+            // The index change follows from the request alone (adding a present entry or removing an absent one is a
+            // no-op there too), so it runs beside the SQL whenever the per-subscription limit cannot be crossed;
+            // otherwise only after the limit check, so a refused request never touches the index.
+            const overlap = row.addressCount + validAdd.length <= deps.maxPerSubscription;
+            const early = overlap ? writeIndex(tx, written, row, key, validAdd, validRemove) : undefined;
             const removed = await deleteEntries(tx, row.id, validRemove);
             const removedKeys = new Set(removed.map(entryKey));
-            for (const e of validRemove) {
-              if (!removedKeys.has(entryKey(e))) {
-                skipped.push({ input: e, reason: "not_found", detail: "This entry is not in the subscription's list." });
+            // Skipped items in request order: removals first (they apply first), then additions.
+            const skipped: { input: Entry; reason: SkipReason; detail: string }[] = [];
+            for (const { entry, problem } of removals) {
+              if (problem) skipped.push({ input: entry, ...problem });
+              else if (!removedKeys.has(entryKey(entry))) {
+                skipped.push({ input: entry, reason: "not_found", detail: "This entry is not in the subscription's list." });
               }
             }
+            for (const { entry, problem } of additions) if (problem) skipped.push({ input: entry, ...problem });
             const insertedKeys = new Set((await insertEntries(tx, row.id, validAdd)).map(entryKey));
             const added = validAdd.filter((e) => insertedKeys.has(entryKey(e)));
             const count = row.addressCount - removed.length + added.length;
@@ -205,8 +231,9 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             let current = row;
             if (removed.length > 0 || added.length > 0) {
               current = await touch(tx, row.id, count);
-              await writeIndex(tx, current, key, added, removed);
+              if (!early) await writeIndex(tx, written, current, key, added, removed);
             }
+            await early;
             // Removals are listed in request order, like additions.
             const removedInOrder = validRemove.filter((e) => removedKeys.has(entryKey(e)));
             return create(PatchAddressesResponseSchema, {
@@ -217,7 +244,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             });
           }),
         CHANGE_DEADLINE_MS,
-      );
+      ));
     },
 
     async replaceAddresses(req) {
@@ -229,7 +256,8 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
           count: req.addresses.length,
         });
       }
-      return store.run(
+      const written: Written = { index: false };
+      return guardIndex(written, store.run(
         (db) =>
           db.transaction(async (tx) => {
             const row = await lockSubscription(tx, req.keyId, req.id);
@@ -262,24 +290,27 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             const same = old.length === wanted.length && old.every((e, i) => entryKey(e) === entryKey(wanted[i]!));
             let current = row;
             if (!same) {
-              // "All existing addresses are removed, then the given list is applied": the new order is the body's.
-              await tx.execute(dsql`DELETE FROM subscription_addresses WHERE subscription_id = ${row.id}`);
-              await insertEntries(tx, row.id, wanted);
-              current = await touch(tx, row.id, wanted.length);
               const oldKeys = new Set(old.map(entryKey));
               const wantedKeys = new Set(wanted.map(entryKey));
-              await writeIndex(
+              // Limits are checked already: the index change runs beside the SQL (still before COMMIT).
+              const indexWrite = writeIndex(
                 tx,
-                current,
+                written,
+                row,
                 key,
                 wanted.filter((e) => !oldKeys.has(entryKey(e))),
                 old.filter((e) => !wantedKeys.has(entryKey(e))),
               );
+              // "All existing addresses are removed, then the given list is applied": the new order is the body's.
+              await tx.execute(dsql`DELETE FROM subscription_addresses WHERE subscription_id = ${row.id}`);
+              await insertEntries(tx, row.id, wanted);
+              current = await touch(tx, row.id, wanted.length);
+              await indexWrite;
             }
             return create(SubscriptionResponseSchema, { subscription: await inline(tx, current) });
           }),
         CHANGE_DEADLINE_MS,
-      );
+      ));
     },
 
     async listAddresses(req) {

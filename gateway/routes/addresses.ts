@@ -7,7 +7,7 @@ import type { SkippedAddress, Subscription } from "../../gen/webhooks/registry/v
 import { principalOf } from "../context.ts";
 import { RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
 import { renderAddress, renderSubscription, type AddressJson } from "../render.ts";
-import { AddressEntrySchema, PageQuery, SubscriptionIdParams, SubscriptionSchema, errorResponses } from "../schemas.ts";
+import { AddressEntrySchema, InputObject, PageQuery, SubscriptionIdParams, SubscriptionSchema, errorResponses } from "../schemas.ts";
 import { pageLimit, subscriptionId } from "./subscriptions.ts";
 
 const TAGS = ["address filters"];
@@ -15,12 +15,12 @@ const SECURITY = [{ bearer: [] }];
 /** A change of 10,000 addresses on a large subscription may take longer than the usual RPC deadline. */
 const CHANGE_OPTIONS = { timeoutMs: 10_000 } as const;
 
-const AddressEntryInput = t.Object({
+const AddressEntryInput = InputObject({
   chainId: t.String({ description: "CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta." }),
   address: t.String({ description: "Base58check TRON address (T..., 34 characters)." }),
 });
 
-const PatchInput = t.Object({
+const PatchInput = InputObject({
   add: t.Optional(t.Array(AddressEntryInput, { description: "Entries to add (applied after the removals)." })),
   remove: t.Optional(t.Array(AddressEntryInput, { description: "Entries to remove." })),
 });
@@ -54,6 +54,26 @@ const AddressPageSchema = t.Object(
   },
   { title: "AddressPage" },
 );
+
+function shapeError(message: string, param: string): ApiError {
+  return new ApiError("invalid_request", message, { param });
+}
+
+// The top-level shape is checked before the schema so `param` names the field that is wrong (the schema's own first
+// complaint about a non-array would point inside it).
+function checkPatchShape(body: unknown): void {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw shapeError("The request body must be a JSON object with add and/or remove arrays.", "/");
+  }
+  for (const field of ["add", "remove"] as const) {
+    const value = (body as Record<string, unknown>)[field];
+    if (value !== undefined && !Array.isArray(value)) throw shapeError(`${field} must be an array of address entries.`, `/${field}`);
+  }
+}
+
+function checkReplaceShape(body: unknown): void {
+  if (!Array.isArray(body)) throw shapeError("The request body must be a JSON array of address entries.", "/");
+}
 
 type SkippedReason = "not_found" | "invalid_address" | "invalid_chain" | "chain_not_enabled";
 
@@ -97,6 +117,7 @@ export function addressRoutes(deps: GatewayDeps) {
       },
       {
         params: SubscriptionIdParams,
+        transform: ({ body }) => checkPatchShape(body),
         body: PatchInput,
         response: { 200: PatchResultSchema, ...errorResponses(400, 401, 404, 413, 415, 429, 503) },
         detail: {
@@ -120,6 +141,7 @@ export function addressRoutes(deps: GatewayDeps) {
       },
       {
         params: SubscriptionIdParams,
+        transform: ({ body }) => checkReplaceShape(body),
         body: ReplaceInput,
         response: { 200: SubscriptionSchema, ...errorResponses(400, 401, 404, 413, 415, 429, 503) },
         detail: {
