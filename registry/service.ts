@@ -232,7 +232,8 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
     async rotateSecret(req) {
       if (!isId("sub", req.id)) throw notFound();
       const scope = `POST /v1/subscriptions/${req.id}/secrets/rotate`;
-      const { response, changed } = await idempotentSubscription(req.keyId, scope, req.idempotency, async () => {
+      // The watch index holds no secrets: a rotation has nothing to tell it.
+      const { response } = await idempotentSubscription(req.keyId, scope, req.idempotency, async () => {
         const graceSeconds = checkGracePeriod(req.gracePeriodSeconds);
         const secret = req.secret === "" ? generateSigningSecret() : checkGivenSecret(req.secret);
         return async (tx) => {
@@ -242,7 +243,6 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
           return { row, view: { secret, addresses: inline.items, hasMore: inline.hasMore } };
         };
       });
-      if (changed) await runHook(ctx, "subscriptionChanged", () => ctx.hooks.subscriptionChanged(changed));
       return response;
     },
 
