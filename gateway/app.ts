@@ -80,7 +80,9 @@ export function createGatewayApp(opts: GatewayOptions) {
     }),
   };
 
-  const app = new Elysia({ name: "gateway" })
+  // normalize: false — request objects are validated as sent (unknown fields pass through schemas built with
+  // InputObject and are ignored by the mapping), never silently rewritten before validation.
+  const app = new Elysia({ name: "gateway", normalize: false })
     .error({ ApiError })
     .onRequest(async ({ request, set }) => {
       const requestId = pickRequestId(request.headers.get(REQUEST_ID_HEADER));

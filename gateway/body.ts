@@ -55,9 +55,16 @@ export async function parseJsonBody(request: Request): Promise<ParsedBody> {
   if (!isJsonMediaType(request.headers.get("content-type"))) {
     throw new ApiError("unsupported_media_type", "Request bodies must be sent with Content-Type: application/json.");
   }
+  let value: unknown;
   try {
-    return { value: JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes)), present: true };
+    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
   } catch {
     throw new ApiError("invalid_request", "The request body is not valid JSON.", { param: "/" });
   }
+  // Every body of this API is a JSON object (or, for an address list, an array): a bare string, number or
+  // boolean is never one, whatever a route's schema would let through.
+  if (value !== null && typeof value !== "object") {
+    throw new ApiError("invalid_request", "The request body must be a JSON object.", { param: "/" });
+  }
+  return { value, present: value !== null };
 }

@@ -45,7 +45,10 @@ export function fromValidationError(err: ValidationError): ApiError {
   if (type === "params") return notFound();
   if (type === "response") return new ApiError("internal_error", "An unexpected error occurred.");
   const all = (err.all as ValueErrorLike[] | undefined) ?? [];
-  const first = all[0];
+  // The shallowest problem names the field the caller got wrong ("destination" is not an object), not its
+  // consequences ("destination/type" is then missing too).
+  const depth = (e: ValueErrorLike) => e.path.split("/").length;
+  const first = all.reduce<ValueErrorLike | undefined>((best, e) => (best === undefined || depth(e) < depth(best) ? e : best), undefined);
   const pointer = first?.path ?? "";
   if (type === "body") {
     if (pointer === "") {

@@ -1,7 +1,19 @@
 // The public JSON shapes as Elysia schemas: they validate requests and write the OpenAPI document.
 // Only shape (types, required fields, enums) is checked here; the rules with their own error codes
 // (events, description length, URL policy) belong to the registry.
-import { t } from "elysia";
+import { t, type TSchema } from "elysia";
+
+type ObjectOptions = NonNullable<Parameters<typeof t.Object>[1]>;
+type TProperties = Record<string, TSchema>;
+
+/**
+ * An object of a request (body or query): unknown fields are ignored (CONTRACT.md), never rejected. Use it for
+ * every request object: the gateway validates without Elysia's normalization, which would rewrite wrong values
+ * (a string where an object belongs becomes {}) before reporting them.
+ */
+export function InputObject<T extends TProperties>(properties: T, options: ObjectOptions = {}) {
+  return t.Object(properties, { additionalProperties: true, ...options });
+}
 
 export const ErrorBodySchema = t.Object(
   {
@@ -54,7 +66,7 @@ export const SubscriptionPageSchema = t.Object(
   { title: "SubscriptionPage" },
 );
 
-export const DestinationInput = t.Object({
+export const DestinationInput = InputObject({
   type: t.Literal("https", { description: "Only https is supported." }),
   url: t.String({ description: "HTTPS URL, publicly reachable (checked against private and reserved ranges)." }),
 });
@@ -69,7 +81,7 @@ export const SubscriptionIdParams = t.Object({
   id: t.String({ pattern: "^sub_[0-9A-HJKMNP-TV-Z]{26}$", description: "Subscription id (sub_ + ULID). A malformed id is not_found." }),
 });
 
-export const PageQuery = t.Object({
+export const PageQuery = InputObject({
   limit: t.Optional(t.Integer({ description: "1 to 200, default 50; above 200 is clamped to 200." })),
   nextPageToken: t.Optional(t.String({ description: "Opaque token from the previous page; empty or omitted for the first page." })),
 });

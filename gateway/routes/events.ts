@@ -11,7 +11,7 @@ import { RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
 import { notFound } from "../errors.ts";
 import { idempotencyFor, replayHeaders } from "../idempotency.ts";
 import { isoTime } from "../render.ts";
-import { IdempotencyHeaders, SubscriptionIdParams, errorResponses } from "../schemas.ts";
+import { IdempotencyHeaders, InputObject, SubscriptionIdParams, errorResponses } from "../schemas.ts";
 import { pageLimit, subscriptionId } from "./subscriptions.ts";
 
 const TAGS = ["events"];
@@ -50,14 +50,14 @@ const EventParams = t.Object({
   eventId: t.String({ pattern: "^evt_[0-9A-HJKMNP-TV-Z]{26}$", description: "Event id (evt_ + ULID). A malformed id is not_found." }),
 });
 
-const EventQuery = t.Object({
+const EventQuery = InputObject({
   limit: t.Optional(t.Integer({ description: "1 to 200, default 50; above 200 is clamped to 200." })),
   status: t.Optional(t.Union([t.Literal("pending"), t.Literal("delivered"), t.Literal("failed")], { description: "Only events in this status." })),
   nextPageToken: t.Optional(t.String({ description: "Opaque token from the previous page; empty or omitted for the first page." })),
 });
 
 const TestInput = t.Optional(
-  t.Object({
+  InputObject({
     kind: t.Optional(t.String({ description: "service.ping (default) or wallet.transfer.broadcasted for a sample transfer marked test: true." })),
   }),
 );

@@ -15,6 +15,7 @@ import {
   DestinationInput,
   EventsInput,
   IdempotencyHeaders,
+  InputObject,
   PageQuery,
   StatusInput,
   SubscriptionIdParams,
@@ -58,7 +59,7 @@ const SubscriptionInput = {
 };
 
 const RotateInput = t.Optional(
-  t.Object({
+  InputObject({
     gracePeriodSeconds: t.Optional(
       // t.Number, not t.Integer: Elysia's Integer accepts numeric strings, and a string is the wrong type here.
       t.Number({ multipleOf: 1, minimum: 0, maximum: 604_800, description: "Whole seconds the previous secret keeps signing (default 86400)." }),
@@ -108,7 +109,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
         return renderSubscription(present(res.subscription), "created", true);
       },
       {
-        body: t.Object(SubscriptionInput),
+        body: InputObject(SubscriptionInput),
         headers: IdempotencyHeaders,
         response: { 201: SubscriptionSchema, ...errorResponses(400, 401, 409, 413, 415, 429, 503) },
         detail: {
@@ -175,7 +176,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
       },
       {
         params: SubscriptionIdParams,
-        body: t.Object(SubscriptionInput),
+        body: InputObject(SubscriptionInput),
         response: { 200: SubscriptionSchema, ...errorResponses(400, 401, 404, 413, 415, 429, 503) },
         detail: {
           summary: "Replace a subscription's destination, events, status and description",

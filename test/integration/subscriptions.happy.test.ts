@@ -1,0 +1,260 @@
+// Every success path of the subscription endpoints, through HTTP, against the real registry on PostgreSQL.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { SubscriptionJson } from "../../gateway/render.ts";
+import { apiClient, expectError, expectStatus, type ApiClient } from "../support/http.ts";
+import { startStack, TEST_DESTINATION, type Stack } from "../support/stack.ts";
+
+let stack: Stack;
+let api: ApiClient;
+let keyId: string;
+
+const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const SUB_ID = /^sub_[0-9A-HJKMNP-TV-Z]{26}$/;
+const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
+
+beforeAll(async () => {
+  stack = await startStack();
+  const key = await stack.createKey();
+  keyId = key.id;
+  api = apiClient(stack.baseUrl, key.key);
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+async function create(body: Record<string, unknown> = {}): Promise<SubscriptionJson> {
+  const res = await api.post("/v1/subscriptions", {
+    destination: { type: "https", url: TEST_DESTINATION },
+    events: ["wallet.transfer.broadcasted"],
+    ...body,
+  });
+  expectStatus(res, 201);
+  return res.json<SubscriptionJson>();
+}
+
+describe("POST /v1/subscriptions", () => {
+  test("201 with the full representation, the secret once, empty filters, defaults applied", async () => {
+    const before = Date.now();
+    const res = await api.post("/v1/subscriptions", {
+      destination: { type: "https", url: TEST_DESTINATION },
+      events: ["wallet.transfer.broadcasted", "service.ping"],
+    });
+    expectStatus(res, 201);
+    const sub = res.json<SubscriptionJson>();
+    expect(Object.keys(sub)).toEqual(["id", "destination", "events", "filters", "status", "description", "dateCreated", "dateUpdated"]);
+    expect(sub).toEqual({
+      id: expect.stringMatching(SUB_ID),
+      destination: { type: "https", url: TEST_DESTINATION, secret: expect.stringMatching(SECRET) },
+      events: ["wallet.transfer.broadcasted", "service.ping"],
+      filters: { addresses: [], hasMore: false },
+      status: "enabled",
+      description: "",
+      dateCreated: expect.stringMatching(ISO_MS),
+      dateUpdated: expect.stringMatching(ISO_MS),
+    });
+    expect(sub.dateUpdated).toBe(sub.dateCreated);
+    expect(Date.parse(sub.dateCreated)).toBeGreaterThanOrEqual(before - 1000);
+    expect(Date.parse(sub.dateCreated)).toBeLessThanOrEqual(Date.now() + 1000);
+    expect(res.headers.get("idempotent-replayed")).toBeNull();
+  });
+
+  test("status and description are kept as given; duplicate events collapse in order", async () => {
+    const sub = await create({
+      status: "disabled",
+      description: "treasury wallet ✓",
+      events: ["service.ping", "wallet.transfer.broadcasted", "service.ping"],
+    });
+    expect(sub.status).toBe("disabled");
+    expect(sub.description).toBe("treasury wallet ✓");
+    expect(sub.events).toEqual(["service.ping", "wallet.transfer.broadcasted"]);
+  });
+
+  test("a description of exactly 512 code points (astral characters count once) is accepted", async () => {
+    const description = "😀".repeat(512);
+    const sub = await create({ description });
+    expect(sub.description).toBe(description);
+  });
+
+  test("unknown fields are ignored, at every level", async () => {
+    const sub = await create({ extra: 1, destination: { type: "https", url: TEST_DESTINATION, headers: { a: "b" } } });
+    expect(sub.destination.url).toBe(TEST_DESTINATION);
+    expect(Object.keys(sub)).not.toContain("extra");
+    expect(Object.keys(sub.destination).sort()).toEqual(["secret", "type", "url"]);
+  });
+
+  test("a public IP literal and a host resolving to public addresses (v4 and v6) are accepted", async () => {
+    expect((await create({ destination: { type: "https", url: "https://93.184.216.34/hook" } })).destination.url).toBe(
+      "https://93.184.216.34/hook",
+    );
+    expect((await create({ destination: { type: "https", url: "https://receiver.example.org:8443/x?y=1" } })).destination.url).toBe(
+      "https://receiver.example.org:8443/x?y=1",
+    );
+  });
+});
+
+describe("GET /v1/subscriptions/:id", () => {
+  test("200 with inlined (empty) addresses and hasMore, no secret", async () => {
+    const created = await create({ description: "get me" });
+    const res = await api.get(`/v1/subscriptions/${created.id}`);
+    expectStatus(res, 200);
+    const { secret: _secret, ...destination } = created.destination;
+    expect(res.json<SubscriptionJson>()).toEqual({
+      ...created,
+      destination,
+      filters: { addresses: [], hasMore: false },
+    });
+    expect(res.text).not.toContain("whsec_");
+  });
+});
+
+describe("GET /v1/subscriptions", () => {
+  test("page envelope newest first; items have filters exactly {addresses: []} and no secret; last page has no token", async () => {
+    const own = apiClient(stack.baseUrl, (await stack.createKey()).key);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await own.post("/v1/subscriptions", {
+        destination: { type: "https", url: TEST_DESTINATION },
+        events: ["service.ping"],
+        description: `n${i}`,
+      });
+      expectStatus(res, 201);
+      ids.push(res.json<SubscriptionJson>().id);
+    }
+    const res = await own.get("/v1/subscriptions");
+    expectStatus(res, 200);
+    const page = res.json<{ items: SubscriptionJson[]; nextPageToken?: string }>();
+    expect(Object.keys(page)).toEqual(["items"]);
+    expect(page.items.map((s) => s.id)).toEqual([...ids].reverse());
+    for (const item of page.items) {
+      expect(item.filters).toEqual({ addresses: [] });
+      expect(Object.keys(item.destination).sort()).toEqual(["type", "url"]);
+    }
+    expect(res.text).not.toContain("whsec_");
+  });
+
+  test("an empty account lists an empty page; limit above 200 is clamped; an empty token is the first page", async () => {
+    const empty = apiClient(stack.baseUrl, (await stack.createKey()).key);
+    const res = await empty.get("/v1/subscriptions?limit=1000&nextPageToken=");
+    expectStatus(res, 200);
+    expect(res.json()).toEqual({ items: [] });
+  });
+
+  test("limit pages with a token; the token is v1:-prefixed", async () => {
+    const own = apiClient(stack.baseUrl, (await stack.createKey()).key);
+    for (let i = 0; i < 3; i++) {
+      expectStatus(await own.post("/v1/subscriptions", { destination: { type: "https", url: TEST_DESTINATION }, events: ["service.ping"] }), 201);
+    }
+    const first = (await own.get("/v1/subscriptions?limit=2")).json<{ items: SubscriptionJson[]; nextPageToken?: string }>();
+    expect(first.items).toHaveLength(2);
+    expect(first.nextPageToken).toStartWith("v1:");
+    const second = (await own.get(`/v1/subscriptions?limit=2&nextPageToken=${encodeURIComponent(first.nextPageToken!)}`)).json<{
+      items: SubscriptionJson[];
+      nextPageToken?: string;
+    }>();
+    expect(second.items).toHaveLength(1);
+    expect(second.nextPageToken).toBeUndefined();
+  });
+});
+
+describe("PUT /v1/subscriptions/:id", () => {
+  test("replaces the mutable fields; filters {addresses: []}; dateCreated kept, dateUpdated moves; no secret", async () => {
+    const created = await create({ status: "enabled", description: "before" });
+    await Bun.sleep(5);
+    const res = await api.put(`/v1/subscriptions/${created.id}`, {
+      destination: { type: "https", url: "https://receiver.example.org/new" },
+      events: ["service.ping"],
+      status: "disabled",
+      description: "after",
+    });
+    expectStatus(res, 200);
+    const updated = res.json<SubscriptionJson>();
+    expect(updated).toEqual({
+      id: created.id,
+      destination: { type: "https", url: "https://receiver.example.org/new" },
+      events: ["service.ping"],
+      filters: { addresses: [] },
+      status: "disabled",
+      description: "after",
+      dateCreated: created.dateCreated,
+      dateUpdated: expect.stringMatching(ISO_MS),
+    });
+    expect(Date.parse(updated.dateUpdated)).toBeGreaterThan(Date.parse(created.dateUpdated));
+    const got = (await api.get(`/v1/subscriptions/${created.id}`)).json<SubscriptionJson>();
+    expect(got).toEqual({ ...updated, filters: { addresses: [], hasMore: false } });
+  });
+
+  test("omitted status resets to enabled and omitted description to empty", async () => {
+    const created = await create({ status: "disabled", description: "to be cleared" });
+    const res = await api.put(`/v1/subscriptions/${created.id}`, {
+      destination: { type: "https", url: TEST_DESTINATION },
+      events: ["wallet.transfer.broadcasted"],
+    });
+    expectStatus(res, 200);
+    expect(res.json<SubscriptionJson>()).toMatchObject({ status: "enabled", description: "" });
+  });
+
+  test("the signing secret is untouched by PUT (the stored secret is still the one created)", async () => {
+    const created = await create();
+    expectStatus(await api.put(`/v1/subscriptions/${created.id}`, { destination: { type: "https", url: TEST_DESTINATION }, events: ["service.ping"] }), 200);
+    const row = await stack.registry.store.getSubscription(keyId, created.id);
+    expect(row).toBeDefined();
+    expect(stack.registry.store.open(row!.secret)).toBe(created.destination.secret!);
+  });
+});
+
+describe("DELETE /v1/subscriptions/:id", () => {
+  test("204 with no body; afterwards GET, PUT, rotate and a second DELETE are 404; it leaves the list", async () => {
+    const created = await create();
+    const res = await api.delete(`/v1/subscriptions/${created.id}`);
+    expect(res.status).toBe(204);
+    expect(res.text).toBe("");
+    expect(res.headers.get("content-type")).toBeNull();
+    expect(res.headers.get("x-request-id")).toBeTruthy();
+    expectError(await api.get(`/v1/subscriptions/${created.id}`), 404, "not_found", null);
+    expectError(
+      await api.put(`/v1/subscriptions/${created.id}`, { destination: { type: "https", url: TEST_DESTINATION }, events: ["service.ping"] }),
+      404,
+      "not_found",
+    );
+    expectError(await api.post(`/v1/subscriptions/${created.id}/secrets/rotate`), 404, "not_found");
+    expectError(await api.delete(`/v1/subscriptions/${created.id}`), 404, "not_found");
+    const list = (await api.get("/v1/subscriptions?limit=200")).json<{ items: SubscriptionJson[] }>();
+    expect(list.items.map((s) => s.id)).not.toContain(created.id);
+  });
+});
+
+describe("POST /v1/subscriptions/:id/secrets/rotate", () => {
+  test("no body at all: 200 with the GET representation plus a new secret; dateUpdated moves", async () => {
+    const created = await create();
+    await Bun.sleep(5);
+    const res = await api.request("POST", `/v1/subscriptions/${created.id}/secrets/rotate`);
+    expectStatus(res, 200);
+    const rotated = res.json<SubscriptionJson>();
+    expect(rotated).toEqual({
+      ...created,
+      destination: { type: "https", url: TEST_DESTINATION, secret: expect.stringMatching(SECRET) },
+      filters: { addresses: [], hasMore: false },
+      dateUpdated: expect.stringMatching(ISO_MS),
+    });
+    expect(rotated.destination.secret).not.toBe(created.destination.secret);
+    expect(Date.parse(rotated.dateUpdated)).toBeGreaterThan(Date.parse(created.dateUpdated));
+    // Shown once: GET does not reveal it.
+    expect((await api.get(`/v1/subscriptions/${created.id}`)).text).not.toContain("whsec_");
+  });
+
+  test("no body with a Content-Type, and an empty JSON object, are both accepted", async () => {
+    const created = await create();
+    expectStatus(await api.request("POST", `/v1/subscriptions/${created.id}/secrets/rotate`, { headers: { "content-type": "application/json" } }), 200);
+    expectStatus(await api.request("POST", `/v1/subscriptions/${created.id}/secrets/rotate`, { headers: { "content-type": "text/plain" } }), 200);
+    expectStatus(await api.post(`/v1/subscriptions/${created.id}/secrets/rotate`, {}), 200);
+  });
+
+  test("a given secret is installed and returned; gracePeriodSeconds 0 and the maximum are accepted", async () => {
+    const created = await create();
+    const secret = "whsec_" + Buffer.alloc(24, 7).toString("base64");
+    const res = await api.post(`/v1/subscriptions/${created.id}/secrets/rotate`, { secret, gracePeriodSeconds: 0, ignored: true });
+    expectStatus(res, 200);
+    expect(res.json<SubscriptionJson>().destination.secret).toBe(secret);
+    expectStatus(await api.post(`/v1/subscriptions/${created.id}/secrets/rotate`, { gracePeriodSeconds: 604800 }), 200);
+  });
+});
