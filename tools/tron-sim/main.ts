@@ -1,7 +1,15 @@
 // `bun tools/tron-sim/main.ts [--port 8090] [--block-ms 3000] [--tx 300] [--pool 2000] [--seed 1] [--backlog 0]
-//   [--no-recorded] [--start 70000000]`: a java-tron HTTP API simulator on its own (see README.md).
+//   [--no-recorded] [--start 70000000] [--prerender] [--usdt 0.45]`: a java-tron HTTP API simulator on its own (see README.md).
 import { parseArgs } from "node:util";
+import { MAINNET_MIX, type TxMix } from "./generate.ts";
 import { startTronSim } from "./server.ts";
+
+/** The mainnet mix with the USDT share set to `usdt` (0..1), the rest scaled to fill the remainder. */
+function mixWithUsdt(usdt: number): TxMix {
+  const rest = MAINNET_MIX.trx + MAINNET_MIX.trc10 + MAINNET_MIX.other;
+  const f = (1 - usdt) / rest;
+  return { usdt, trx: MAINNET_MIX.trx * f, trc10: MAINNET_MIX.trc10 * f, other: MAINNET_MIX.other * f };
+}
 
 const { values } = parseArgs({
   options: {
@@ -12,6 +20,8 @@ const { values } = parseArgs({
     seed: { type: "string", default: "1" },
     backlog: { type: "string", default: "0" },
     "no-recorded": { type: "boolean", default: false },
+    prerender: { type: "boolean", default: false },
+    usdt: { type: "string" },
     start: { type: "string" },
     hostname: { type: "string", default: "127.0.0.1" },
   },
@@ -26,6 +36,8 @@ const sim = startTronSim({
   seed: Number(values.seed),
   backlog: Number(values.backlog),
   recorded: !values["no-recorded"],
+  prerender: values.prerender,
+  ...(values.usdt ? { mix: mixWithUsdt(Number(values.usdt)) } : {}),
   ...(values.start ? { startNumber: Number(values.start) } : {}),
 });
 const head = sim.chain.head().block.block_header.raw_data.number;

@@ -11,6 +11,8 @@ export interface TronSimOptions extends ChainOptions {
   hostname?: string;
   /** A new block every this many ms; 0 = only on POST /sim/produce. */
   blockMs?: number;
+  /** Render every backlog block (both forms, infos included) before serving, so a benchmark times the reader only. */
+  prerender?: boolean;
 }
 
 export interface TronSim {
@@ -59,6 +61,16 @@ function text(body: string, synthesized = false): Response {
 
 export function startTronSim(opts: TronSimOptions = {}): TronSim {
   const chain = new SimChain(opts);
+  if (opts.prerender) {
+    const first = chain.first().block.block_header.raw_data.number;
+    const last = chain.head().block.block_header.raw_data.number;
+    for (let n = first; n <= last; n++) {
+      const s = chain.byNumber(n)!;
+      // The matcher asks for visible=true; the other form renders on demand.
+      renderBlock(s, true);
+      renderInfos(s, true);
+    }
+  }
   let blockMs = opts.blockMs ?? 3_000;
   let paused = blockMs <= 0;
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -1,0 +1,289 @@
+// `bun run bench matcher`: the matcher's two figures, each beside a baseline measured in the same run.
+//
+// 1. Catch-up throughput. tools/tron-sim (its own process) holds a backlog of generated mainnet-like blocks
+//    (300 transactions each, ~45% USDT, addresses from a 20,000-address pool); the watch index holds 1,000,000
+//    watched addresses (10 subscriptions × 100,000, written through the registry's PatchAddresses RPC, 400 of them
+//    from the pool so blocks really match). The real matcher (batches of blocks, one watch-index lookup per block,
+//    one Enqueue per block into the real deliverer, checkpoints in PostgreSQL) reads the backlog from a checkpoint.
+//    Baseline: a naive reader over the same node and index — one node request per block through tronweb (calldata
+//    decoding for USDT) and one watch-index lookup per address — over the first blocks of the same backlog.
+// 2. Block-to-webhook latency with a block every 3 s: from the block's timestamp (the moment the simulator makes it
+//    available) to the signed POST arriving at a local HTTPS receiver, the matcher polling on its own schedule.
+//    Baseline: a naive poller asking the node for its head every 3 s; its figure is only the time until it *sees*
+//    each block (no decoding, matching or delivery), so it flatters the baseline.
+//
+// Environment: BENCH_BACKLOG (blocks, default 300), BENCH_LATENCY_BLOCKS (default 20), BENCH_WATCHED (1000000).
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { createClient } from "@connectrpc/connect";
+import { TronWeb, utils } from "tronweb";
+import { loadConfig, type Config } from "../common/config.ts";
+import { setLogLevel } from "../common/logger.ts";
+import { inProcessTransport } from "../common/rpc.ts";
+import { staticResolver } from "../common/ssrf.ts";
+import { hexToBase58 } from "../common/tron-address.ts";
+import { lookup } from "../common/watch-index.ts";
+import { createDeliverer, type DelivererHandle } from "../deliverer/index.ts";
+import { ApiKeyService, SubscriptionService } from "../gen/webhooks/registry/v1/registry_pb.ts";
+import { createMatcher, type MatcherHandle } from "../matcher/index.ts";
+import { tryAcquireChainLease } from "../matcher/lease.ts";
+import * as metrics from "../matcher/metrics.ts";
+import { advanceCheckpoint } from "../matcher/store.ts";
+import type { TronBlock } from "../matcher/tron-types.ts";
+import { createRegistry } from "../registry/index.ts";
+import { createTestDatabase } from "../test/support/db.ts";
+import { allocateRedisDb } from "../test/support/redis.ts";
+import { createTestPki } from "../tools/receiver/certs.ts";
+import { startReceiver } from "../tools/receiver/server.ts";
+
+const ROOT = join(import.meta.dir, "..");
+const CHAIN = "tron:mainnet" as const;
+const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 300);
+const LATENCY_BLOCKS = Number(process.env.BENCH_LATENCY_BLOCKS ?? 20);
+const WATCHED = Number(process.env.BENCH_WATCHED ?? 1_000_000);
+const POOL = 20_000;
+const POOL_WATCHED = 400;
+const SUBSCRIPTIONS = 10;
+const BASELINE_BLOCKS = 30;
+
+function pct(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+function line(label: string, value: string, baseline: string) {
+  console.log(`${label.padEnd(44)} ${value.padStart(16)}   baseline ${baseline}`);
+}
+
+async function counterValue(c: { get(): Promise<{ values: { value: number; labels: Record<string, string | number> }[] }> }): Promise<number> {
+  const v = await c.get();
+  return v.values.filter((x) => x.labels.chain === CHAIN).reduce((a, x) => a + x.value, 0);
+}
+
+async function startSimProcess(): Promise<{ url: string; proc: ReturnType<typeof Bun.spawn> }> {
+  const proc = Bun.spawn(
+    [join(ROOT, "node_modules/.bin/bun"), join(ROOT, "tools/tron-sim/main.ts"), "--port", "0", "--block-ms", "0", "--tx", "300",
+      "--usdt", "0.45", "--pool", String(POOL), "--backlog", String(BACKLOG), "--no-recorded", "--prerender", "--seed", "5"],
+    { cwd: ROOT, stdout: "pipe", stderr: "inherit" },
+  );
+  const reader = proc.stdout.getReader();
+  let text = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("tron-sim exited before listening");
+    text += new TextDecoder().decode(value);
+    const m = /"url":"([^"]+)"/.exec(text);
+    if (m) {
+      reader.releaseLock();
+      return { url: m[1]!, proc };
+    }
+  }
+}
+
+async function simJson<T>(url: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${url}${path}`, body === undefined ? {} : { method: "POST", body: JSON.stringify(body) });
+  return (await res.json()) as T;
+}
+
+/** The naive reader: tronweb per block, calldata for USDT, one lookup per address. */
+async function naiveBaseline(config: Config, simUrl: string, redis: MatcherHandle["redis"], first: number, count: number) {
+  const tronWeb = new TronWeb({ fullHost: simUrl });
+  let transfers = 0;
+  let matched = 0;
+  const started = performance.now();
+  for (let n = first; n < first + count; n++) {
+    const block = (await tronWeb.trx.getBlockByNumber(n)) as unknown as TronBlock;
+    for (const tx of block.transactions ?? []) {
+      if (tx.ret?.[0]?.contractRet !== "SUCCESS") continue;
+      const c = tx.raw_data.contract[0]!;
+      const v = c.parameter.value;
+      let from: string | undefined;
+      let to: string | undefined;
+      if (c.type === "TransferContract" || c.type === "TransferAssetContract") {
+        from = TronWeb.address.fromHex(v.owner_address!);
+        to = TronWeb.address.fromHex(v.to_address!);
+      } else if (c.type === "TriggerSmartContract" && typeof v.data === "string" && v.data.startsWith("a9059cbb")) {
+        const [toWord] = utils.abi.decodeParams([], ["uint256", "uint256"], `0x${v.data.slice(8)}`, false) as unknown as [bigint, bigint];
+        from = TronWeb.address.fromHex(v.owner_address!);
+        to = TronWeb.address.fromHex(`41${toWord.toString(16).padStart(64, "0").slice(-40)}`);
+      }
+      if (!from || !to) continue;
+      transfers++;
+      for (const a of [from, to]) if ((await lookup(redis, config.redisPrefix, CHAIN, [a])).size > 0) matched++;
+    }
+  }
+  const seconds = (performance.now() - started) / 1000;
+  return { transfers, matched, seconds, perSecond: transfers / seconds };
+}
+
+export default async function benchMatcher(): Promise<void> {
+  setLogLevel("warn");
+  console.log(`matcher benchmark: backlog ${BACKLOG} blocks × 300 tx (~45% USDT), ${WATCHED.toLocaleString()} watched addresses`);
+  const database = await createTestDatabase("benchmatcher");
+  const testRedis = await allocateRedisDb();
+  const pki = createTestPki();
+  const receiver = await startReceiver({ cert: pki.cert, key: pki.key });
+  const cleanups: (() => Promise<unknown> | unknown)[] = [() => database.drop(), () => testRedis.release(), () => receiver.close()];
+  try {
+    const simStarted = performance.now();
+    const simPromise = startSimProcess();
+    const config = loadConfig({
+      DATABASE_URL: database.url,
+      REDIS_URL: testRedis.url,
+      REDIS_PREFIX: "bench:",
+      APP_SECRET: randomBytes(32).toString("base64"),
+      DELIVERY_CA_FILE: pki.caFile,
+      SSRF_ALLOW_CIDRS: "127.0.0.1/32",
+      MATCHER_CHAINS: CHAIN,
+      LOG_LEVEL: "warn",
+    });
+    const registry = await createRegistry(config, { resolver: staticResolver({}) });
+    cleanups.push(() => registry.close());
+    const registryTransport = inProcessTransport(registry.routes);
+    const keys = createClient(ApiKeyService, registryTransport);
+    const subs = createClient(SubscriptionService, registryTransport);
+    let deliverer: DelivererHandle = await createDeliverer(config, { registry: registryTransport, startWorker: false });
+    cleanups.push(() => deliverer.close());
+
+    const sim = await simPromise;
+    cleanups.push(() => sim.proc.kill());
+    console.log(`  simulator ready in ${((performance.now() - simStarted) / 1000).toFixed(1)} s (${sim.url})`);
+    const pool = (await simJson<{ addresses: string[] }>(sim.url, `/sim/addresses?limit=${POOL}`)).addresses;
+
+    // 1,000,000 watched addresses through the registry: 400 from the pool, the rest random.
+    const setupStarted = performance.now();
+    const key = await keys.createApiKey({ name: "bench", chains: [] });
+    const keyId = key.key!.id;
+    const bulk: { id: string; url: string }[] = [];
+    for (let i = 0; i < SUBSCRIPTIONS; i++) {
+      const res = await subs.createSubscription({ keyId, destination: { type: "https", url: receiver.url("/bulk") }, events: ["wallet.transfer.broadcasted"], status: "", description: "" });
+      bulk.push({ id: res.subscription!.id, url: receiver.url("/bulk") });
+    }
+    const perSub = Math.ceil(WATCHED / SUBSCRIPTIONS);
+    const chunks: { sub: string; addresses: string[] }[] = [];
+    for (let s = 0; s < SUBSCRIPTIONS; s++) {
+      let list: string[] = [];
+      for (let i = 0; i < perSub; i++) {
+        const n = s * perSub + i;
+        if (n >= WATCHED) break;
+        list.push(n < POOL_WATCHED ? pool[n * Math.floor(POOL / POOL_WATCHED)]! : hexToBase58(`41${randomBytes(20).toString("hex")}`));
+        if (list.length === 10_000) {
+          chunks.push({ sub: bulk[s]!.id, addresses: list });
+          list = [];
+        }
+      }
+      if (list.length) chunks.push({ sub: bulk[s]!.id, addresses: list });
+    }
+    let next = 0;
+    await Promise.all(
+      [0, 1].map(async () => {
+        while (next < chunks.length) {
+          const c = chunks[next++]!;
+          await subs.patchAddresses({ keyId, id: c.sub, add: c.addresses.map((address) => ({ chainId: CHAIN, address })) });
+        }
+      }),
+    );
+    console.log(`  ${WATCHED.toLocaleString()} addresses watched in ${((performance.now() - setupStarted) / 1000).toFixed(1)} s`);
+
+    // Checkpoint at the first backlog block, so the matcher catches up over the rest.
+    const state = await simJson<{ head: { number: number }; first: { number: number; blockID: string } }>(sim.url, "/sim/state");
+    const firstBlock = await simJson<TronBlock>(sim.url, "/wallet/getblockbynum", { num: state.first.number + 1 });
+    {
+      const { openMatcherDatabase } = await import("../matcher/store.ts");
+      const db = await openMatcherDatabase(config.databaseUrl, { max: 2 });
+      const lease = (await tryAcquireChainLease(db.$client, CHAIN))!;
+      await advanceCheckpoint(lease, [{ number: firstBlock.block_header.raw_data.number, blockId: firstBlock.blockID }]);
+      await lease.release();
+      await db.$client.close();
+    }
+    const fromBlock = firstBlock.block_header.raw_data.number + 1;
+    const headBlock = state.head.number;
+
+    // --- 1. catch-up
+    const transfers0 = await counterValue(metrics.transfersDecoded);
+    const events0 = await counterValue(metrics.eventsEnqueued);
+    const started = performance.now();
+    let matcher: MatcherHandle = await createMatcher(config, { deliverer: inProcessTransport(deliverer.routes), nodeUrls: { [CHAIN]: sim.url } });
+    await matcher.waitForBlock(CHAIN, headBlock, 600_000);
+    const seconds = (performance.now() - started) / 1000;
+    const transfers = (await counterValue(metrics.transfersDecoded)) - transfers0;
+    const events = (await counterValue(metrics.eventsEnqueued)) - events0;
+    const baseline = await naiveBaseline(config, sim.url, matcher.redis, fromBlock, Math.min(BASELINE_BLOCKS, headBlock - fromBlock));
+
+    console.log("");
+    console.log(`catch-up: ${headBlock - fromBlock + 1} blocks, ${transfers.toLocaleString()} transfers, ${events.toLocaleString()} events enqueued, ${seconds.toFixed(2)} s`);
+    line("catch-up throughput (transfers/s)", Math.round(transfers / seconds).toLocaleString(), `${Math.round(baseline.perSecond).toLocaleString()} transfers/s (naive: tronweb per block + 1 lookup per address, ${baseline.transfers} transfers)`);
+    line("  speed-up over the naive reader", `${(transfers / seconds / baseline.perSecond).toFixed(1)}×`, "1×");
+    line("  target", "≥ 30,000", "");
+
+    // --- 2. latency, a block every 3 s
+    await matcher.close();
+    await deliverer.close();
+    cleanups.pop();
+    for (const b of bulk) {
+      await subs.updateSubscription({ keyId, id: b.id, destination: { type: "https", url: b.url }, events: ["wallet.transfer.broadcasted"], status: "disabled", description: "" });
+    }
+    deliverer = await createDeliverer(config, { registry: registryTransport });
+    cleanups.push(() => deliverer.close());
+    const lat = await subs.createSubscription({ keyId, destination: { type: "https", url: receiver.url("/lat") }, events: ["wallet.transfer.broadcasted"], status: "", description: "" });
+    receiver.setSecrets("/lat", [lat.subscription!.destination!.secret]);
+    const watched = [0, 1, 2, 3, 4].map(() => hexToBase58(`41${randomBytes(20).toString("hex")}`));
+    await subs.patchAddresses({ keyId, id: lat.subscription!.id, add: watched.map((address) => ({ chainId: CHAIN, address })) });
+    matcher = await createMatcher(config, { deliverer: inProcessTransport(deliverer.routes), nodeUrls: { [CHAIN]: sim.url } });
+    cleanups.push(() => matcher.close());
+    await simJson(sim.url, "/sim/config", { blockMs: 3_000, txPerBlock: 300 });
+    await simJson(sim.url, "/sim/resume", {});
+
+    const tronWeb = new TronWeb({ fullHost: sim.url });
+    const naiveSeen = new Map<number, number>();
+    let stopNaive = false;
+    const naive = (async () => {
+      while (!stopNaive) {
+        const b = (await tronWeb.trx.getCurrentBlock()) as unknown as TronBlock;
+        const n = b.block_header.raw_data.number;
+        if (!naiveSeen.has(n)) naiveSeen.set(n, Date.now() - b.block_header.raw_data.timestamp);
+        await Bun.sleep(3_000);
+      }
+    })();
+
+    let lastHead = (await simJson<{ head: { number: number } }>(sim.url, "/sim/state")).head.number;
+    let produced = 0;
+    const send = () => simJson(sim.url, "/sim/transfers", { transfers: watched.map((to, i) => ({ type: i % 2 ? "trx" : "trc20", from: pool[i]!, to, amount: 1_000 + i })) });
+    await send();
+    while (produced < LATENCY_BLOCKS) {
+      await Bun.sleep(50);
+      const head = (await simJson<{ head: { number: number } }>(sim.url, "/sim/state")).head.number;
+      if (head !== lastHead) {
+        produced += head - lastHead;
+        lastHead = head;
+        if (produced < LATENCY_BLOCKS) await send();
+      }
+    }
+    await receiver.waitForCount("/lat", LATENCY_BLOCKS * watched.length, 30_000).catch(() => {});
+    stopNaive = true;
+    await naive;
+    await simJson(sim.url, "/sim/pause", {});
+
+    const deliveries = receiver.deliveries("/lat");
+    const unverified = deliveries.filter((d) => d.verified !== true).length;
+    const latencies = deliveries
+      .map((d) => d.receivedAt - (JSON.parse(d.body) as { data: { blockTimestamp: number } }).data.blockTimestamp)
+      .sort((a, b) => a - b);
+    const naiveLat = [...naiveSeen.values()].sort((a, b) => a - b);
+    console.log("");
+    console.log(`latency: ${deliveries.length} deliveries (${unverified} failed signature checks) over ${LATENCY_BLOCKS} blocks, 3 s apart`);
+    line("block-to-webhook p50 (ms)", String(pct(latencies, 50)), `${pct(naiveLat, 50)} ms (naive 3-s poller, time to see the block only)`);
+    line("block-to-webhook p99 (ms)", String(pct(latencies, 99)), `${pct(naiveLat, 99)} ms`);
+    line("block-to-webhook max (ms)", String(latencies[latencies.length - 1]), `${naiveLat[naiveLat.length - 1]} ms`);
+    line("  targets", "p50 ≤ 500, p99 ≤ 1500", "");
+  } finally {
+    for (const fn of cleanups.reverse()) {
+      try {
+        await fn();
+      } catch {
+        // keep tearing down
+      }
+    }
+  }
+  process.exit(0);
+}
