@@ -32,6 +32,7 @@ import {
   checkStatus,
   generateSigningSecret,
 } from "./rules.ts";
+import { idempotentReplays, instrument } from "./metrics.ts";
 import type { ApiKeyRow, SubscriptionRow } from "./schema.ts";
 import type {
   AddressRef,
@@ -107,6 +108,7 @@ function subscriptionsScope(keyId: string): PageScope {
 
 function withReplay(outcome: IdempotentOutcome<SubscriptionResponse>): SubscriptionResponse {
   if (outcome.replayedFrom !== undefined) {
+    idempotentReplays.inc();
     outcome.message.idempotency = create(IdempotencyResultSchema, { replayed: true, originalRequestId: outcome.replayedFrom });
   }
   return outcome.message;
@@ -320,9 +322,9 @@ export function watchIndexService(ctx: RegistryContext): ServiceImpl<typeof Watc
 
 export function registryRoutes(ctx: RegistryContext): RegisterRoutes {
   return (router: ConnectRouter) => {
-    router.service(SubscriptionService, subscriptionService(ctx));
-    router.service(ApiKeyService, apiKeyService(ctx));
-    router.service(WatchIndexService, watchIndexService(ctx));
+    router.service(SubscriptionService, instrument(subscriptionService(ctx)));
+    router.service(ApiKeyService, instrument(apiKeyService(ctx)));
+    router.service(WatchIndexService, instrument(watchIndexService(ctx)));
   };
 }
 

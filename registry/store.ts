@@ -9,6 +9,7 @@ import { decrypt, encrypt, sha256Hex } from "../common/crypto.ts";
 import { openDatabase, runMigrations, withDatabase, type Database, type DbOptions } from "../common/db.ts";
 import { ApiError } from "../common/errors.ts";
 import { newId } from "../common/ids.ts";
+import { databaseUnavailable } from "./metrics.ts";
 import {
   apiKeys,
   idempotencyRecords,
@@ -48,6 +49,9 @@ export async function guard<T>(fn: () => Promise<T>, deadlineMs = DEFAULT_DEADLI
   work.catch(() => {});
   try {
     return await Promise.race([work, deadline]);
+  } catch (err) {
+    if (err instanceof ApiError && err.code === "service_unavailable") databaseUnavailable.inc();
+    throw err;
   } finally {
     clearTimeout(timer);
   }

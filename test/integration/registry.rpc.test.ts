@@ -502,7 +502,12 @@ describe("operational endpoints", () => {
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: "ready", checks: { postgres: true, redis: true } });
-    expect((await fetch(`${base}/metrics`)).status).toBe(200);
+    const text = await (await fetch(`${base}/metrics`)).text();
+    // Earlier tests made calls, replays and errors: each shows up by method and outcome.
+    expect(text).toMatch(/registry_rpc_calls_total\{method="createSubscription",outcome="ok"\} [1-9]/);
+    expect(text).toMatch(/registry_rpc_calls_total\{method="getSubscription",outcome="not_found"\} [1-9]/);
+    expect(text).toMatch(/registry_idempotent_replays_total [1-9]/);
+    expect(text).toContain("registry_rpc_duration_seconds_bucket");
   });
 });
 
@@ -617,6 +622,9 @@ describe("database outage", () => {
       expect(await countRows("subscriptions", k.id)).toBe(1);
       expect(await countRows("idempotency_records", k.id)).toBe(0);
       expect((await fetch(`http://127.0.0.1:${servedCut.http.port}/readyz`)).status).toBe(200);
+      expect(await (await fetch(`http://127.0.0.1:${servedCut.http.port}/metrics`)).text()).toMatch(
+        /registry_database_unavailable_total [1-9]/,
+      );
     } finally {
       await servedCut.stop();
       await cut.close();
