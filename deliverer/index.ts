@@ -42,7 +42,8 @@ const PURGE_INTERVAL_MS = 10 * 60_000;
 
 export async function createDeliverer(config: Config, deps: DelivererDeps): Promise<DelivererHandle> {
   const logger = log.child({ service: "deliverer" });
-  const db = await openDelivererDatabase(config.databaseUrl);
+  // Writes are batched: a small pool serves thousands of deliveries per second.
+  const db = await openDelivererDatabase(config.databaseUrl, { max: 10 });
   const appKeys = await loadAppKeys(db.$client, config.appSecret);
   const store = new DelivererStore(db, appKeys.encryptionKey);
   const redis = openRedis(config.redisUrl);

@@ -1,0 +1,85 @@
+// The deliverer's pure rules: retry delays with jitter and Retry-After bounds, the 4,096-byte UTF-8 cut,
+// Retry-After parsing, payload rendering and signing headers.
+import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
+import { Webhook } from "standardwebhooks";
+import { parseRetrySchedule } from "../../common/config.ts";
+import { renderPayload } from "../../deliverer/payload.ts";
+import { parseRetryAfter, truncateUtf8 } from "../../deliverer/send.ts";
+import { deliveryHeaders } from "../../deliverer/sign.ts";
+import { nextDelay } from "../../deliverer/worker.ts";
+
+const DEFAULT = parseRetrySchedule("0,1s,5s,1m,5m,30m,90m");
+
+describe("retry delays", () => {
+  test("the default schedule: 7 attempts over about 2 hours", () => {
+    expect(DEFAULT).toEqual([0, 1_000, 5_000, 60_000, 300_000, 1_800_000, 5_400_000]);
+    const total = DEFAULT.reduce((a, b) => a + b, 0);
+    expect(total / 3_600_000).toBeCloseTo(2.1, 1);
+  });
+
+  test("each delay is the scheduled one plus at most 10% jitter", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 6 }), fc.double({ min: 0, max: 0.999999, noNaN: true }), (n, r) => {
+        const d = nextDelay(DEFAULT, n, null, () => r);
+        const base = DEFAULT[n]!;
+        return d >= base && d <= Math.round(base * 1.1);
+      }),
+    );
+  });
+
+  test("Retry-After is honoured within [scheduled delay, 2× scheduled delay]", () => {
+    const base = DEFAULT[3]!; // 1 min
+    expect(nextDelay(DEFAULT, 3, 10, () => 0)).toBe(base);
+    expect(nextDelay(DEFAULT, 3, 90_000, () => 0)).toBe(90_000);
+    expect(nextDelay(DEFAULT, 3, 3_600_000, () => 0)).toBe(2 * base);
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 6 }), fc.integer({ min: 0, max: 100_000_000 }), fc.double({ min: 0, max: 0.999999, noNaN: true }), (n, ra, r) => {
+        const d = nextDelay(DEFAULT, n, ra, () => r);
+        return d >= DEFAULT[n]! && d <= 2 * DEFAULT[n]!;
+      }),
+    );
+  });
+
+  test("Retry-After: seconds or an HTTP date", () => {
+    expect(parseRetryAfter("120")).toBe(120_000);
+    expect(parseRetryAfter(null)).toBeNull();
+    expect(parseRetryAfter("soon")).toBeNull();
+    const now = Date.parse("2026-11-22T00:00:00Z");
+    expect(parseRetryAfter("Sun, 22 Nov 2026 00:00:30 GMT", now)).toBe(30_000);
+  });
+});
+
+describe("response body cut", () => {
+  test("at most 4,096 bytes, never inside a character, a prefix of the original", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "grapheme", maxLength: 3_000 }), (s) => {
+        const bytes = new TextEncoder().encode(s);
+        const cut = truncateUtf8(bytes);
+        const cutBytes = new TextEncoder().encode(cut);
+        return cutBytes.length <= 4096 && s.startsWith(cut) && !cut.includes("\uFFFD") && (bytes.length <= 4096 ? cut === s : cutBytes.length > 4092);
+      }),
+    );
+  });
+});
+
+describe("payload and headers", () => {
+  test("the envelope renders in the contract's order, identically every time", () => {
+    const stored = { subscriptionId: "sub_X", data: { message: "hi" }, kind: "service.ping", id: "evt_X", date: "2026-01-01T00:00:00.000Z" };
+    const body = renderPayload(stored);
+    expect(body).toBe('{"id":"evt_X","kind":"service.ping","date":"2026-01-01T00:00:00.000Z","subscriptionId":"sub_X","data":{"message":"hi"}}');
+    expect(renderPayload(JSON.parse(body))).toBe(body);
+  });
+
+  test("headers carry the event id, timestamp and one signature per secret, newest first", () => {
+    const newer = "whsec_" + Buffer.alloc(32, 1).toString("base64");
+    const older = "whsec_" + Buffer.alloc(32, 2).toString("base64");
+    const at = new Date("2026-11-22T02:26:03.123Z");
+    const h = deliveryHeaders({ eventId: "evt_01", subscriptionId: "sub_01", secrets: [newer, older], body: "{}", at });
+    expect(h["webhook-id"]).toBe("evt_01");
+    expect(h["webhook-timestamp"]).toBe(String(Math.floor(at.getTime() / 1000)));
+    expect(h["webhook-signature"]).toBe(`${new Webhook(newer).sign("evt_01", at, "{}")} ${new Webhook(older).sign("evt_01", at, "{}")}`);
+    expect(h["x-subscription-id"]).toBe("sub_01");
+    expect(h["content-type"]).toBe("application/json");
+  });
+});
