@@ -63,6 +63,15 @@ export function createGatewayApp(opts: GatewayOptions) {
   const { config } = opts;
   const ownsRedis = opts.redis === undefined;
   const redis = opts.redis ?? openRedis(config.redisUrl, { enableAutoPipelining: true });
+  if (ownsRedis) {
+    // Redis down is an expected state (the limiter fails open): say so now and then, not on every reconnect.
+    let lastReport = 0;
+    redis.on("error", (err: unknown) => {
+      if (Date.now() - lastReport < 10_000) return;
+      lastReport = Date.now();
+      gatewayLog.warn("gateway Redis unavailable; rate limiting fails open", { err });
+    });
+  }
   const deps = createDeps(config, opts.registry, opts.deliverer);
   const auth = createAuthenticator(opts.registry, { cacheMs: opts.authCacheMs });
   const limiter = createRateLimiter({
