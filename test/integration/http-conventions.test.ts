@@ -148,7 +148,7 @@ describe("request bodies", () => {
       body: bytes,
     });
     expect(res.status).toBe(400);
-    expect((await res.json()).error).toBe("invalid_request");
+    expect(((await res.json()) as { error: string }).error).toBe("invalid_request");
   });
 });
 
