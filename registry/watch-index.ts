@@ -86,7 +86,16 @@ export class WatchIndex {
     readonly prefix: string,
     private readonly log: Logger,
     readonly chains: readonly ChainId[] = TRON_CHAINS,
-  ) {}
+  ) {
+    // Back from an outage during which a write failed: make lookups wait at once, before the watchdog's next tick
+    // starts the rebuild, so a reader never trusts the index that missed the write.
+    // Failed commands are reported where they fail; the connection's own errors are only worth a debug line.
+    redis.on("error", (err) => this.log.debug("watch index: redis connection error", { err }));
+    redis.on("ready", () => {
+      if (!this.needsRebuild) return;
+      for (const chainId of this.chains) void markStale(redis, prefix, chainId).catch(() => {});
+    });
+  }
 
   // ---- write-through ------------------------------------------------------------------------------------------
 
