@@ -39,7 +39,7 @@ type Op =
   | { kind: "patch"; slot: number; add: { chainId: string; address: string }[]; remove: { chainId: string; address: string }[] }
   | { kind: "put"; slot: number; list: { chainId: string; address: string }[] }
   | { kind: "delete"; slot: number }
-  | { kind: "status"; slot: number; status: "enabled" | "disabled"; events: string[] }
+  | { kind: "status"; slot: number; status: "enabled" | "disabled"; events: readonly string[] }
   | { kind: "chains"; key: number; chains: string[] }
   | { kind: "revoke"; key: number };
 
