@@ -49,6 +49,22 @@ function httpReadiness(baseUrl: string): () => Promise<boolean> {
   };
 }
 
+/** Metrics and the access log of one answered request. */
+function record(request: Request, route: string, status: number): void {
+  const state = stateOf(request);
+  const seconds = state ? (performance.now() - state.startedAt) / 1000 : 0;
+  observeRequest(request.method, route, status, seconds);
+  // Ids and outcome only: never headers, query strings or bodies (they carry keys and secrets).
+  gatewayLog.debug("request", {
+    requestId: state?.requestId,
+    method: request.method,
+    route,
+    status,
+    ms: Math.round(seconds * 1000),
+    keyId: state?.principal?.keyId,
+  });
+}
+
 function isV1(path: string): boolean {
   return path === "/v1" || path.startsWith("/v1/");
 }
@@ -104,7 +120,8 @@ export function createGatewayApp(opts: GatewayOptions) {
         state.principal = await auth.authenticate(request.headers.get("authorization"));
       } catch (err) {
         const apiErr = err instanceof ApiError ? err : new ApiError("service_unavailable", "Authentication is unavailable.");
-        set.status = apiErr.status;
+        // An answer from here skips Elysia's later hooks (onAfterResponse included): record it now.
+        record(request, "unauthenticated", apiErr.status);
         return errorResponse(apiErr, requestId, apiErr.code === "unauthorized" ? UNAUTHORIZED_HEADERS : {});
       }
 
@@ -116,7 +133,7 @@ export function createGatewayApp(opts: GatewayOptions) {
       const headers = rateLimitHeaders(decision);
       Object.assign(set.headers, headers);
       if (!decision.allowed) {
-        set.status = 429;
+        record(request, "rate_limited", 429);
         const limited = new ApiError("rate_limited", "Too many requests for this API key; retry after the Retry-After delay.", {
           retryAfterSeconds: decision.retryAfterSeconds,
         });
@@ -165,9 +182,7 @@ export function createGatewayApp(opts: GatewayOptions) {
       return errorResponse(apiErr, requestId, { ...stringHeaders(set.headers), ...extra });
     })
     .onAfterResponse(({ request, route, set }) => {
-      const state = stateOf(request);
-      const status = typeof set.status === "number" ? set.status : 200;
-      observeRequest(request.method, route || "unmatched", status, state ? (performance.now() - state.startedAt) / 1000 : 0);
+      record(request, route || "unmatched", typeof set.status === "number" ? set.status : 200);
     })
     .use(docsPlugin())
     .get("/healthz", ({ request }) => operationalResponse(request, checks), {
