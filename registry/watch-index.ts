@@ -317,11 +317,25 @@ export class WatchIndex {
   async needsRebuilding(): Promise<boolean> {
     if (this.needsRebuild) return true;
     if ((await this.readDirty()) !== null) return true;
+    let building = false;
     for (const chainId of this.chains) {
       const state = await readState(this.redis, this.prefix, chainId);
       if (!state.cur || state.stale) return true;
+      if (state.next) building = true;
     }
-    return false;
+    // A build nobody is running (its process died) would have writers feed an orphan generation forever.
+    return building && !this.rebuilding && (await this.nobodyRebuilding());
+  }
+
+  private async nobodyRebuilding(): Promise<boolean> {
+    const reserved = await this.db.$client.reserve();
+    try {
+      const [row] = (await reserved`SELECT pg_try_advisory_lock(hashtext('watch-index-rebuild')) AS ok`) as { ok: boolean }[];
+      if (row?.ok) await reserved`SELECT pg_advisory_unlock(hashtext('watch-index-rebuild'))`;
+      return row?.ok === true;
+    } finally {
+      reserved.release();
+    }
   }
 
   /** Rebuilds when needed (at start, after FLUSHDB or a Redis outage) and sweeps dead handles now and then. */

@@ -11,7 +11,7 @@ import Redis from "ioredis";
 import fixtures from "../../../shared/fixtures/tron/addresses.json";
 import { inProcessTransport } from "../../common/rpc.ts";
 import { hexToBase58 } from "../../common/tron-address.ts";
-import { lookup, readState } from "../../common/watch-index.ts";
+import { beginBuild, lookup, readState } from "../../common/watch-index.ts";
 import { WatchIndexService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { allocateRedisDb, type TestRedis } from "../support/redis.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";
@@ -184,6 +184,19 @@ describe("Redis emptied or rebuilt while the service runs", () => {
     // A rebuild for an unknown chain is refused.
     await expect(rebuild.rebuildWatchIndex({ chainIds: ["tron:moon"] })).rejects.toThrow();
   }, 120_000);
+
+  test("a build left behind by a dead process is noticed and replaced", async () => {
+    // What a registry that died mid-rebuild leaves: state.next pointing at a half-built generation.
+    const orphan = await beginBuild(stack.registry.redis, stack.config.redisPrefix, MAINNET, false);
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const state = await readState(stack.registry.redis, stack.config.redisPrefix, MAINNET);
+      if (state.next === null && state.cur !== orphan.generation) break;
+      if (Date.now() > deadline) throw new Error("the orphaned build was never replaced");
+      await Bun.sleep(100);
+    }
+    expect(await actualIndex(stack.registry.redis, stack.config.redisPrefix)).toEqual(await expectedIndex(sql));
+  }, 60_000);
 
   test("deleted subscriptions stop matching at once and their entries are swept", async () => {
     const list = generated(50);
