@@ -2,7 +2,7 @@
 // internal hops), gRPC over HTTP/2 through connect-node on node:http2 (for any real gRPC client), and an
 // in-process transport for `npm start`, so single-process and split deployments run the same handlers.
 import http2 from "node:http2";
-import { create, fromBinary, toBinary, type DescMessage, type DescService } from "@bufbuild/protobuf";
+import { create, type DescMessage, type DescService } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
@@ -78,10 +78,10 @@ export function networkTransport(baseUrl: string, timeoutMs = 10_000): Transport
 type UnaryHandler = (request: UnaryRequest) => Promise<UnaryResponse>;
 
 /**
- * A transport to a service in this process: same handlers, same interceptors, same binary serialization of
- * request and response, no socket. Unary calls invoke the handler directly (Connect's router transport emulates
- * HTTP streams per call, which cost more than the handlers themselves on the API's hot path); streaming calls
- * go through that router transport.
+ * A transport to a service in this process: same handlers, same interceptors, messages built from the same
+ * generated schemas (each side gets its own message object), no socket and no serialization. Unary calls invoke
+ * the handler directly (Connect's router transport emulates HTTP streams and encodes every message, which cost
+ * more than the handlers themselves on the API's hot path); streaming calls go through that router transport.
  */
 export function inProcessTransport(routes: RegisterRoutes): Transport {
   const fallback = createRouterTransport(routes, { router: routerOptions() });
@@ -102,7 +102,7 @@ export function inProcessTransport(routes: RegisterRoutes): Transport {
           contextValues: req.contextValues,
         });
         const output = await call(req.message, ctx);
-        const message = fromBinary(spec.method.output, toBinary(spec.method.output, create(spec.method.output, output)));
+        const message = create(spec.method.output, output);
         return { stream: false, service, method: spec.method, header: ctx.responseHeader, trailer: ctx.responseTrailer, message };
       };
       // The server-side interceptors, as the router applies them (ApiError → ConnectError with ErrorInfo).
@@ -121,7 +121,7 @@ export function inProcessTransport(routes: RegisterRoutes): Transport {
     async unary(method, signal, timeoutMs, header, input, contextValues) {
       const handler = unary.get(`${method.parent.typeName}/${method.name}`);
       if (!handler) return fallback.unary(method, signal, timeoutMs, header, input, contextValues);
-      const message = fromBinary(method.input as DescMessage, toBinary(method.input as DescMessage, create(method.input as DescMessage, input as never)));
+      const message = create(method.input as DescMessage, input as never);
       const deadline = timeoutMs !== undefined && timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined;
       const callSignal = signal && deadline ? AbortSignal.any([signal, deadline]) : (signal ?? deadline ?? new AbortController().signal);
       const request: UnaryRequest = {
