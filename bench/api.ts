@@ -2,6 +2,7 @@
 // in-process on PostgreSQL) at concurrency 64, beside a bare Bun.serve hello-world measured in the same run as
 // the runtime's floor. The load generator runs in a child process. BENCH_SECONDS or the first argument shortens
 // each phase (default 20 s).
+import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { startStack, TEST_DESTINATION } from "../test/support/stack.ts";
 import type { LoadResult, LoadSpec } from "./load-generator.ts";
@@ -57,6 +58,16 @@ export default async function bench(): Promise<void> {
       seconds,
       expectStatus: 200,
     });
+    // What the gateway alone costs (auth from its cache, the Redis rate limiter, routing, the error body): the
+    // part of each API request that is not the registry and PostgreSQL.
+    const gatewayOnly = await load({
+      url: `${stack.baseUrl}/v1/no-such-route`,
+      method: "GET",
+      headers: { authorization: headers.authorization },
+      concurrency: CONCURRENCY,
+      seconds,
+      expectStatus: 404,
+    });
     const create = await load({
       url: `${stack.baseUrl}/v1/subscriptions`,
       method: "POST",
@@ -67,8 +78,11 @@ export default async function bench(): Promise<void> {
       expectStatus: 201,
     });
 
-    console.log(`api benchmark: concurrency ${CONCURRENCY}, ${seconds} s per phase, load generator in a child process`);
+    const [load1, load5] = loadavg();
+    console.log(`api benchmark: concurrency ${CONCURRENCY}, ${seconds} s per phase, load generator in a child process, ${cpus().length} CPUs`);
+    console.log(`load average at the end: ${load1!.toFixed(2)} (1 min), ${load5!.toFixed(2)} (5 min) — other work on the machine shows here`);
     console.log(line("baseline: bare Bun.serve hello", floor));
+    console.log(line("gateway only (auth, rate limit, 404)", gatewayOnly));
     console.log(line("GET /v1/subscriptions/:id", get, ">= 3000 req/s, p99 <= 30 ms"));
     console.log(line("POST /v1/subscriptions", create, ">= 1000 req/s"));
     console.log(
