@@ -206,6 +206,22 @@ function judgeV4(policy: SsrfPolicy, v4: ipaddr.IPv4): Judgement {
 
 /** Judges one address (IPv4 or IPv6, brackets optional). Throws on a string that is not an address. */
 export function judgeAddress(policy: SsrfPolicy, ip: string): Judgement {
+  // A verdict depends only on the policy and the address: the deliverer judges the same few addresses on every
+  // attempt, so they are remembered (bounded) instead of parsed and matched against every range again.
+  let cache = verdicts.get(policy);
+  if (!cache) verdicts.set(policy, (cache = new Map()));
+  const known = cache.get(ip);
+  if (known) return known;
+  const verdict = judgeAddressUncached(policy, ip);
+  if (cache.size >= VERDICT_CACHE_SIZE) cache.clear();
+  cache.set(ip, verdict);
+  return verdict;
+}
+
+const verdicts = new WeakMap<SsrfPolicy, Map<string, Judgement>>();
+const VERDICT_CACHE_SIZE = 10_000;
+
+function judgeAddressUncached(policy: SsrfPolicy, ip: string): Judgement {
   const addr = ipaddr.parse(stripBrackets(ip));
   if (addr.kind() === "ipv4") return judgeV4(policy, addr as ipaddr.IPv4);
   const v6 = addr as ipaddr.IPv6;

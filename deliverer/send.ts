@@ -1,7 +1,6 @@
 // One delivery attempt: resolve and judge the destination (SSRF policy, on every attempt), connect to the judged
 // address only (TLS SNI and certificate still checked against the host name), POST, read at most 4,096 bytes of
 // the answer, all within one deadline. Redirects are never followed.
-import { rootCertificates } from "node:tls";
 import { readFileSync } from "node:fs";
 import { DestinationError, resolvePinned, type SsrfPolicy } from "../common/ssrf.ts";
 
@@ -100,8 +99,23 @@ function classify(err: unknown): { failure: string; reason: string } {
   return { failure: "connect", reason: `connection failed: ${code || e?.message || "unknown error"}` };
 }
 
+// Verification failures that another trust store might fix (not name mismatches or expired certificates).
+const UNTRUSTED_CHAIN = /UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_GET_ISSUER_CERT|CERT_UNTRUSTED/;
+
+type TrustStore = "system" | "extra";
+
 export function createSender(opts: SenderOptions): Sender {
-  const ca = opts.caFile ? [...rootCertificates, readFileSync(opts.caFile, "utf8")] : undefined;
+  // DELIVERY_CA_FILE is trusted in addition to the system roots. Handing fetch one bundle of both costs time on
+  // every request (the TLS options are part of the connection-pool key), so each destination host is tried with
+  // the system roots first and, if its chain is not trusted there, with the extra CA alone; the store that worked
+  // is remembered per host. A handshake fails before any byte of the request is sent, so nothing is sent twice.
+  const extraCa = opts.caFile ? readFileSync(opts.caFile, "utf8") : undefined;
+  const storeByHost = new Map<string, TrustStore>();
+  const tlsFor = (servername: string | undefined, store: TrustStore) => ({
+    ...(servername ? { serverName: servername } : {}),
+    ...(store === "extra" && extraCa ? { ca: extraCa } : {}),
+    rejectUnauthorized: true,
+  });
 
   return {
     async send(req, outer) {
@@ -134,16 +148,31 @@ export function createSender(opts: SenderOptions): Sender {
         target.hostname = pinned.family === 6 ? `[${pinned.address}]` : pinned.address;
         const hostHeader = url.port ? `${url.hostname}:${url.port}` : url.hostname;
         const servername = url.hostname.startsWith("[") || /^\d+\.\d+\.\d+\.\d+$/.test(url.hostname) ? undefined : url.hostname;
-        const res = await fetch(target, {
-          method: "POST",
-          body: req.body,
-          headers: { ...req.headers, host: hostHeader },
-          redirect: "manual",
-          signal: controller.signal,
-          keepalive: true,
-          tls: { ...(servername ? { serverName: servername } : {}), ...(ca ? { ca } : {}), rejectUnauthorized: true },
-        });
-        const bytes = await readLimited(res.body, RESPONSE_BODY_LIMIT);
+        const post = (store: TrustStore) =>
+          fetch(target, {
+            method: "POST",
+            body: req.body,
+            headers: { ...req.headers, host: hostHeader },
+            redirect: "manual",
+            signal: controller.signal,
+            keepalive: true,
+            tls: tlsFor(servername, store),
+          });
+        const hostKey = `${url.host}|${pinned.address}`;
+        const first: TrustStore = storeByHost.get(hostKey) ?? "system";
+        let res: Response;
+        try {
+          res = await post(first);
+        } catch (err) {
+          if (!extraCa || !UNTRUSTED_CHAIN.test(String((err as { code?: string }).code ?? err))) throw err;
+          const other: TrustStore = first === "system" ? "extra" : "system";
+          res = await post(other);
+          rememberStore(storeByHost, hostKey, other);
+        }
+        // A small declared body is read whole (cheaper than a stream reader); anything else is read in chunks and
+        // cut off after the limit.
+        const declared = Number(res.headers.get("content-length") ?? NaN);
+        const bytes = declared <= RESPONSE_BODY_LIMIT ? new Uint8Array(await res.arrayBuffer()) : await readLimited(res.body, RESPONSE_BODY_LIMIT);
         const body = truncateUtf8(bytes);
         const ok = res.status >= 200 && res.status < 300;
         const retryAfterMs = res.status === 429 || res.status === 503 ? parseRetryAfter(res.headers.get("retry-after")) : null;
@@ -159,6 +188,11 @@ export function createSender(opts: SenderOptions): Sender {
       }
     },
   };
+}
+
+function rememberStore(map: Map<string, TrustStore>, host: string, store: TrustStore): void {
+  if (map.size >= 10_000) map.clear();
+  map.set(host, store);
 }
 
 function timeoutReason(ms: number): string {

@@ -109,20 +109,29 @@ export class DelivererStore {
     return out!;
   }
 
-  loadClaimed(ids: string[]): Promise<ClaimedEvent[]> {
-    if (ids.length === 0) return Promise.resolve([]);
-    return this.db
-      .select({
-        id: events.id,
-        subscriptionId: events.subscriptionId,
-        status: events.status,
-        attempts: events.attempts,
-        held: events.held,
-        nextAttemptAt: events.nextAttemptAt,
-        payload: events.payload,
-      })
-      .from(events)
-      .where(inArray(events.id, ids));
+  /** The claimed rows, in one round trip (the hot path: raw SQL, no query building). */
+  async loadClaimed(ids: string[]): Promise<ClaimedEvent[]> {
+    if (ids.length === 0) return [];
+    const rows = (await this.db.$client`
+      SELECT id, subscription_id, status, attempts, held, next_attempt_at, payload::text AS payload FROM events
+      WHERE id IN (SELECT jsonb_array_elements_text(${JSON.stringify(ids)}::text::jsonb))`) as {
+      id: string;
+      subscription_id: string;
+      status: EventStatus;
+      attempts: number;
+      held: boolean;
+      next_attempt_at: Date | null;
+      payload: string;
+    }[];
+    return rows.map((r) => ({
+      id: r.id,
+      subscriptionId: r.subscription_id,
+      status: r.status,
+      attempts: r.attempts,
+      held: r.held,
+      nextAttemptAt: r.next_attempt_at ? new Date(r.next_attempt_at) : null,
+      payload: JSON.parse(r.payload) as Record<string, unknown>,
+    }));
   }
 
   /** Writes a batch of attempt outcomes; returns the ids whose write applied (an event moved on elsewhere is skipped). */

@@ -69,6 +69,10 @@ export class DeliveryWorker {
   private wakeUp: (() => void) | undefined;
   private readonly inflight = new Map<string, Promise<void>>();
   private readonly perHost = new Map<string, number>();
+  // Claimed events whose host is at its limit wait here for one of its slots (at most perHostConcurrency per host,
+  // so they start within one attempt's time, well inside their lease); beyond that they go back to the schedule.
+  private readonly waiting = new Map<string, { row: ClaimedEvent; target: DeliveryTarget }[]>();
+  private waitingCount = 0;
   private readonly aborter = new AbortController();
   private pending: { outcome: Outcome; host: string }[] = [];
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
@@ -129,6 +133,11 @@ export class DeliveryWorker {
     for (const t of this.timers) clearInterval(t);
     this.wake();
     await this.loopDone;
+    // Claims that have not started go back to the schedule at once (not attempts).
+    const unstarted = [...this.waiting.values()].flat().map((w) => ({ id: w.row.id, dueMs: Date.now() }));
+    this.waiting.clear();
+    this.waitingCount = 0;
+    await this.schedule.moveToDue(unstarted).catch((err) => this.log.warn("releasing claims failed", { err }));
     const all = Promise.all(this.inflight.values());
     const timedOut = await Promise.race([all.then(() => false), Bun.sleep(graceMs).then(() => true)]);
     if (timedOut) {
@@ -143,8 +152,11 @@ export class DeliveryWorker {
     while (this.running) {
       try {
         await this.maybeRebuild();
-        const free = this.o.concurrency - this.inflight.size;
-        if (free <= 0) {
+        const busy = this.inflight.size + this.waitingCount;
+        const free = this.o.concurrency - busy;
+        // Claim in batches: while attempts are running, wait until a quarter of the slots are free rather than
+        // paying a claim and a row load for every single slot.
+        if (free <= 0 || (busy > 0 && free < Math.max(1, Math.floor(this.o.concurrency / 4)))) {
           await this.idle(this.o.pollMs);
           continue;
         }
@@ -180,7 +192,8 @@ export class DeliveryWorker {
     } catch (err) {
       // PostgreSQL or the registry failed before the attempts started: give the claims back rather than letting
       // them wait for their leases to expire.
-      const back = ids.filter((id) => !this.inflight.has(id)).map((id) => ({ id, dueMs: Date.now() + 1_000 }));
+      const started = new Set([...this.inflight.keys(), ...[...this.waiting.values()].flat().map((w) => w.row.id)]);
+      const back = ids.filter((id) => !started.has(id)).map((id) => ({ id, dueMs: Date.now() + 1_000 }));
       await this.schedule.moveToDue(back).catch(() => {});
       throw err;
     }
@@ -217,19 +230,18 @@ export class DeliveryWorker {
       }
       const host = hostOf(target.url);
       const busy = this.perHost.get(host) ?? 0;
-      if (busy >= this.o.perHostConcurrency) {
-        later.push({ id: row.id, dueMs: now + this.o.deferMs });
+      if (busy < this.o.perHostConcurrency) {
+        this.launch(row, target, host);
         continue;
       }
-      this.perHost.set(host, busy + 1);
-      const p = this.attempt(row, target, host).finally(() => {
-        this.inflight.delete(row.id);
-        const n = (this.perHost.get(host) ?? 1) - 1;
-        if (n <= 0) this.perHost.delete(host);
-        else this.perHost.set(host, n);
-        this.wake();
-      });
-      this.inflight.set(row.id, p);
+      const queue = this.waiting.get(host) ?? [];
+      if (queue.length < this.o.perHostConcurrency) {
+        queue.push({ row, target });
+        this.waiting.set(host, queue);
+        this.waitingCount++;
+      } else {
+        later.push({ id: row.id, dueMs: now + this.o.deferMs });
+      }
     }
     if (cancelled.length > 0) {
       // The subscription is gone: its events go with it (CONTRACT.md "Subscriptions", DELETE).
@@ -242,6 +254,26 @@ export class DeliveryWorker {
     }
     await this.schedule.remove(drop);
     await this.schedule.moveToDue(later);
+  }
+
+  private launch(row: ClaimedEvent, target: DeliveryTarget, host: string): void {
+    this.perHost.set(host, (this.perHost.get(host) ?? 0) + 1);
+    const p = this.attempt(row, target, host).finally(() => {
+      this.inflight.delete(row.id);
+      const n = (this.perHost.get(host) ?? 1) - 1;
+      if (n <= 0) this.perHost.delete(host);
+      else this.perHost.set(host, n);
+      const queue = this.waiting.get(host);
+      const next = queue?.shift();
+      if (queue && queue.length === 0) this.waiting.delete(host);
+      if (next) {
+        this.waitingCount--;
+        if (this.running) this.launch(next.row, next.target, host);
+        else void this.schedule.moveToDue([{ id: next.row.id, dueMs: Date.now() }]).catch(() => {});
+      }
+      this.wake();
+    });
+    this.inflight.set(row.id, p);
   }
 
   private async attempt(row: ClaimedEvent, target: DeliveryTarget, host: string): Promise<void> {
