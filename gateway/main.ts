@@ -1,5 +1,5 @@
-// `bun run gateway`: the public API alone, as it runs in its own pod, calling the registry (and, once its routes
-// are mounted, the deliverer) over the network.
+// `bun run gateway`: the public API alone, as it runs in its own pod, calling the registry and the deliverer over
+// the network (REGISTRY_URL, DELIVERER_URL); /readyz checks both through their own /readyz.
 import { loadConfig } from "../common/config.ts";
 import { log } from "../common/logger.ts";
 import { networkTransport } from "../common/rpc.ts";
@@ -9,7 +9,7 @@ const config = loadConfig();
 const app = createGatewayApp({
   config,
   registry: networkTransport(config.registryUrl),
-  // Issue 4 (event routes): deliverer: networkTransport(config.delivererUrl),
+  deliverer: networkTransport(config.delivererUrl),
 });
 app.listen({ port: config.port, hostname: "0.0.0.0" });
 log.info("gateway listening", { port: app.server?.port, registryUrl: config.registryUrl });
