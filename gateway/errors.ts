@@ -103,6 +103,8 @@ export function createMethodIndex(routes: () => readonly RoutePattern[]): (path:
     index ??= build();
     const allowed = new Set<string>();
     for (const { re, methods } of index) if (re.test(path)) for (const m of methods) allowed.add(m);
+    // Elysia answers HEAD wherever it answers GET.
+    if (allowed.has("GET")) allowed.add("HEAD");
     return [...allowed].sort();
   };
 }

@@ -70,11 +70,12 @@ describe("unknown paths and methods", () => {
   });
 
   test.each([
-    ["PATCH", "/v1/subscriptions", "GET, POST"],
-    ["DELETE", "/v1/subscriptions", "GET, POST"],
-    ["POST", "/v1/subscriptions/sub_01HZZZZZZZZZZZZZZZZZZZZZZZ", "DELETE, GET, PUT"],
+    ["PATCH", "/v1/subscriptions", "GET, HEAD, POST"],
+    ["DELETE", "/v1/subscriptions", "GET, HEAD, POST"],
+    ["POST", "/v1/subscriptions/sub_01HZZZZZZZZZZZZZZZZZZZZZZZ", "DELETE, GET, HEAD, PUT"],
     ["GET", "/v1/subscriptions/sub_01HZZZZZZZZZZZZZZZZZZZZZZZ/secrets/rotate", "POST"],
-    ["POST", "/healthz", "GET"],
+    ["POST", "/healthz", "GET, HEAD"],
+    ["OPTIONS", "/v1/subscriptions", "GET, HEAD, POST"],
   ])("%s %s → 405 method_not_allowed with Allow: %s", async (method, path, allow) => {
     const res = await api.request(method, path);
     expectError(res, 405, "method_not_allowed", null);
