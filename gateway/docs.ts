@@ -21,11 +21,12 @@ export function docsPlugin(version = "1.0.0") {
         path: "/docs",
         specPath: "/openapi.json",
         provider: "swagger-ui",
-        swagger: {
-          cdn: `${ASSET_BASE}/swagger-ui-bundle.js`,
-          theme: `${ASSET_BASE}/swagger-ui.css`,
-          autoDarkMode: false,
-        },
+        // The plugin points the page at "openapi.json" relative to it, which breaks at /docs/; the absolute path
+        // works from both (the plugin's option type omits `url`, its renderer takes it).
+        swagger: Object.assign(
+          { cdn: `${ASSET_BASE}/swagger-ui-bundle.js`, theme: `${ASSET_BASE}/swagger-ui.css`, autoDarkMode: false },
+          { url: "/openapi.json" },
+        ),
         documentation: {
           info: {
             title: "TRON Webhooks API",

@@ -277,7 +277,8 @@ describe("OpenAPI document and docs page", () => {
       expect(got.status).toBe(200);
       expect((await got.arrayBuffer()).byteLength).toBeGreaterThan(1000);
     }
-    expect(res.text).toContain("openapi.json");
+    expect(res.text).toContain('"url":"/openapi.json"');
+    expectStatus(await apiClient(stack.baseUrl).get("/docs/"), 200);
     expectError(await apiClient(stack.baseUrl).get("/docs/assets/../../package.json"), 404, "not_found");
     expectError(await apiClient(stack.baseUrl).get("/docs/assets/index.html"), 404, "not_found");
   });
