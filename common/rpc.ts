@@ -122,33 +122,37 @@ export function inProcessTransport(routes: RegisterRoutes): Transport {
       const handler = unary.get(`${method.parent.typeName}/${method.name}`);
       if (!handler) return fallback.unary(method, signal, timeoutMs, header, input, contextValues);
       const message = create(method.input as DescMessage, input as never);
-      const deadline = timeoutMs !== undefined && timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined;
-      const callSignal = signal && deadline ? AbortSignal.any([signal, deadline]) : (signal ?? deadline ?? new AbortController().signal);
+      const hasDeadline = timeoutMs !== undefined && timeoutMs > 0;
+      // One controller per call carries both the caller's cancellation and the deadline to the handler.
+      const controller = new AbortController();
       const request: UnaryRequest = {
         stream: false,
         service: method.parent,
         method: method as never,
         requestMethod: "POST",
         url: `in-process:///${method.parent.typeName}/${method.name}`,
-        signal: callSignal,
+        signal: controller.signal,
         header: new Headers(header),
         contextValues: contextValues ?? createContextValues(),
         message,
       };
-      const work = handler(request);
-      if (!deadline && !signal) return (await work) as never;
+      if (!hasDeadline && !signal) return (await handler(request)) as never;
       // A deadline or a cancellation answers the caller at once, as it would over the network.
-      work.catch(() => {});
       return (await new Promise<UnaryResponse>((resolve, reject) => {
-        const onAbort = () =>
-          reject(
-            deadline?.aborted
-              ? new ConnectError("the operation timed out", Code.DeadlineExceeded)
-              : new ConnectError("the operation was aborted", Code.Canceled),
-          );
-        if (callSignal.aborted) return onAbort();
-        callSignal.addEventListener("abort", onAbort, { once: true });
-        work.then(resolve, reject).finally(() => callSignal.removeEventListener("abort", onAbort));
+        const fail = (err: ConnectError) => {
+          controller.abort(err);
+          reject(err);
+        };
+        const onCancel = () => fail(new ConnectError("the operation was aborted", Code.Canceled));
+        if (signal?.aborted) return onCancel();
+        signal?.addEventListener("abort", onCancel, { once: true });
+        const timer = hasDeadline ? setTimeout(() => fail(new ConnectError("the operation timed out", Code.DeadlineExceeded)), timeoutMs) : undefined;
+        handler(request)
+          .then(resolve, reject)
+          .finally(() => {
+            clearTimeout(timer);
+            signal?.removeEventListener("abort", onCancel);
+          });
       })) as never;
     },
     stream(method, signal, timeoutMs, header, input, contextValues) {
