@@ -21,6 +21,8 @@ import { pgTextArray, subscriptionMeta, type KeyState, type WatchIndex } from ".
 export const MAX_ADDRESSES_PER_REQUEST = 10_000;
 /** A change of 10,000 addresses against a large subscription may take longer than a plain store call. */
 const CHANGE_DEADLINE_MS = 9_000;
+/** Additions validated per slice while PostgreSQL inserts the previous one. */
+const VALIDATION_SLICE = 2_500;
 
 export type SkipReason = "invalid_address" | "invalid_chain" | "chain_not_enabled" | "not_found";
 
@@ -186,29 +188,55 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             const row = await lockSubscription(tx, req.keyId, req.id);
             const key = await keyState(tx, req.keyId);
             // Each side deduplicated in request order; an invalid item is skipped once.
-            const judge = (list: readonly Entry[]) => {
+            const dedupe = (list: readonly Entry[]) => {
               const seen = new Set<string>();
-              const out: { entry: Entry; problem: ReturnType<typeof checkEntry> }[] = [];
+              const out: Entry[] = [];
               for (const e of list) {
                 const entry = { chainId: e.chainId, address: e.address };
                 const k = entryKey(entry);
-                if (seen.has(k)) continue;
-                seen.add(k);
-                out.push({ entry, problem: checkEntry(entry, key) });
+                if (!seen.has(k)) {
+                  seen.add(k);
+                  out.push(entry);
+                }
               }
               return out;
             };
-            const removals = judge(req.remove);
-            const additions = judge(req.add);
+            const removals = dedupe(req.remove).map((entry) => ({ entry, problem: checkEntry(entry, key) }));
+            const additions = dedupe(req.add);
             const validRemove = removals.filter((i) => !i.problem).map((i) => i.entry);
-            const validAdd = additions.filter((i) => !i.problem).map((i) => i.entry);
 
             // The index change follows from the request alone (adding a present entry or removing an absent one is a
             // no-op there too), so it runs beside the SQL whenever the per-subscription limit cannot be crossed;
-            // otherwise only after the limit check, so a refused request never touches the index.
-            const overlap = row.addressCount + validAdd.length <= deps.maxPerSubscription;
-            const early = overlap ? writeIndex(tx, written, row, key, validAdd, validRemove) : undefined;
-            const removed = await deleteEntries(tx, row.id, validRemove);
+            // otherwise only after the limit check, so a refused request never touches the index. Additions are
+            // validated in slices, each slice's INSERT sent before the next is checked, so PostgreSQL works while
+            // base58check runs here. Statements on the transaction run in the order they were sent.
+            const overlap = row.addressCount + additions.length <= deps.maxPerSubscription;
+            // One after the other: a removal and a re-addition of the same entry must reach Redis in that order.
+            let indexWrites = Promise.resolve();
+            const queueIndex = (add: Entry[], remove: Entry[]) => {
+              indexWrites = indexWrites.then(() => writeIndex(tx, written, row, key, add, remove));
+            };
+            if (overlap && validRemove.length > 0) queueIndex([], validRemove);
+            const deletion = deleteEntries(tx, row.id, validRemove);
+            deletion.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled
+            const addProblems = new Map<string, ReturnType<typeof checkEntry>>();
+            const validAdd: Entry[] = [];
+            const insertions: Promise<Entry[]>[] = [];
+            for (let i = 0; i < additions.length; i += VALIDATION_SLICE) {
+              const slice: Entry[] = [];
+              for (const entry of additions.slice(i, i + VALIDATION_SLICE)) {
+                const problem = checkEntry(entry, key);
+                if (problem) addProblems.set(entryKey(entry), problem);
+                else slice.push(entry);
+              }
+              validAdd.push(...slice);
+              const insertion = insertEntries(tx, row.id, slice);
+              insertion.catch(() => {});
+              insertions.push(insertion);
+              if (overlap && slice.length > 0) queueIndex(slice, []);
+              await new Promise((resolve) => setImmediate(resolve)); // let the statement go out
+            }
+            const removed = await deletion;
             const removedKeys = new Set(removed.map(entryKey));
             // Skipped items in request order: removals first (they apply first), then additions.
             const skipped: { input: Entry; reason: SkipReason; detail: string }[] = [];
@@ -218,8 +246,11 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
                 skipped.push({ input: entry, reason: "not_found", detail: "This entry is not in the subscription's list." });
               }
             }
-            for (const { entry, problem } of additions) if (problem) skipped.push({ input: entry, ...problem });
-            const insertedKeys = new Set((await insertEntries(tx, row.id, validAdd)).map(entryKey));
+            for (const entry of additions) {
+              const problem = addProblems.get(entryKey(entry));
+              if (problem) skipped.push({ input: entry, ...problem });
+            }
+            const insertedKeys = new Set((await Promise.all(insertions)).flat().map(entryKey));
             const added = validAdd.filter((e) => insertedKeys.has(entryKey(e)));
             const count = row.addressCount - removed.length + added.length;
             if (count > deps.maxPerSubscription) {
@@ -231,9 +262,9 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             let current = row;
             if (removed.length > 0 || added.length > 0) {
               current = await touch(tx, row.id, count);
-              if (!early) await writeIndex(tx, written, current, key, added, removed);
+              if (!overlap) await writeIndex(tx, written, current, key, added, removed);
             }
-            await early;
+            await indexWrites;
             // Removals are listed in request order, like additions.
             const removedInOrder = validRemove.filter((e) => removedKeys.has(entryKey(e)));
             return create(PatchAddressesResponseSchema, {
@@ -262,20 +293,17 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
           db.transaction(async (tx) => {
             const row = await lockSubscription(tx, req.keyId, req.id);
             const key = await keyState(tx, req.keyId);
+            // Duplicates collapse (the first occurrence keeps its place and its index for error details).
             const wanted: Entry[] = [];
+            const firstIndex: number[] = [];
             const seen = new Set<string>();
             req.addresses.forEach((e: AddressEntry, i: number) => {
-              const problem = checkEntry(e, key);
-              if (problem) {
-                throw new ApiError(problem.reason, problem.detail, {
-                  index: i,
-                  input: { chainId: e.chainId, address: e.address },
-                });
-              }
-              const k = entryKey(e);
+              const entry = { chainId: e.chainId, address: e.address };
+              const k = entryKey(entry);
               if (!seen.has(k)) {
                 seen.add(k);
-                wanted.push({ chainId: e.chainId, address: e.address });
+                wanted.push(entry);
+                firstIndex.push(i);
               }
             });
             if (wanted.length > deps.maxPerSubscription) {
@@ -284,15 +312,38 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
                 count: wanted.length,
               });
             }
-            const old = (await tx.execute(
-              dsql`SELECT chain_id AS "chainId", address FROM subscription_addresses WHERE subscription_id = ${row.id} ORDER BY seq`,
-            )) as unknown as Entry[];
+            // "All existing addresses are removed, then the given list is applied": the new order is the body's.
+            // The statements go out slice by slice while the next slice is validated; an invalid item throws and the
+            // transaction rolls back, so nothing changes (the index is written only once all items passed).
+            // Drizzle's query objects run again on every then(): turn each into one native promise right away.
+            const quiet = <T>(query: PromiseLike<T>): Promise<T> => {
+              const p = Promise.resolve(query);
+              p.catch(() => {});
+              return p;
+            };
+            const oldRows = quiet(
+              tx.execute(
+                dsql`SELECT chain_id AS "chainId", address FROM subscription_addresses WHERE subscription_id = ${row.id} ORDER BY seq`,
+              ) as unknown as Promise<Entry[]>,
+            );
+            const steps: Promise<unknown>[] = [oldRows, quiet(tx.execute(dsql`DELETE FROM subscription_addresses WHERE subscription_id = ${row.id}`))];
+            for (let i = 0; i < wanted.length; i += VALIDATION_SLICE) {
+              const slice = wanted.slice(i, i + VALIDATION_SLICE);
+              slice.forEach((entry, j) => {
+                const problem = checkEntry(entry, key);
+                if (problem) throw new ApiError(problem.reason, problem.detail, { index: firstIndex[i + j], input: entry });
+              });
+              steps.push(quiet(insertEntries(tx, row.id, slice)));
+              await new Promise((resolve) => setImmediate(resolve)); // let the statement go out
+            }
+            const old = await oldRows;
             const same = old.length === wanted.length && old.every((e, i) => entryKey(e) === entryKey(wanted[i]!));
             let current = row;
-            if (!same) {
+            if (same) {
+              await Promise.all(steps); // the same rows again, in the same order: nothing changed
+            } else {
               const oldKeys = new Set(old.map(entryKey));
               const wantedKeys = new Set(wanted.map(entryKey));
-              // Limits are checked already: the index change runs beside the SQL (still before COMMIT).
               const indexWrite = writeIndex(
                 tx,
                 written,
@@ -301,9 +352,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
                 wanted.filter((e) => !oldKeys.has(entryKey(e))),
                 old.filter((e) => !wantedKeys.has(entryKey(e))),
               );
-              // "All existing addresses are removed, then the given list is applied": the new order is the body's.
-              await tx.execute(dsql`DELETE FROM subscription_addresses WHERE subscription_id = ${row.id}`);
-              await insertEntries(tx, row.id, wanted);
+              await Promise.all(steps);
               current = await touch(tx, row.id, wanted.length);
               await indexWrite;
             }
