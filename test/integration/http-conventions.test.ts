@@ -231,10 +231,13 @@ describe("operational endpoints (no authentication)", () => {
     expectStatus(ready, 200);
     expect(ready.json()).toEqual({ status: "ready", checks: { redis: true, "registry.postgres": true, "registry.redis": true } });
     await api.get("/v1/subscriptions");
+    await anon.get("/v1/subscriptions");
     const metrics = await anon.get("/metrics");
     expectStatus(metrics, 200);
     expect(metrics.text).toMatch(/gateway_http_requests_total\{method="GET",route="\/v1\/subscriptions",status="200"\} \d+/);
     expect(metrics.text).toContain('gateway_http_request_duration_seconds_bucket{le="0.005",method="GET",route="/v1/subscriptions"}');
+    // Answers given before routing (authentication, rate limit) are counted too.
+    expect(metrics.text).toMatch(/gateway_http_requests_total\{method="GET",route="unauthenticated",status="401"\} \d+/);
   });
 });
 
