@@ -28,7 +28,7 @@ export interface GatewayOptions {
   config: Config;
   /** The registry (SubscriptionService, ApiKeyService): in-process or over the network. */
   registry: Transport;
-  /** The deliverer (event routes); optional until those routes are mounted. */
+  /** The deliverer (event routes); without it those routes answer 503 service_unavailable. */
   deliverer?: Transport;
   /**
    * Readiness of the services the gateway calls. Default: GET /readyz of REGISTRY_URL (and DELIVERER_URL when a
@@ -79,15 +79,14 @@ export function createGatewayApp(opts: GatewayOptions) {
   const { config } = opts;
   const ownsRedis = opts.redis === undefined;
   const redis = opts.redis ?? openRedis(config.redisUrl, { enableAutoPipelining: true });
-  if (ownsRedis) {
-    // Redis down is an expected state (the limiter fails open): say so now and then, not on every reconnect.
-    let lastReport = 0;
-    redis.on("error", (err: unknown) => {
-      if (Date.now() - lastReport < 10_000) return;
-      lastReport = Date.now();
-      gatewayLog.warn("gateway Redis unavailable; rate limiting fails open", { err });
-    });
-  }
+  // Redis down is an expected state (the limiter fails open): say so now and then, not on every request.
+  let lastRedisReport = 0;
+  const reportRedis = (err: unknown) => {
+    if (Date.now() - lastRedisReport < 10_000) return;
+    lastRedisReport = Date.now();
+    gatewayLog.warn("gateway Redis unavailable; rate limiting fails open", { err });
+  };
+  if (ownsRedis) redis.on("error", reportRedis);
   const deps = createDeps(config, opts.registry, opts.deliverer);
   const auth = createAuthenticator(opts.registry, { cacheMs: opts.authCacheMs });
   const limiter = createRateLimiter({
@@ -95,7 +94,7 @@ export function createGatewayApp(opts: GatewayOptions) {
     prefix: config.redisPrefix,
     rps: config.rateLimitRps,
     burst: config.rateLimitBurst,
-    onFailure: (err) => gatewayLog.warn("rate limiter unavailable, failing open", { err }),
+    onFailure: reportRedis,
   });
   const checks: ReadinessChecks = {
     redis: async () => (await redis.ping()) === "PONG",
