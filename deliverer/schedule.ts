@@ -195,6 +195,14 @@ export class Schedule {
     await execOrThrow(pipe);
   }
 
+  /** Ends leases of finished events (they are in no due set). */
+  async complete(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const pipe = this.redis.pipeline();
+    for (const [s, list] of this.byShard(ids.map((id) => ({ id })))) pipe.zrem(this.leaseKey(s), ...list.map((e) => e.id));
+    await execOrThrow(pipe);
+  }
+
   /** Adds ids that are neither due nor leased; returns how many were added. */
   async addMissing(entries: ScheduleEntry[]): Promise<number> {
     if (entries.length === 0) return 0;

@@ -18,7 +18,7 @@ import { isId, newId } from "../common/ids.ts";
 import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
 import type { Schedule } from "./schedule.ts";
 import { EVENT_STATUSES, type EventStatus, type NewEventRow } from "./schema.ts";
-import type { DelivererStore, IdempotentOutcome, PageCursor } from "./store.ts";
+import { transferKey, type DelivererStore, type IdempotentOutcome, type PageCursor } from "./store.ts";
 import type { TargetCache } from "./targets.ts";
 import { PING_KIND, TRANSFER_KIND, envelope, sampleTransferData, toEventView, transferData } from "./payload.ts";
 
@@ -75,7 +75,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
       const target = targets.get(e.subscriptionId);
       if (!target?.exists || !target.active) return;
       const t = e.transfer!;
-      const key = `${e.subscriptionId}|${t.chainId}|${t.txId}|${t.logIndex}`;
+      const key = transferKey(e.subscriptionId, t.chainId, t.txId, t.logIndex);
       keyOf[i] = key;
       if (seen.has(key)) return;
       const id = newId("evt");

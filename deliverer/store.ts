@@ -52,6 +52,11 @@ export interface IdempotentOutcome<T> {
   replayedFrom?: string;
 }
 
+/** The identity of a transfer event: one per (subscription, chain, transaction, transfer index). */
+export function transferKey(subscriptionId: string, chainId: string, txId: string, logIndex: number): string {
+  return `${subscriptionId}|${chainId}|${txId}|${logIndex}`;
+}
+
 export class DelivererStore {
   constructor(
     readonly db: DelivererDb,
@@ -64,42 +69,47 @@ export class DelivererStore {
   }
 
   /**
-   * Inserts transfer events; an event whose (subscription, chain, txId, logIndex) exists already is not inserted.
-   * Returns the ids actually inserted and, for every row, the id now stored for its key.
+   * Inserts transfer events in one statement; an event whose (subscription, chain, txId, logIndex) exists already
+   * is not inserted. Returns the ids actually inserted and, for every key, the id now stored for it.
    */
   async insertTransferEvents(rows: NewEventRow[]): Promise<{ inserted: Set<string>; idByKey: Map<string, string> }> {
     const inserted = new Set<string>();
     const idByKey = new Map<string, string>();
     if (rows.length === 0) return { inserted, idByKey };
-    const key = (r: { subscriptionId: string; chainId: string | null; txId: string | null; logIndex: number | null }) =>
-      `${r.subscriptionId}|${r.chainId}|${r.txId}|${r.logIndex}`;
+    const json = JSON.stringify(
+      rows.map((r) => ({
+        id: r.id,
+        sub: r.subscriptionId,
+        kind: r.kind,
+        chain: r.chainId,
+        tx: r.txId,
+        li: r.logIndex,
+        payload: r.payload,
+        next: r.nextAttemptAt?.toISOString() ?? null,
+        at: (r.createdAt ?? new Date()).toISOString(),
+      })),
+    );
     await withDatabase(async () => {
-      const done = await this.db
-        .insert(events)
-        .values(rows)
-        .onConflictDoNothing({ target: [events.subscriptionId, events.chainId, events.txId, events.logIndex] })
-        .returning({ id: events.id });
+      const done = (await this.db.$client`
+        INSERT INTO events (id, subscription_id, kind, chain_id, tx_id, log_index, payload, status, next_attempt_at, created_at, updated_at)
+        SELECT v.id, v.sub, v.kind, v.chain, v.tx, v.li, v.payload, 'pending', v.next, v.at, v.at
+        FROM jsonb_to_recordset(${json}::text::jsonb)
+          AS v(id text, sub text, kind text, chain text, tx text, li int, payload jsonb, next timestamptz, at timestamptz)
+        ON CONFLICT (subscription_id, chain_id, tx_id, log_index) DO NOTHING
+        RETURNING id`) as { id: string }[];
       for (const r of done) inserted.add(r.id);
-      for (const r of rows) if (inserted.has(r.id!)) idByKey.set(key(r as Required<NewEventRow>), r.id!);
-      const missing = rows.filter((r) => !inserted.has(r.id!));
-      if (missing.length > 0) {
-        const existing = await this.db
-          .select({ id: events.id, subscriptionId: events.subscriptionId, chainId: events.chainId, txId: events.txId, logIndex: events.logIndex })
-          .from(events)
-          .where(
-            or(
-              ...missing.map((m) =>
-                and(
-                  eq(events.subscriptionId, m.subscriptionId),
-                  eq(events.chainId, m.chainId!),
-                  eq(events.txId, m.txId!),
-                  eq(events.logIndex, m.logIndex!),
-                ),
-              ),
-            ),
-          );
-        for (const e of existing) idByKey.set(key(e), e.id);
-      }
+      // Every key, inserted now or before: the existing id for a duplicate.
+      const existing = (await this.db.$client`
+        SELECT e.id, e.subscription_id, e.chain_id, e.tx_id, e.log_index FROM events e
+        JOIN jsonb_to_recordset(${json}::text::jsonb) AS v(sub text, chain text, tx text, li int)
+          ON e.subscription_id = v.sub AND e.chain_id = v.chain AND e.tx_id = v.tx AND e.log_index = v.li`) as {
+        id: string;
+        subscription_id: string;
+        chain_id: string;
+        tx_id: string;
+        log_index: number;
+      }[];
+      for (const e of existing) idByKey.set(transferKey(e.subscription_id, e.chain_id, e.tx_id, e.log_index), e.id);
     });
     return { inserted, idByKey };
   }

@@ -99,7 +99,7 @@ export class DeliveryWorker {
       holdCheckMs: opts.holdCheckMs ?? 2_000,
       rebuildCheckMs: opts.rebuildCheckMs ?? 1_000,
       flushSize: opts.flushSize ?? 256,
-      flushMs: opts.flushMs ?? 5,
+      flushMs: opts.flushMs ?? 20,
       random: opts.random ?? Math.random,
     };
     this.log = opts.logger ?? createLogger({ service: "deliverer" });
@@ -333,8 +333,7 @@ export class DeliveryWorker {
             eventsFinished.inc({ status: outcome.status });
           }
         }
-        await this.schedule.remove(finished);
-        await this.schedule.moveToDue(again);
+        await Promise.all([this.schedule.complete(finished), this.schedule.moveToDue(again)]);
       } catch (err) {
         // Nothing is lost: the leases expire and the events are attempted again (at least once).
         this.log.error("recording delivery outcomes failed", { err, count: batch.length });

@@ -201,3 +201,51 @@ export async function startReceiver(opts: ReceiverOptions): Promise<Receiver> {
     },
   };
 }
+
+export interface FastReceiver {
+  port: number;
+  count(): number;
+  /** Deliveries whose signature did not verify (only counted when a secret is set). */
+  rejected(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * The receiver for load (benchmark, demo): Bun.serve with TLS, 200 to every request, signatures verified with
+ * `standardwebhooks` when secrets are given. No hostile behaviours (startReceiver has those).
+ */
+export function startFastReceiver(opts: { cert: string; key: string; port?: number; secrets?: string[] }): FastReceiver {
+  const signers = (opts.secrets ?? []).map((s) => new Webhook(s));
+  let received = 0;
+  let bad = 0;
+  const server = Bun.serve({
+    port: opts.port ?? 0,
+    hostname: "127.0.0.1",
+    tls: { cert: opts.cert, key: opts.key },
+    async fetch(req) {
+      const body = await req.text();
+      received++;
+      if (signers.length > 0) {
+        const headers = Object.fromEntries(req.headers);
+        const ok = signers.some((w) => {
+          try {
+            w.verify(body, headers);
+            return true;
+          } catch {
+            return false;
+          }
+        });
+        if (!ok) bad++;
+      }
+      return new Response("ok");
+    },
+  });
+  return {
+    port: server.port ?? 0,
+    count: () => received,
+    rejected: () => bad,
+    async close() {
+      await server.stop(true);
+    },
+  };
+}
