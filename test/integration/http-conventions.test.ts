@@ -7,6 +7,7 @@ import { createGatewayApp } from "../../gateway/app.ts";
 import type { SubscriptionJson } from "../../gateway/render.ts";
 import { apiClient, expectError, expectStatus, type ApiClient } from "../support/http.ts";
 import { startStack, TEST_DESTINATION, type Stack } from "../support/stack.ts";
+import { startTcpProxy } from "../support/tcp-proxy.ts";
 
 let stack: Stack;
 let api: ApiClient;
@@ -217,6 +218,40 @@ describe("rate limiting per API key", () => {
     } finally {
       await gateway.stop(true);
       deadRedis.disconnect();
+    }
+  });
+});
+
+describe("rate limiting with a Redis that stops answering", () => {
+  test("a frozen Redis connection lets requests through after a short wait, without RateLimit headers", async () => {
+    const proxy = await startTcpProxy({ hostname: "127.0.0.1", port: 6379 });
+    const viaProxy = openRedis(`redis://127.0.0.1:${proxy.port}/${stack.redis.db}`);
+    viaProxy.on("error", () => {});
+    const gateway = createGatewayApp({
+      config: { ...stack.config, rateLimitRps: 1, rateLimitBurst: 2 },
+      registry: inProcessTransport(stack.registry.routes),
+      redis: viaProxy,
+      dependencyChecks: {},
+    });
+    gateway.listen({ port: 0, hostname: "127.0.0.1" });
+    try {
+      const client = apiClient(`http://127.0.0.1:${gateway.server!.port}`, key);
+      for (let i = 0; i < 100 && viaProxy.status !== "ready"; i++) await Bun.sleep(20);
+      const limited = await client.get("/v1/subscriptions");
+      expectStatus(limited, 200);
+      expect(limited.headers.get("ratelimit-limit")).toBe("2");
+      proxy.freeze();
+      for (let i = 0; i < 4; i++) {
+        const started = performance.now();
+        const res = await client.get("/v1/subscriptions");
+        expectStatus(res, 200);
+        expect(res.headers.get("ratelimit-limit")).toBeNull();
+        expect(performance.now() - started).toBeLessThan(2_000);
+      }
+    } finally {
+      await gateway.stop(true);
+      viaProxy.disconnect();
+      await proxy.close();
     }
   });
 });
