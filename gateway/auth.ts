@@ -10,6 +10,9 @@ export const DEFAULT_AUTH_CACHE_MS = 3_000;
 const MAX_ENTRIES = 10_000;
 // "Bearer" is case-insensitive (RFC 7235); one token, no spaces inside.
 const BEARER = /^bearer +([^\s]+) *$/i;
+// CONTRACT.md: "whk_" + 43 base64url characters. Anything else cannot be a key, so it costs no registry call
+// (a flood of made-up tokens must not become a flood of database lookups).
+const KEY_SHAPE = /^whk_[A-Za-z0-9_-]{43}$/;
 
 export const UNAUTHORIZED_HEADERS = { "www-authenticate": "Bearer" } as const;
 
@@ -58,7 +61,7 @@ export function createAuthenticator(registry: Transport, options: { cacheMs?: nu
       if (header === null) throw unauthorized();
       const match = BEARER.exec(header);
       const secret = match?.[1];
-      if (!secret || secret.length > 512) throw unauthorized();
+      if (!secret || !KEY_SHAPE.test(secret)) throw unauthorized("The API key is invalid or revoked.");
       const hit = cache.get(secret);
       let principal: Principal | null;
       if (hit !== undefined && hit.expiresAt > Date.now()) {
