@@ -74,6 +74,8 @@ export class WatchIndex {
   private rebuilding: Promise<RebuildResult> | undefined;
   /** Bumped on each write-through failure; a rebuild that saw an older value goes again. */
   private failures = 0;
+  /** The failure count the last finished rebuild started from (failures up to it are repaired). */
+  private failuresCovered = 0;
   private needsRebuild = false;
   private timer: ReturnType<typeof setInterval> | undefined;
   private ticking = false;
@@ -204,9 +206,9 @@ export class WatchIndex {
   // ---- rebuild ------------------------------------------------------------------------------------------------
 
   /** Rebuilds from PostgreSQL (one at a time per process; across replicas an advisory lock serializes them). */
-  rebuild(chains: readonly string[] = this.chains): Promise<RebuildResult> {
+  rebuild(chains: readonly string[] = this.chains, opts: { ifNeeded?: boolean } = {}): Promise<RebuildResult> {
     const wanted = this.chains.filter((c) => chains.includes(c));
-    const run = (this.rebuilding ?? Promise.resolve()).catch(() => {}).then(() => this.rebuildNow(wanted));
+    const run = (this.rebuilding ?? Promise.resolve()).catch(() => {}).then(() => this.rebuildNow(wanted, opts.ifNeeded ?? false));
     this.rebuilding = run;
     return run.finally(() => {
       if (this.rebuilding === run) this.rebuilding = undefined;
@@ -222,18 +224,21 @@ export class WatchIndex {
     }
   }
 
-  private async rebuildNow(chains: readonly string[]): Promise<RebuildResult> {
+  private async rebuildNow(chains: readonly string[], ifNeeded: boolean): Promise<RebuildResult> {
     const started = Date.now();
     const failuresAtStart = this.failures;
-    this.needsRebuild = false;
     const reserved = await this.db.$client.reserve();
     try {
       await reserved`SELECT pg_advisory_lock(hashtext('watch-index-rebuild'))`;
+      // Another replica may have rebuilt while this one waited for the lock.
+      if (ifNeeded && !(await this.needsRebuilding(true))) return { addresses: 0, subscriptions: 0 };
+      this.needsRebuild = false;
       const dirty = await this.readDirty();
       const gens = new Map<string, string>();
       for (const chainId of chains) {
         const state = await readState(this.redis, this.prefix, chainId);
-        const stale = dirty !== null || state.stale || failuresAtStart > 0;
+        // After a failed write the current generation missed something: lookups wait until this build is done.
+        const stale = dirty !== null || state.stale || failuresAtStart > this.failuresCovered;
         const { generation, abandoned } = await beginBuild(this.redis, this.prefix, chainId, stale);
         gens.set(chainId, generation);
         if (abandoned) await dropGeneration(this.redis, this.prefix, chainId, abandoned);
@@ -268,6 +273,7 @@ export class WatchIndex {
       if (dirty !== null) {
         await this.db.execute(dsql`DELETE FROM app_settings WHERE name = ${DIRTY} AND value = ${dirty}`);
       }
+      this.failuresCovered = failuresAtStart;
       if (this.failures !== failuresAtStart) this.needsRebuild = true;
       this.log.info("watch index rebuilt", { chains, addresses, subscriptions, ms: Date.now() - started });
       return { addresses, subscriptions };
@@ -314,7 +320,7 @@ export class WatchIndex {
   // ---- watchdog -----------------------------------------------------------------------------------------------
 
   /** Is any chain's index missing, stale or recorded dirty? */
-  async needsRebuilding(): Promise<boolean> {
+  async needsRebuilding(lockHeld = false): Promise<boolean> {
     if (this.needsRebuild) return true;
     if ((await this.readDirty()) !== null) return true;
     let building = false;
@@ -324,7 +330,8 @@ export class WatchIndex {
       if (state.next) building = true;
     }
     // A build nobody is running (its process died) would have writers feed an orphan generation forever.
-    return building && !this.rebuilding && (await this.nobodyRebuilding());
+    if (!building) return false;
+    return lockHeld || (!this.rebuilding && (await this.nobodyRebuilding()));
   }
 
   private async nobodyRebuilding(): Promise<boolean> {
@@ -344,7 +351,7 @@ export class WatchIndex {
     this.ticking = true;
     try {
       if (await withTimeout(this.needsRebuilding())) {
-        await this.rebuild();
+        await this.rebuild(this.chains, { ifNeeded: true });
         return;
       }
       if (Date.now() - this.lastSweep > 5_000) {
