@@ -4,7 +4,10 @@
 // each phase (default 20 s).
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
-import { startStack, TEST_DESTINATION } from "../test/support/stack.ts";
+import { createClient } from "@connectrpc/connect";
+import { inProcessTransport } from "../common/rpc.ts";
+import { SubscriptionService } from "../gen/webhooks/registry/v1/registry_pb.ts";
+import { startStack, TEST_DESTINATION, type Stack } from "../test/support/stack.ts";
 import type { LoadResult, LoadSpec } from "./load-generator.ts";
 
 const CONCURRENCY = 64;
@@ -22,6 +25,24 @@ async function load(spec: LoadSpec): Promise<LoadResult> {
 function line(label: string, r: LoadResult, target?: string): string {
   const fmt = (n: number) => n.toFixed(1).padStart(7);
   return `${label.padEnd(34)} ${Math.round(r.rps).toString().padStart(7)} req/s   p50 ${fmt(r.p50Ms)} ms   p99 ${fmt(r.p99Ms)} ms   ${r.requests} requests, ${r.errors} errors${r.firstError ? ` (first: ${r.firstError})` : ""}${target ? `   target ${target}` : ""}`;
+}
+
+async function registryGetRate(stack: Stack, id: string, seconds: number): Promise<number> {
+  const rows = await stack.registry.store.db.$client`SELECT key_id FROM subscriptions WHERE id = ${id}`;
+  const keyId = (rows[0] as { key_id: string }).key_id;
+  const client = createClient(SubscriptionService, inProcessTransport(stack.registry.routes));
+  let calls = 0;
+  const deadline = performance.now() + seconds * 1000;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < deadline) {
+        await client.getSubscription({ keyId, id });
+        calls++;
+      }
+    }),
+  );
+  return calls / ((performance.now() - started) / 1000);
 }
 
 export default async function bench(): Promise<void> {
@@ -49,6 +70,10 @@ export default async function bench(): Promise<void> {
     const seed = await fetch(`${stack.baseUrl}/v1/subscriptions`, { method: "POST", headers, body: createBody("seed") });
     if (seed.status !== 201) throw new Error(`seed create failed: ${seed.status} ${await seed.text()}`);
     const { id } = (await seed.json()) as { id: string };
+
+    // What the registry alone costs per GetSubscription (in-process, no HTTP, no gateway): the ceiling the
+    // end-to-end GET cannot pass, measured so a slow figure can be attributed.
+    const registryOnly = await registryGetRate(stack, id, seconds);
 
     const get = await load({
       url: `${stack.baseUrl}/v1/subscriptions/${id}`,
@@ -83,6 +108,9 @@ export default async function bench(): Promise<void> {
     console.log(`load average at the end: ${load1!.toFixed(2)} (1 min), ${load5!.toFixed(2)} (5 min) — other work on the machine shows here`);
     console.log(line("baseline: bare Bun.serve hello", floor));
     console.log(line("gateway only (auth, rate limit, 404)", gatewayOnly));
+    console.log(
+      `${"registry only (GetSubscription)".padEnd(34)} ${Math.round(registryOnly).toString().padStart(7)} calls/s (RPC in-process, no HTTP, same concurrency: the registry's own ceiling)`,
+    );
     console.log(line("GET /v1/subscriptions/:id", get, ">= 3000 req/s, p99 <= 30 ms"));
     console.log(line("POST /v1/subscriptions", create, ">= 1000 req/s"));
     console.log(
