@@ -259,6 +259,31 @@ describe("watch index follows the subscription", () => {
     expect((await watchedBy(MAINNET, [a])).get(a) ?? []).not.toContain(id);
   });
 
+  test("`keys chains` and `keys revoke` (the CLI, its own process) reach the index: entries stay, matching stops", async () => {
+    const owner = await stack.createKey();
+    const id = await newSubscription(owner);
+    const a = VALID[17]!;
+    await api("PATCH", addressesPath(id), { add: [mainnet(a), { chainId: NILE, address: a }] }, owner);
+    const state = async (chainId: string) =>
+      (await lookup(stack.registry.redis, stack.config.redisPrefix, chainId, [a], { includeInactive: true })).get(a)?.find((w) => w.subscriptionId === id)?.active;
+    const keys = async (...args: string[]) => {
+      const proc = Bun.spawn([process.execPath, new URL("../../cli/keys.ts", import.meta.url).pathname, ...args], {
+        env: { ...process.env, DATABASE_URL: stack.config.databaseUrl, REDIS_URL: stack.config.redisUrl, REDIS_PREFIX: stack.config.redisPrefix, APP_SECRET: "" },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const code = await proc.exited;
+      if (code !== 0) throw new Error(`keys ${args.join(" ")}: exit ${code}: ${await new Response(proc.stderr).text()}`);
+    };
+    expect([await state(MAINNET), await state(NILE)]).toEqual([true, true]);
+    await keys("chains", owner.id, MAINNET);
+    expect([await state(MAINNET), await state(NILE)]).toEqual([true, false]);
+    await keys("chains", owner.id, `${MAINNET},${NILE}`);
+    expect([await state(MAINNET), await state(NILE)]).toEqual([true, true]);
+    await keys("revoke", owner.id);
+    expect([await state(MAINNET), await state(NILE)]).toEqual([false, false]);
+  }, 30_000);
+
   test("event kinds travel with the watcher", async () => {
     const id = await newSubscription();
     const a = VALID[16]!;
