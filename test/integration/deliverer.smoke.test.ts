@@ -16,21 +16,34 @@ test("a test event reaches the receiver signed", async () => {
   await bed.receiver.waitForCount("/smoke", 1);
   const [d] = bed.receiver.deliveries("/smoke");
   expect(d!.verified).toBe(true);
-  console.log(d!.headers, d!.body);
   for (let i = 0; i < 50; i++) {
     const ev = await bed.delivery.getEvent({ keyId, subscriptionId, eventId: res.event!.id });
     if (ev.event!.status === "delivered") break;
     await Bun.sleep(20);
   }
   const ev = await bed.delivery.getEvent({ keyId, subscriptionId, eventId: res.event!.id });
-  console.log(ev.event);
   expect(ev.event!.status).toBe("delivered");
+});
+
+test("the deliverer's metrics are on the shared registry", async () => {
+  const { metrics } = await import("../../common/http-service.ts");
+  const text = await metrics.metrics();
+  for (const name of [
+    "deliverer_queue_depth",
+    "deliverer_due_unclaimed_age_seconds",
+    "deliverer_attempt_duration_seconds",
+    "deliverer_destination_failures_total",
+    "deliverer_attempts_total",
+  ]) {
+    expect(text).toContain(name);
+  }
+  expect(text).toMatch(/deliverer_attempts_total\{result="success"\} [1-9]/);
 });
 
 test("payload is stored as a jsonb object", async () => {
   const { SQL } = await import("bun");
   const sql = new SQL(bed.database.url, { max: 1 });
   const rows = await sql`SELECT jsonb_typeof(payload) AS t, payload->>'kind' AS k FROM events LIMIT 1`;
-  console.log(rows);
+  expect(rows[0]).toEqual({ t: "object", k: "service.ping" });
   await sql.close();
 });
