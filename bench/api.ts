@@ -1,7 +1,8 @@
 // `bun run bench api [seconds]`: the public API through the gateway (auth cache, rate limiter in Redis, registry
 // in-process on PostgreSQL) at concurrency 64, beside a bare Bun.serve hello-world measured in the same run as
-// the runtime's floor. The load generator runs in a child process. BENCH_SECONDS or the first argument shortens
-// each phase (default 20 s).
+// the runtime's floor, and beside the gateway alone and the registry alone, so a figure can be attributed. The
+// load generator runs in a child process; each phase is preceded by a 2 s warm-up. BENCH_SECONDS or the first
+// argument sets the length of each phase (default 20 s).
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
@@ -12,7 +13,15 @@ import type { LoadResult, LoadSpec } from "./load-generator.ts";
 
 const CONCURRENCY = 64;
 
+/** Seconds of load run and discarded before each measured phase, so the JIT has compiled the hot paths. */
+const WARMUP_SECONDS = 2;
+
 async function load(spec: LoadSpec): Promise<LoadResult> {
+  await runChild({ ...spec, seconds: Math.min(WARMUP_SECONDS, spec.seconds) });
+  return runChild(spec);
+}
+
+async function runChild(spec: LoadSpec): Promise<LoadResult> {
   const child = Bun.spawn([process.execPath, join(import.meta.dir, "load-generator.ts"), JSON.stringify(spec)], {
     stdout: "pipe",
     stderr: "inherit",
