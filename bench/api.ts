@@ -82,6 +82,7 @@ export default async function bench(): Promise<void> {
 
     // What the registry alone costs per GetSubscription (in-process, no HTTP, no gateway): the ceiling the
     // end-to-end GET cannot pass, measured so a slow figure can be attributed.
+    await registryGetRate(stack, id, Math.min(WARMUP_SECONDS, seconds));
     const registryOnly = await registryGetRate(stack, id, seconds);
 
     const get = await load({
