@@ -52,7 +52,7 @@ export function fromValidationError(err: ValidationError): ApiError {
   const pointer = first?.path ?? "";
   if (type === "body") {
     if (pointer === "") {
-      return new ApiError("invalid_request", describeRoot(err.value), { param: "/" });
+      return new ApiError("invalid_request", describeRoot(err.value, first), { param: "/" });
     }
     return new ApiError("invalid_request", `The field ${pointer} ${describeProblem(first)}`, { param: pointer });
   }
@@ -60,9 +60,10 @@ export function fromValidationError(err: ValidationError): ApiError {
   return new ApiError("invalid_request", `The ${WHERE[type] ?? type} "${name}" is invalid.`, { param: name });
 }
 
-function describeRoot(value: unknown): string {
-  if (value === null || value === undefined) return "A JSON object body is required.";
-  return "The request body must be a JSON object.";
+function describeRoot(value: unknown, problem: ValueErrorLike | undefined): string {
+  const shape = problem && /array/i.test(problem.message) ? "array" : "object";
+  if (value === null || value === undefined) return `A JSON ${shape} body is required.`;
+  return `The request body must be a JSON ${shape}.`;
 }
 
 function describeProblem(problem: ValueErrorLike | undefined): string {
