@@ -206,7 +206,11 @@ export class DeliveryWorker {
     const later: ScheduleEntry[] = [];
     const now = Date.now();
     const ready: ClaimedEvent[] = [];
+    const waitingIds = this.waitingCount > 0 ? new Set([...this.waiting.values()].flat().map((w) => w.row.id)) : undefined;
     for (const id of ids) {
+      // A lease of ours that expired while its attempt was still running (a stalled write): the claim renewed the
+      // lease; the attempt in progress finishes the job.
+      if (this.inflight.has(id) || waitingIds?.has(id)) continue;
       const row = byId.get(id);
       // No row: a reservation whose insert never committed, or a deleted subscription's event.
       if (!row || row.status !== "pending") drop.push(id);
