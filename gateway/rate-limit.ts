@@ -50,6 +50,9 @@ export interface RateLimitOptions {
 }
 
 export function createRateLimiter(opts: RateLimitOptions): RateLimiter {
+  if (!(opts.rps > 0) || !(opts.burst >= 1)) {
+    throw new Error(`RATE_LIMIT_RPS must be above 0 and RATE_LIMIT_BURST at least 1 (got ${opts.rps} and ${opts.burst})`);
+  }
   const interval = Math.max(1, Math.round(1_000_000 / opts.rps));
   const burst = Math.max(1, Math.floor(opts.burst));
   const timeoutMs = opts.timeoutMs ?? 250;
