@@ -64,7 +64,9 @@ describe("logs", () => {
       const res = track(await call());
       expect(res.text).not.toContain("whsec_");
     }
-    await Bun.sleep(50);
+    // Access lines are written once each response has gone out: wait for them, within bounds.
+    const ids = responses.map((r) => r.headers.get("x-request-id")!);
+    for (let i = 0; i < 100 && !ids.every((id) => lines.some((l) => l.includes(id))); i++) await Bun.sleep(20);
 
     const logs = lines.join("\n");
     for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
