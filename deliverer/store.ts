@@ -98,7 +98,11 @@ export class DelivererStore {
         ON CONFLICT (subscription_id, chain_id, tx_id, log_index) DO NOTHING
         RETURNING id`) as { id: string }[];
       for (const r of done) inserted.add(r.id);
-      // Every key, inserted now or before: the existing id for a duplicate.
+      if (inserted.size === rows.length) {
+        for (const r of rows) idByKey.set(transferKey(r.subscriptionId, r.chainId!, r.txId!, r.logIndex!), r.id!);
+        return;
+      }
+      // Some already existed (a block read again): the stored id of every key.
       const existing = (await this.db.$client`
         SELECT e.id, e.subscription_id, e.chain_id, e.tx_id, e.log_index FROM events e
         JOIN jsonb_to_recordset(${json}::text::jsonb) AS v(sub text, chain text, tx text, li int)
