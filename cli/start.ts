@@ -8,6 +8,7 @@ import { log } from "../common/logger.ts";
 import { inProcessTransport } from "../common/rpc.ts";
 import { serveService, type ServedService, type ServiceHandle } from "../common/service.ts";
 import { createDeliverer } from "../deliverer/index.ts";
+import { createMatcher } from "../matcher/index.ts";
 import { createGatewayApp } from "../gateway/app.ts";
 import { createRegistry } from "../registry/index.ts";
 
@@ -32,8 +33,10 @@ handles.push(deliverer);
 served.push(await serveService(deliverer, config.delivererPort, config.delivererGrpcPort));
 log.info("deliverer listening", { port: config.delivererPort, grpcPort: config.delivererGrpcPort });
 
-// Matcher (issue 5): createMatcher(config, { deliverer: <its in-process transport> }), pushed to `handles`, served
-// on MATCHER_PORT (health and metrics only).
+const matcher = await createMatcher(config, { deliverer: inProcessTransport(deliverer.routes) });
+handles.push(matcher);
+served.push(await serveService(matcher, config.matcherPort));
+log.info("matcher listening", { port: config.matcherPort, chains: config.matcherChains });
 
 const gateway = createGatewayApp({
   config,

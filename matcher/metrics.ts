@@ -96,3 +96,10 @@ export const streamErrors = new Counter({
   labelNames: ["chain"],
   registers,
 });
+
+export const stageSeconds = new Counter({
+  name: "matcher_stage_seconds_total",
+  help: "Wall time spent per stage (fetch: blocks and transaction infos; decode; lookup; enqueue; checkpoint).",
+  labelNames: ["chain", "stage"],
+  registers,
+});

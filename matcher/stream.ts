@@ -219,6 +219,15 @@ export class ChainStream {
   }
 
   private async fetchRange(start: number): Promise<Fetched[]> {
+    const started = performance.now();
+    try {
+      return await this.fetchRangeUntimed(start);
+    } finally {
+      m.stageSeconds.inc({ chain: this.chain, stage: "fetch" }, (performance.now() - started) / 1000);
+    }
+  }
+
+  private async fetchRangeUntimed(start: number): Promise<Fetched[]> {
     const end = Math.min(start + this.batchSize, this.headNumber + 1);
     const blocks = await this.opts.client.getBlockRange(start, end);
     const fetched = await mapLimit(blocks, this.concurrency, (b) => this.withInfos(b).catch(() => null));
@@ -260,23 +269,32 @@ export class ChainStream {
     }
     let transfers = 0;
     let events = 0;
+    const stage = (name: string, since: number) => m.stageSeconds.inc({ chain: this.chain, stage: name }, (performance.now() - since) / 1000);
     await mapLimit(accepted, this.concurrency, async ({ block, infos }) => {
       const ref = blockRef(block);
+      let t = performance.now();
       const decoded = decodeBlock(block, infos);
+      stage("decode", t);
       transfers += decoded.length;
+      t = performance.now();
       const made = await matchBlock(
         { chainId: this.opts.chainId, number: ref.number, blockId: ref.blockId, timestampMs: ref.timestampMs },
         decoded,
         this.opts.lookup,
       );
+      stage("lookup", t);
       if (made.length > 0) {
+        t = performance.now();
         await this.opts.enqueue(made);
+        stage("enqueue", t);
         events += made.length;
       }
     });
     if (signal.aborted) return;
     const refs = accepted.map((f) => blockRef(f.block));
+    const t = performance.now();
     await advanceCheckpoint(lease, refs);
+    stage("checkpoint", t);
     const last = refs[refs.length - 1]!;
     this.last = last;
     if (this.headNumber < last.number) this.noteHead(last.number);

@@ -8,6 +8,7 @@ import { inProcessTransport } from "../../common/rpc.ts";
 import { serveService, type ServedService } from "../../common/service.ts";
 import { staticResolver, type Resolver } from "../../common/ssrf.ts";
 import { createDeliverer, type DelivererDeps, type DelivererHandle } from "../../deliverer/index.ts";
+import { createMatcher, type MatcherDeps, type MatcherHandle } from "../../matcher/index.ts";
 import { createGatewayApp, type GatewayApp } from "../../gateway/app.ts";
 import { ApiKeyService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { createRegistry, type RegistryHandle } from "../../registry/index.ts";
@@ -32,6 +33,8 @@ export interface StackOptions {
   authCacheMs?: number;
   /** Start the deliverer too (in-process, served on free ports) and mount it behind the gateway. */
   deliverer?: boolean | Omit<DelivererDeps, "registry">;
+  /** Start the matcher too (needs `deliverer`), reading the given TRON nodes (tools/tron-sim); chains from MATCHER_CHAINS. */
+  matcher?: Omit<MatcherDeps, "deliverer">;
 }
 
 export interface TestKey {
@@ -46,6 +49,8 @@ export interface Stack {
   gateway: GatewayApp;
   /** Present when started with `deliverer`. */
   deliverer: DelivererHandle | undefined;
+  /** Present when started with `matcher`. */
+  matcher: MatcherHandle | undefined;
   database: TestDatabase;
   redis: TestRedis;
   /** Issues an API key through the registry's ApiKeyService (chains default to all three). */
@@ -102,6 +107,15 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       config.delivererPort = servedDeliverer.http.port ?? 0;
       config.delivererUrl = `http://127.0.0.1:${config.delivererPort}`;
     }
+    let matcher: MatcherHandle | undefined;
+    if (opts.matcher) {
+      if (!deliverer) throw new Error("startStack: `matcher` needs `deliverer`");
+      matcher = await createMatcher(config, { ...opts.matcher, deliverer: inProcessTransport(deliverer.routes) });
+      cleanups.push(() => matcher!.close());
+      const servedMatcher = await serveService(matcher, 0);
+      cleanups.push(() => servedMatcher.stop());
+      config.matcherPort = servedMatcher.http.port ?? 0;
+    }
     const gateway = createGatewayApp({
       config,
       registry: registryTransport,
@@ -125,6 +139,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       registry,
       gateway,
       deliverer,
+      matcher,
       database,
       redis,
       async createKey(keyOpts = {}) {

@@ -3,7 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { TronWeb, utils } from "tronweb";
+import { createRequire } from "node:module";
 import { isBase58Address } from "../../common/tron-address.ts";
 import { TRON_CHAINS } from "../../common/config.ts";
 import {
@@ -15,6 +15,10 @@ import {
 } from "../../matcher/decode.ts";
 import { knownToken, tokenTable } from "../../matcher/tokens.ts";
 import type { TronBlock, TronTransaction, TronTransactionInfo } from "../../matcher/tron-types.ts";
+
+// tronweb through its CommonJS build: under Bun its ESM build sometimes fails to load ("proto is not defined" in
+// its generated protobuf files, which need a load order only require() guarantees; see common/tron-address.ts).
+const { TronWeb, utils } = createRequire(import.meta.url)("tronweb") as typeof import("tronweb");
 
 const FIXTURES = join(import.meta.dir, "../../../shared/fixtures/tron");
 const load = <T>(name: string): T => JSON.parse(readFileSync(join(FIXTURES, name), "utf8")) as T;

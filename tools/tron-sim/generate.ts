@@ -3,8 +3,12 @@
 // non-transfer contracts, between addresses drawn from a fixed pool. Transactions are real protobuf-encoded
 // (raw_data_hex through tronweb, txID = sha256 of it); blockIDs follow java-tron's layout (8-byte number, then the
 // tail of a header hash) and each block's parentHash is its parent's blockID.
-import { utils } from "tronweb";
+import { createRequire } from "node:module";
 import type { TronBlock, TronTransaction } from "../../matcher/tron-types.ts";
+
+// tronweb through its CommonJS build: under Bun its ESM build sometimes fails to load ("proto is not defined" in
+// its generated protobuf files, which need a load order only require() guarantees; see common/tron-address.ts).
+const { utils } = createRequire(import.meta.url)("tronweb") as typeof import("tronweb");
 
 export const USDT_HEX = "41a614f803b6fd780986a42c78ec9c7f77e6ded13c";
 const TRC10_IDS = ["1002000", "1005023", "1004937", "1000226"];
