@@ -78,10 +78,11 @@ export function networkTransport(baseUrl: string, timeoutMs = 10_000): Transport
 type UnaryHandler = (request: UnaryRequest) => Promise<UnaryResponse>;
 
 /**
- * A transport to a service in this process: same handlers, same interceptors, messages built from the same
- * generated schemas (each side gets its own message object), no socket and no serialization. Unary calls invoke
- * the handler directly (Connect's router transport emulates HTTP streams and encodes every message, which cost
- * more than the handlers themselves on the API's hot path); streaming calls go through that router transport.
+ * A transport to a service in this process: same handlers, same interceptors, messages built with create() from
+ * the same generated schemas, no socket and no serialization. Unary calls invoke the handler directly (Connect's
+ * router transport emulates HTTP streams and encodes every message, which cost more than the handlers themselves on
+ * the API's hot path); streaming calls go through that router transport. Messages are not deep-copied (a repeated
+ * field may share the caller's array): neither side mutates what it passed or received.
  */
 export function inProcessTransport(routes: RegisterRoutes): Transport {
   const fallback = createRouterTransport(routes, { router: routerOptions() });
