@@ -36,7 +36,8 @@ export interface DeliveryServiceDeps {
 
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 200;
-const MAX_ENQUEUE = 10_000;
+/** Rows written per statement; a bigger Enqueue is written in several (each idempotent on its own). */
+const INSERT_CHUNK = 2_000;
 
 function notFound(what = "event"): ApiError {
   return new ApiError("not_found", `No such ${what}.`);
@@ -58,7 +59,6 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
   const firstDueMs = () => Date.now() + (d.retrySchedule[0] ?? 0);
 
   async function enqueue(req: EnqueueRequest) {
-    if (req.events.length > MAX_ENQUEUE) throw invalid("/events", `At most ${MAX_ENQUEUE} events per call.`);
     req.events.forEach((e, i) => {
       if (!isId("sub", e.subscriptionId)) throw invalid(`/events/${i}/subscriptionId`, "subscription_id is not a subscription id.");
       if (e.kind !== TRANSFER_KIND) throw invalid(`/events/${i}/kind`, `Only ${TRANSFER_KIND} events are enqueued.`);
@@ -94,16 +94,25 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
         updatedAt: now,
       });
     });
-    const ids = rows.map((r) => r.id!);
-    await d.schedule.reserve(ids, Date.now() + d.reserveMs);
-    const { inserted, idByKey } = await d.store.insertTransferEvents(rows);
-    const due = firstDueMs();
-    await d.schedule.moveToDue([...inserted].map((id) => ({ id, dueMs: due })));
-    await d.schedule.remove(ids.filter((id) => !inserted.has(id)));
-    if (inserted.size > 0) d.wake();
+    const idByKey = new Map<string, string>();
+    let created = 0;
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+      const chunk = rows.slice(i, i + INSERT_CHUNK);
+      const ids = chunk.map((r) => r.id!);
+      // Reserved before the insert: if this process dies between the commit and the schedule update, the
+      // reservation expires and the events are claimed anyway.
+      await d.schedule.reserve(ids, Date.now() + d.reserveMs);
+      const out = await d.store.insertTransferEvents(chunk);
+      const due = firstDueMs();
+      await d.schedule.moveToDue([...out.inserted].map((id) => ({ id, dueMs: due })));
+      await d.schedule.remove(ids.filter((id) => !out.inserted.has(id)));
+      for (const [k, v] of out.idByKey) idByKey.set(k, v);
+      created += out.inserted.size;
+    }
+    if (created > 0) d.wake();
     return create(EnqueueResponseSchema, {
       eventIds: keyOf.map((k) => (k === undefined ? "" : (idByKey.get(k) ?? ""))),
-      created: inserted.size,
+      created,
     });
   }
 

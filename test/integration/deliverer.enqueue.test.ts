@@ -80,6 +80,21 @@ describe("Enqueue", () => {
     expect(body).toBe(e.payloadJson);
   });
 
+  test("a call larger than one write (4,500 events) is whole, and idempotent when repeated", async () => {
+    const sub = await bed.subscribe("/enq-big");
+    bed.receiver.setBehaviour("/enq-big", { kind: "ok" });
+    const events = Array.from({ length: 4_500 }, (_, i) =>
+      create(NewEventSchema, { subscriptionId: sub.subscriptionId, kind, transfer: sampleTransfer(50_000 + i) }),
+    );
+    const first = await bed.delivery.enqueue({ events });
+    expect(first.created).toBe(4_500);
+    expect(new Set(first.eventIds).size).toBe(4_500);
+    const again = await bed.delivery.enqueue({ events });
+    expect(again.created).toBe(0);
+    expect(again.eventIds).toEqual(first.eventIds);
+    expect(await eventCount(sub.subscriptionId)).toBe(4_500);
+  });
+
   test("no events for a disabled or unknown subscription", async () => {
     const disabled = await bed.subscribe("/enq-disabled", { status: "disabled" });
     const res = await bed.delivery.enqueue({
