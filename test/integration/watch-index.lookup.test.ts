@@ -1,0 +1,120 @@
+// common/watch-index.ts on its own, against a real Redis DB: the reader's contract the matcher relies on, and the
+// generation mechanics the registry's rebuild relies on.
+import { afterAll, beforeAll, beforeEach, expect, test } from "bun:test";
+import Redis from "ioredis";
+import fixtures from "../../../shared/fixtures/tron/addresses.json";
+import {
+  applyAddresses,
+  beginBuild,
+  dropSubscription,
+  finishBuild,
+  lookup,
+  markStale,
+  readState,
+  setKeyState,
+  setSubscriptionMeta,
+  sweepDeadHandles,
+  WatchIndexNotReadyError,
+} from "../../common/watch-index.ts";
+import { allocateRedisDb, type TestRedis } from "../support/redis.ts";
+
+const P = "t:";
+const C = "tron:mainnet";
+const [A, B, D] = fixtures.valid as [string, string, string];
+const KINDS = ["wallet.transfer.broadcasted"];
+const sub = (id: string, keyId = "key_1", enabled = true) => ({ id, keyId, enabled, events: KINDS });
+
+let lease: TestRedis;
+let redis: Redis;
+
+beforeAll(async () => {
+  lease = await allocateRedisDb();
+  redis = new Redis(lease.url);
+});
+
+afterAll(async () => {
+  redis?.disconnect();
+  await lease?.release();
+});
+
+beforeEach(async () => {
+  await redis.flushdb();
+  const { generation } = await beginBuild(redis, P, C, false);
+  await finishBuild(redis, P, C, generation);
+});
+
+const ids = async (addresses: string[], includeInactive = false) =>
+  Object.fromEntries([...(await lookup(redis, P, C, addresses, { includeInactive }))].map(([a, ws]) => [a, ws.map((w) => w.subscriptionId).sort()]));
+
+test("watched addresses come back with their watchers; unwatched ones are absent; duplicates in the block are fine", async () => {
+  await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_a"), true, { add: [A, B], remove: [] });
+  await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_b"), true, { add: [B], remove: [] });
+  expect(await ids([A, B, D, B])).toEqual({ [A]: ["sub_a"], [B]: ["sub_a", "sub_b"] });
+  expect((await lookup(redis, P, C, [])).size).toBe(0);
+  // Another chain is another index.
+  expect((await lookup(redis, P, "tron:nile", [A], { waitMs: 0 }).catch((e) => e)) instanceof WatchIndexNotReadyError).toBe(true);
+});
+
+test("disabled subscriptions, revoked keys and chains off the key never match, but stay listed as inactive", async () => {
+  await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_a"), true, { add: [A], remove: [] });
+  await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_b", "key_2"), true, { add: [A], remove: [] });
+  await setSubscriptionMeta(redis, { prefix: P, chainId: C }, sub("sub_a", "key_1", false));
+  expect(await ids([A])).toEqual({ [A]: ["sub_b"] });
+  await setKeyState(redis, { prefix: P, chainId: C }, "key_2", false);
+  expect(await ids([A])).toEqual({});
+  expect(await ids([A], true)).toEqual({ [A]: ["sub_a", "sub_b"] });
+  const [w] = (await lookup(redis, P, C, [A], { includeInactive: true })).get(A)!.filter((x) => x.subscriptionId === "sub_b");
+  expect(w).toEqual({ subscriptionId: "sub_b", keyId: "key_2", active: false, events: KINDS });
+});
+
+test("a dropped subscription stops matching at once; the sweep removes its fields", async () => {
+  await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_a"), true, { add: [A, B], remove: [] });
+  await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_b"), true, { add: [B], remove: [] });
+  await dropSubscription(redis, { prefix: P, chainId: C }, "sub_a");
+  expect(await ids([A, B], true)).toEqual({ [B]: ["sub_b"] });
+  expect((await readState(redis, P, C)).dead).toBe(1);
+  expect(await sweepDeadHandles(redis, P, C)).toBe(2);
+  expect((await readState(redis, P, C)).dead).toBe(0);
+  const state = await readState(redis, P, C);
+  const fields = await redis.keys(`${P}wi:{${C}}:${state.cur}:b:*`);
+  const values = await Promise.all(fields.map((k) => redis.hgetall(k)));
+  expect(values.flatMap((v) => Object.entries(v))).toHaveLength(1);
+});
+
+test("not ready (never built, emptied, or stale): lookups wait, then throw; they resume when the build finishes", async () => {
+  await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_a"), true, { add: [A], remove: [] });
+  await markStale(redis, P, C);
+  await expect(lookup(redis, P, C, [A], { waitMs: 100 })).rejects.toBeInstanceOf(WatchIndexNotReadyError);
+  const waiting = lookup(redis, P, C, [A], { waitMs: 10_000 });
+  const { generation } = await beginBuild(redis, P, C, true);
+  await applyAddresses(redis, { prefix: P, chainId: C, generation }, sub("sub_a"), true, { add: [A], remove: [] });
+  await finishBuild(redis, P, C, generation);
+  expect([...(await waiting).keys()]).toEqual([A]);
+  await redis.flushdb();
+  await expect(lookup(redis, P, C, [A], { waitMs: 100 })).rejects.toBeInstanceOf(WatchIndexNotReadyError);
+});
+
+test("during a build writers reach both generations; a superseded build cannot swap in", async () => {
+  await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_a"), true, { add: [A], remove: [] });
+  const first = await beginBuild(redis, P, C, false);
+  // Served meanwhile: the current generation, kept up to date.
+  await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_b"), true, { add: [B], remove: [] });
+  expect(await ids([A, B])).toEqual({ [A]: ["sub_a"], [B]: ["sub_b"] });
+  const second = await beginBuild(redis, P, C, false);
+  expect(second.abandoned).toBe(first.generation);
+  await expect(finishBuild(redis, P, C, first.generation)).rejects.toThrow(/superseded/);
+  await finishBuild(redis, P, C, second.generation);
+  // The new generation has only what reached it since it began (the rebuild itself copies the rest from PostgreSQL).
+  await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_c"), true, { add: [D], remove: [] });
+  expect(await ids([A, B, D])).toEqual({ [D]: ["sub_c"] });
+});
+
+test("a failure marked during a build keeps the chain stale after that build", async () => {
+  const build = await beginBuild(redis, P, C, true);
+  await markStale(redis, P, C);
+  await finishBuild(redis, P, C, build.generation);
+  expect((await readState(redis, P, C)).stale).toBe(true);
+  const again = await beginBuild(redis, P, C, true);
+  await finishBuild(redis, P, C, again.generation);
+  expect((await readState(redis, P, C)).stale).toBe(false);
+});
