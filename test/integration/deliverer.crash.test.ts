@@ -7,7 +7,7 @@ import Redis from "ioredis";
 import { join } from "node:path";
 import { serveService, type ServedService } from "../../common/service.ts";
 import { NewEventSchema } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
-import { sampleTransfer, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
+import { sampleTransfer, startDeliveryBed, waitForEvent, type DeliveryBed } from "../support/delivery.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const BUN = join(ROOT, "node_modules", ".bin", "bun");
@@ -126,4 +126,43 @@ describe("Redis loses its data mid-run", () => {
     expect(await redis.exists(bed.deliverer!.schedule.builtKey)).toBe(1);
     redis.disconnect();
   }, 60_000);
+});
+
+describe("graceful shutdown", () => {
+  let bed: DeliveryBed;
+
+  beforeAll(async () => {
+    bed = await startDeliveryBed({ env: { DELIVERY_TIMEOUT_MS: "10000" } });
+  });
+
+  afterAll(async () => {
+    await bed?.stop();
+  });
+
+  test("stopping hands claimed events back to the schedule, uncounted; another deliverer sends them", async () => {
+    const path = "/shutdown";
+    bed.receiver.setBehaviour(path, { kind: "delay", ms: 5_000 });
+    const sub = await bed.subscribe(path);
+    const created = await bed.delivery.createTestEvent({ ...sub, kind: "" });
+    const ref = { ...sub, eventId: created.event!.id };
+    await bed.receiver.waitForCount(path, 1);
+    // A short grace: the attempt in flight is abandoned and its event released.
+    await bed.deliverer!.worker.stop(100);
+    const stats = await bed.deliverer!.schedule.stats();
+    expect(stats).toMatchObject({ due: 1, leased: 0 });
+    const held = (await bed.delivery.getEvent(ref)).event!;
+    expect(held.status).toBe("pending");
+    expect(held.attempts).toBe(0);
+
+    bed.receiver.setBehaviour(path, { kind: "ok" });
+    const { createDeliverer } = await import("../../deliverer/index.ts");
+    const next = await createDeliverer(bed.config, { registry: bed.registryTransport });
+    try {
+      const done = await waitForEvent(bed, ref, (e) => e.status === "delivered");
+      expect(done.attempts).toBe(1);
+      expect(done.deliveryCount).toBe(1);
+    } finally {
+      await next.close();
+    }
+  }, 30_000);
 });
