@@ -130,20 +130,20 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
     return fresh!;
   }
 
-  /** Writes the net change of one subscription to the index, chain by chain (inside the transaction). */
   /** The index was written for this request: if its transaction then fails to commit, the index must be rebuilt. */
   interface Written {
     index: boolean;
   }
 
-  async function writeIndex(tx: RegistryTx, written: Written, row: SubscriptionRow, key: KeyState, added: Entry[], removed: Entry[]) {
+  /** Writes the net change of one subscription to the index, chain by chain (while its transaction is open). */
+  async function writeIndex(written: Written, row: SubscriptionRow, key: KeyState, added: Entry[], removed: Entry[]) {
     written.index = true;
     const addedKeys = new Set(added.map(entryKey));
     const netRemoved = removed.filter((e) => !addedKeys.has(entryKey(e)));
     const adds = groupByChain(added);
     const removes = groupByChain(netRemoved);
     for (const chainId of new Set([...adds.keys(), ...removes.keys()])) {
-      await index.writeAddresses(tx, subscriptionMeta(row), key, chainId, {
+      await index.writeAddresses(subscriptionMeta(row), key, chainId, {
         add: adds.get(chainId) ?? [],
         remove: removes.get(chainId) ?? [],
       });
@@ -155,7 +155,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
     try {
       return await work;
     } catch (err) {
-      if (written.index) await index.recordFailure(undefined, "transaction failed after its index write", err);
+      if (written.index) await index.recordFailure("transaction failed after its index write", err);
       throw err;
     }
   }
@@ -214,7 +214,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             // One after the other: a removal and a re-addition of the same entry must reach Redis in that order.
             let indexWrites = Promise.resolve();
             const queueIndex = (add: Entry[], remove: Entry[]) => {
-              indexWrites = indexWrites.then(() => writeIndex(tx, written, row, key, add, remove));
+              indexWrites = indexWrites.then(() => writeIndex(written, row, key, add, remove));
             };
             if (overlap && validRemove.length > 0) queueIndex([], validRemove);
             const deletion = deleteEntries(tx, row.id, validRemove);
@@ -262,7 +262,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             let current = row;
             if (removed.length > 0 || added.length > 0) {
               current = await touch(tx, row.id, count);
-              if (!overlap) await writeIndex(tx, written, current, key, added, removed);
+              if (!overlap) await writeIndex(written, current, key, added, removed);
             }
             await indexWrites;
             // Removals are listed in request order, like additions.
@@ -345,7 +345,6 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
               const oldKeys = new Set(old.map(entryKey));
               const wantedKeys = new Set(wanted.map(entryKey));
               const indexWrite = writeIndex(
-                tx,
                 written,
                 row,
                 key,

@@ -31,7 +31,7 @@ import {
   type SubscriptionMeta,
 } from "../common/watch-index.ts";
 import type { SubscriptionRow } from "./schema.ts";
-import type { RegistryDb, RegistryExecutor } from "./store.ts";
+import type { RegistryDb } from "./store.ts";
 import type { WatchHooks } from "./watch-hooks.ts";
 
 const DIRTY = "watch_index_dirty";
@@ -106,7 +106,6 @@ export class WatchIndex {
    * subscription's row lock, before COMMIT. Never throws for Redis: a failure is recorded and the index rebuilt.
    */
   async writeAddresses(
-    tx: RegistryExecutor,
     meta: SubscriptionMeta,
     key: KeyState,
     chainId: string,
@@ -119,16 +118,20 @@ export class WatchIndex {
       );
       if (!wrote) this.needsRebuild = true;
     } catch (err) {
-      await this.recordFailure(tx, "address write", err);
+      await this.recordFailure("address write", err);
     }
   }
 
-  /** Records a write-through failure durably (in the caller's transaction when there is one). */
-  async recordFailure(tx: RegistryExecutor | undefined, what: string, err: unknown): Promise<void> {
+  /**
+   * Records a write-through failure durably. On its own connection, not the caller's transaction: a marker left by
+   * a transaction that then rolls back only costs a spare rebuild, while a statement failing inside the caller's
+   * transaction would abort the change itself.
+   */
+  async recordFailure(what: string, err: unknown): Promise<void> {
     this.failures++;
     this.needsRebuild = true;
     this.log.warn("watch index write failed; PostgreSQL keeps the change and the index will be rebuilt", { what, err });
-    const ex = tx ?? this.db;
+    const ex = this.db;
     try {
       await ex.execute(dsql`CREATE TABLE IF NOT EXISTS app_settings (name text PRIMARY KEY, value text NOT NULL)`);
       await ex.execute(
@@ -156,7 +159,7 @@ export class WatchIndex {
           await withTimeout(setSubscriptionMeta(this.redis, { prefix: this.prefix, chainId }, subscriptionMeta(row)));
         }
       } catch (err) {
-        await this.recordFailure(tx, "subscription meta", err);
+        await this.recordFailure("subscription meta", err);
       }
     });
   }
@@ -167,7 +170,7 @@ export class WatchIndex {
         await withTimeout(dropSubscription(this.redis, { prefix: this.prefix, chainId }, id));
       }
     } catch (err) {
-      await this.recordFailure(undefined, "subscription delete", err);
+      await this.recordFailure("subscription delete", err);
     }
   }
 
@@ -183,7 +186,7 @@ export class WatchIndex {
           await withTimeout(setKeyState(this.redis, { prefix: this.prefix, chainId }, keyId, keyActiveOn(key, chainId)));
         }
       } catch (err) {
-        await this.recordFailure(tx, "key change", err);
+        await this.recordFailure("key change", err);
       }
     });
   }
