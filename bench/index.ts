@@ -202,9 +202,9 @@ export default async function bench(): Promise<void> {
     console.log("");
     console.log(`watch index, ${n.toLocaleString("en")} addresses over ${SUBSCRIPTIONS} subscriptions (${CHAIN})`);
     console.log(`load average (1 min) at start ${load0.toFixed(2)}, at end ${loadavg()[0]!.toFixed(2)} on ${cpus().length} CPUs: shared machine, expect noise`);
-    console.log("figure                                   ours            naive (same run)   target");
+    console.log(`${"figure".padEnd(44)}${"ours".padEnd(16)}${"naive (same run)".padEnd(19)}target`);
     const row = (label: string, ours: string, naive: string, target: string) =>
-      console.log(`${label.padEnd(41)}${ours.padEnd(16)}${naive.padEnd(19)}${target}`);
+      console.log(`${label.padEnd(44)}${ours.padEnd(16)}${naive.padEnd(19)}${target}`);
     row("lookup 600-address block, 10k watched p50", ms(p50s), ms(pct(small.naive, 50)), "≤ 5 ms");
     row("lookup 600-address block, 1M watched p50", ms(p50b), ms(pct(big.naive, 50)), "≤ 5 ms");
     row("lookup p95 at 1M", ms(pct(big.ours, 95)), ms(pct(big.naive, 95)), "");
