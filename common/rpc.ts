@@ -8,10 +8,10 @@ import {
   ConnectError,
   createConnectRouter,
   createContextValues,
-  createHandlerContext,
   createRouterTransport,
   createServiceImplSpec,
   type ConnectRouter,
+  type HandlerContext,
   type Interceptor,
   type ServiceImpl,
   type Transport,
@@ -86,22 +86,29 @@ type UnaryHandler = (request: UnaryRequest) => Promise<UnaryResponse>;
  */
 export function inProcessTransport(routes: RegisterRoutes): Transport {
   const fallback = createRouterTransport(routes, { router: routerOptions() });
+  // When each call must be answered by (Date.now() ms), for the handler's ctx.timeoutMs().
+  const deadlines = new WeakMap<UnaryRequest, number>();
   const unary = new Map<string, UnaryHandler>();
   const register = (service: DescService, impl: Partial<ServiceImpl<DescService>>) => {
     for (const spec of Object.values(createServiceImplSpec(service, impl).methods)) {
       if (spec.kind !== "unary") continue;
       const call = spec.impl;
       const handler: UnaryHandler = async (req) => {
-        const ctx = createHandlerContext({
+        // Built directly (createHandlerContext would link another controller and copy the headers again).
+        const deadlineAt = deadlines.get(req);
+        const ctx: HandlerContext = {
           service,
           method: spec.method,
           protocolName: "in-process",
           requestMethod: "POST",
           url: req.url,
-          requestSignal: req.signal,
+          signal: req.signal,
+          timeoutMs: () => (deadlineAt === undefined ? undefined : deadlineAt - Date.now()),
           requestHeader: req.header,
-          contextValues: req.contextValues,
-        });
+          responseHeader: new Headers(),
+          responseTrailer: new Headers(),
+          values: req.contextValues,
+        };
         const output = await call(req.message, ctx);
         const message = create(spec.method.output, output);
         return { stream: false, service, method: spec.method, header: ctx.responseHeader, trailer: ctx.responseTrailer, message };
@@ -137,6 +144,7 @@ export function inProcessTransport(routes: RegisterRoutes): Transport {
         contextValues: contextValues ?? createContextValues(),
         message,
       };
+      if (hasDeadline) deadlines.set(request, Date.now() + timeoutMs);
       if (!hasDeadline && !signal) return (await handler(request)) as never;
       // A deadline or a cancellation answers the caller at once, as it would over the network.
       return (await new Promise<UnaryResponse>((resolve, reject) => {

@@ -12,6 +12,10 @@ const routes = (router: ConnectRouter) =>
   router.service(SubscriptionService, {
     async getSubscription(req, ctx) {
       seen = req;
+      if (req.id === "remaining") {
+        const left = ctx.timeoutMs();
+        return { subscription: { id: left === undefined ? "none" : left > 0 && left <= 1_000 ? "within" : `odd:${left}` } };
+      }
       if (req.id === "slow") {
         await new Promise((resolve) => setTimeout(resolve, 1_000));
         return { subscription: { id: ctx.signal.aborted ? "aborted" : "late" } };
@@ -61,6 +65,11 @@ describe("inProcessTransport", () => {
     expect(performance.now() - started).toBeLessThan(500);
     expect(ConnectError.from(err).code).toBe(Code.DeadlineExceeded);
     expect(fromRpcError(err).code).toBe("service_unavailable");
+  });
+
+  test("the handler sees the time left before the caller's deadline", async () => {
+    expect((await client.getSubscription({ id: "remaining" }, { timeoutMs: 1_000 })).subscription?.id).toBe("within");
+    expect((await client.getSubscription({ id: "remaining" })).subscription?.id).toBe("none");
   });
 
   test("a cancelled call answers Canceled at once", async () => {
