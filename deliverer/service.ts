@@ -14,6 +14,7 @@ import {
 import { IdempotencyResultSchema } from "../gen/webhooks/common/v1/error_pb.ts";
 import { isChainId } from "../common/config.ts";
 import { ApiError } from "../common/errors.ts";
+import { log } from "../common/logger.ts";
 import { isId, newId } from "../common/ids.ts";
 import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
 import type { Schedule } from "./schedule.ts";
@@ -45,6 +46,28 @@ function notFound(what = "event"): ApiError {
 
 function invalid(param: string, message: string): ApiError {
   return new ApiError("invalid_request", message, { param });
+}
+
+/** A schedule write before the effect: Redis down means nothing was done, the public 503. */
+async function beforeEffect(op: () => Promise<void>): Promise<void> {
+  try {
+    await op();
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw new ApiError("service_unavailable", "The delivery schedule is unavailable; nothing was changed. Try again shortly.");
+  }
+}
+
+/**
+ * A schedule write after the effect committed: the reservation made before it guarantees the event is claimed when
+ * the reservation expires, so a failure here delays the delivery but loses nothing, and the call still succeeds.
+ */
+async function afterEffect(op: () => Promise<void>): Promise<void> {
+  try {
+    await op();
+  } catch (err) {
+    log.warn("schedule update after commit failed; the reservation will bring the event back", { err });
+  }
 }
 
 function withIdempotency(out: IdempotentOutcome<EventResponse>): EventResponse {
@@ -101,11 +124,11 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
       const ids = chunk.map((r) => r.id!);
       // Reserved before the insert: if this process dies between the commit and the schedule update, the
       // reservation expires and the events are claimed anyway.
-      await d.schedule.reserve(ids, Date.now() + d.reserveMs);
+      await beforeEffect(() => d.schedule.reserve(ids, Date.now() + d.reserveMs));
       const out = await d.store.insertTransferEvents(chunk);
       const due = firstDueMs();
-      await d.schedule.moveToDue([...out.inserted].map((id) => ({ id, dueMs: due })));
-      await d.schedule.remove(ids.filter((id) => !out.inserted.has(id)));
+      await afterEffect(() => d.schedule.moveToDue([...out.inserted].map((id) => ({ id, dueMs: due }))));
+      await afterEffect(() => d.schedule.remove(ids.filter((id) => !out.inserted.has(id))));
       for (const [k, v] of out.idByKey) idByKey.set(k, v);
       created += out.inserted.size;
     }
@@ -151,7 +174,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
             const data = kind === PING_KIND
               ? { message: "This is a test event from the TRON webhook service." }
               : sampleTransferData(chainId!, now);
-            await d.schedule.reserve([id], Date.now() + d.reserveMs);
+            await beforeEffect(() => d.schedule.reserve([id], Date.now() + d.reserveMs));
             const row = await d.store.insertEvent(tx, {
               id,
               subscriptionId: req.subscriptionId,
@@ -170,7 +193,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
           },
         );
         if (scheduled && !out.replayedFrom) {
-          await d.schedule.moveToDue([{ id: scheduled, dueMs: firstDueMs() }]);
+          await afterEffect(() => d.schedule.moveToDue([{ id: scheduled!, dueMs: firstDueMs() }]));
           d.wake();
         }
         return withIdempotency(out);
@@ -225,14 +248,14 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
             }
             await activeTarget(req.subscriptionId);
             // A finished event is in no schedule set: reserving it cannot disturb a live claim.
-            await d.schedule.reserve([row.id], Date.now() + d.reserveMs);
+            await beforeEffect(() => d.schedule.reserve([row.id], Date.now() + d.reserveMs));
             const updated = await d.store.restartCycle(tx, row.id, new Date(firstDueMs()));
             scheduled = updated.id;
             return create(EventResponseSchema, { event: toEventView(updated) });
           },
         );
         if (scheduled && !out.replayedFrom) {
-          await d.schedule.moveToDue([{ id: scheduled, dueMs: firstDueMs() }]);
+          await afterEffect(() => d.schedule.moveToDue([{ id: scheduled!, dueMs: firstDueMs() }]));
           d.wake();
         }
         return withIdempotency(out);
@@ -241,7 +264,8 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
       async deleteSubscriptionEvents(req) {
         if (!isId("sub", req.subscriptionId)) return create(DeleteSubscriptionEventsResponseSchema, { deleted: 0n });
         const { deleted, pendingIds } = await d.store.deleteSubscriptionEvents(req.subscriptionId);
-        await d.schedule.remove(pendingIds);
+        // The events are gone from PostgreSQL: a schedule entry left behind is dropped when it is claimed.
+        await afterEffect(() => d.schedule.remove(pendingIds));
         return create(DeleteSubscriptionEventsResponseSchema, { deleted: BigInt(deleted) });
       },
     });

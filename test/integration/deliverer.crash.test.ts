@@ -50,14 +50,14 @@ describe("crash safety", () => {
     bed = await startDeliveryBed({ delivererDeps: { startWorker: false } });
     registryServed = await serveService(bed.registry, 0);
     sql = new SQL(bed.database.url, { max: 2 });
-  });
+  }, 60_000);
 
   afterAll(async () => {
     for (const c of children) c.kill("SIGKILL");
     await sql?.close();
     await registryServed?.stop();
     await bed?.stop();
-  });
+  }, 60_000);
 
   function spawnDeliverer() {
     const child = Bun.spawn([BUN, join(ROOT, "deliverer", "main.ts")], {
@@ -105,12 +105,12 @@ describe("Redis loses its data mid-run", () => {
   beforeAll(async () => {
     bed = await startDeliveryBed();
     sql = new SQL(bed.database.url, { max: 2 });
-  });
+  }, 60_000);
 
   afterAll(async () => {
     await sql?.close();
     await bed?.stop();
-  });
+  }, 60_000);
 
   test("FLUSHDB: the schedule is rebuilt from PostgreSQL and every event is delivered", async () => {
     const path = "/flush";
@@ -133,11 +133,11 @@ describe("graceful shutdown", () => {
 
   beforeAll(async () => {
     bed = await startDeliveryBed({ env: { DELIVERY_TIMEOUT_MS: "10000" } });
-  });
+  }, 60_000);
 
   afterAll(async () => {
     await bed?.stop();
-  });
+  }, 60_000);
 
   test("stopping hands claimed events back to the schedule, uncounted; another deliverer sends them", async () => {
     const path = "/shutdown";

@@ -13,12 +13,12 @@ let sql: SQL;
 beforeAll(async () => {
   bed = await startDeliveryBed();
   sql = new SQL(bed.database.url, { max: 2 });
-});
+}, 60_000);
 
 afterAll(async () => {
   await sql?.close();
   await bed?.stop();
-});
+}, 60_000);
 
 const kind = "wallet.transfer.broadcasted";
 

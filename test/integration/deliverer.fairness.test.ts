@@ -19,13 +19,13 @@ beforeAll(async () => {
   // The dead destination is a second listener, addressed as 127.0.0.1 (the healthy one is localhost).
   dead = await startReceiver({ cert: bed.pki.cert, key: bed.pki.key });
   sql = new SQL(bed.database.url, { max: 2 });
-});
+}, 60_000);
 
 afterAll(async () => {
   await sql?.close();
   await dead?.close();
   await bed?.stop();
-});
+}, 60_000);
 
 async function enqueue(subscriptionId: string, n: number, offset: number): Promise<void> {
   for (let i = 0; i < n; i += 500) {

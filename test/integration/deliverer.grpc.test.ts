@@ -25,13 +25,13 @@ beforeAll(async () => {
   const address = served.grpc!.address();
   if (address === null || typeof address === "string") throw new Error("gRPC server has no TCP address");
   client = new grpc.Client(`127.0.0.1:${address.port}`, grpc.credentials.createInsecure());
-});
+}, 60_000);
 
 afterAll(async () => {
   client?.close();
   await served?.stop();
   await bed?.stop();
-});
+}, 60_000);
 
 function call<I extends DescMessage, O extends DescMessage>(method: string, input: I, output: O, message: MessageInitShape<I>): Promise<MessageShape<O>> {
   return new Promise((resolve, reject) => {

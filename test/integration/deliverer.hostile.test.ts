@@ -18,12 +18,12 @@ beforeAll(async () => {
     delivererResolver: staticResolver({ "rebind.example": ["10.0.0.7"], "other-name.example": ["127.0.0.1"] }),
   });
   rogue = await startReceiver({ cert: bed.pki.untrustedCert, key: bed.pki.untrustedKey });
-});
+}, 60_000);
 
 afterAll(async () => {
   await rogue?.close();
   await bed?.stop();
-});
+}, 60_000);
 
 async function fire(path: string, url?: string) {
   const sub = await bed.subscribe(path, url ? { url } : {});

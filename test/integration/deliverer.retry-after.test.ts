@@ -8,11 +8,11 @@ let bed: DeliveryBed;
 
 beforeAll(async () => {
   bed = await startDeliveryBed({ env: { RETRY_SCHEDULE: `0,${STEP_MS}ms,${STEP_MS}ms` } });
-});
+}, 60_000);
 
 afterAll(async () => {
   await bed?.stop();
-});
+}, 60_000);
 
 async function gapsFor(path: string, status: number, retryAfter: string): Promise<number[]> {
   bed.receiver.setBehaviour(path, { kind: "status", status, headers: { "retry-after": retryAfter } });

@@ -11,12 +11,12 @@ let sql: SQL;
 beforeAll(async () => {
   bed = await startDeliveryBed({ delivererDeps: { targetTtlMs: 0, worker: { holdCheckMs: 200 } } });
   sql = new SQL(bed.database.url, { max: 2 });
-});
+}, 60_000);
 
 afterAll(async () => {
   await sql?.close();
   await bed?.stop();
-});
+}, 60_000);
 
 async function code(p: Promise<unknown>): Promise<string> {
   try {

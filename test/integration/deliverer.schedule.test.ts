@@ -13,12 +13,12 @@ beforeAll(async () => {
   lease = await allocateRedisDb();
   redis = new Redis(lease.url);
   schedule = new Schedule(redis, { prefix: "t:", shards: 4 });
-});
+}, 60_000);
 
 afterAll(async () => {
   redis?.disconnect();
   await lease?.release();
-});
+}, 60_000);
 
 const ids = (n: number, p = "e") => Array.from({ length: n }, (_, i) => `${p}${i}`);
 

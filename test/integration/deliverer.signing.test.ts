@@ -11,11 +11,11 @@ let bed: DeliveryBed;
 beforeAll(async () => {
   // No target caching: each delivery sees the secrets the registry holds right now.
   bed = await startDeliveryBed({ delivererDeps: { targetTtlMs: 0 } });
-});
+}, 60_000);
 
 afterAll(async () => {
   await bed?.stop();
-});
+}, 60_000);
 
 function verifiesWith(secret: string, d: ReceivedDelivery): { standard: boolean; svix: boolean } {
   const attempt = (fn: () => unknown) => {

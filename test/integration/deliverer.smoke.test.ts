@@ -4,10 +4,10 @@ import { startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
 let bed: DeliveryBed;
 beforeAll(async () => {
   bed = await startDeliveryBed();
-});
+}, 60_000);
 afterAll(async () => {
   await bed?.stop();
-});
+}, 60_000);
 
 test("a test event reaches the receiver signed", async () => {
   const { keyId, subscriptionId } = await bed.subscribe("/smoke");

@@ -11,11 +11,11 @@ let base: string;
 beforeAll(async () => {
   env = await startEventsStack();
   base = env.stack.baseUrl;
-});
+}, 60_000);
 
 afterAll(async () => {
   await env?.stop();
-});
+}, 60_000);
 
 async function setup(path: string, status?: string) {
   const { key } = await env.stack.createKey();

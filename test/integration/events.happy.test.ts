@@ -16,11 +16,11 @@ let base: string;
 beforeAll(async () => {
   env = await startEventsStack();
   base = env.stack.baseUrl;
-});
+}, 60_000);
 
 afterAll(async () => {
   await env?.stop();
-});
+}, 60_000);
 
 async function setup(path: string, chains?: string[]) {
   const { key } = await env.stack.createKey(chains ? { chains } : {});
