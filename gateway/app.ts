@@ -2,7 +2,7 @@
 // authentication → rate limit → body (size, media type, JSON) → schema → route → RPC. Each route file is one
 // Elysia plugin; this file wires them and the cross-cutting hooks.
 import type { Transport } from "@connectrpc/connect";
-import { Elysia, ValidationError } from "elysia";
+import { Elysia, t, ValidationError, type AnyElysia } from "elysia";
 import type { Config } from "../common/config.ts";
 import { ApiError } from "../common/errors.ts";
 import { operationalResponse, type ReadinessChecks } from "../common/http-service.ts";
@@ -40,6 +40,11 @@ export interface GatewayOptions {
   /** How long a resolved API key is trusted before asking the registry again (default 3 s). */
   authCacheMs?: number;
 }
+
+const ReadinessSchema = t.Object({
+  status: t.Union([t.Literal("ready"), t.Literal("not_ready")]),
+  checks: t.Record(t.String(), t.Boolean(), { description: "Each dependency and whether it answered." }),
+});
 
 function httpReadiness(baseUrl: string): () => Promise<boolean> {
   return async () => {
@@ -102,6 +107,12 @@ export function createGatewayApp(opts: GatewayOptions) {
       registry: httpReadiness(config.registryUrl),
       ...(opts.deliverer ? { deliverer: httpReadiness(config.delivererUrl) } : {}),
     }),
+  };
+
+  const operational = async (request: Request): Promise<Response> => {
+    const res = await operationalResponse(request, checks);
+    if (!res) throw notFound();
+    return res;
   };
 
   // normalize: false — request objects are validated as sent (unknown fields pass through schemas built with
@@ -183,14 +194,17 @@ export function createGatewayApp(opts: GatewayOptions) {
     .onAfterResponse(({ request, route, set }) => {
       record(request, route || "unmatched", typeof set.status === "number" ? set.status : 200);
     })
-    .use(docsPlugin())
-    .get("/healthz", ({ request }) => operationalResponse(request, checks), {
+    .use(docsPlugin(() => whole))
+    .get("/healthz", ({ request }) => operational(request), {
+      response: { 200: t.Object({ status: t.Literal("ok") }) },
       detail: { summary: "Liveness", tags: ["operations"], security: [] },
     })
-    .get("/readyz", ({ request }) => operationalResponse(request, checks), {
+    .get("/readyz", ({ request }) => operational(request), {
+      response: { 200: ReadinessSchema, 503: ReadinessSchema },
       detail: { summary: "Readiness: Redis and the services it calls (with their PostgreSQL)", tags: ["operations"], security: [] },
     })
-    .get("/metrics", ({ request }) => operationalResponse(request, checks), {
+    .get("/metrics", ({ request }) => operational(request), {
+      response: { 200: t.String({ description: "Prometheus text exposition format." }) },
       detail: { summary: "Prometheus metrics", tags: ["operations"], security: [] },
     })
     // Resources, one plugin per route file.
@@ -201,6 +215,8 @@ export function createGatewayApp(opts: GatewayOptions) {
       if (ownsRedis) redis.disconnect();
     });
 
+  // The docs and the 405 answers read the routes of the finished app.
+  const whole: AnyElysia = app;
   const allowedMethods = createMethodIndex(() => app.routes);
   return app;
 }
