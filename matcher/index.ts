@@ -136,7 +136,9 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
     },
     async close() {
       stop.abort();
-      await Promise.allSettled(running);
+      // A request to an unreachable node may still be retrying: give the streams a moment, then close anyway (closing
+      // the pool ends the lease connections, which frees the locks).
+      await Promise.race([Promise.allSettled(running), Bun.sleep(3_000)]);
       redis.disconnect();
       await db.$client.close();
     },
