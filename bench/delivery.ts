@@ -29,6 +29,8 @@ import { allocateRedisDb } from "../test/support/redis.ts";
 const ROOT = join(import.meta.dir, "..");
 const CLAIM_PENDING = Number(process.env.BENCH_CLAIM_PENDING ?? 1_000_000);
 const CLAIM_TAKE = Number(process.env.BENCH_CLAIM_TAKE ?? 300_000);
+// Requests in flight to the one destination, the same for both: BullMQ's worker concurrency, and the deliverer's
+// per-host limit (its production default of 32 per host is meant for many destinations; here there is one).
 const CONCURRENCY = 128;
 
 function rate(n: number, ms: number): string {
