@@ -12,6 +12,7 @@ import { lookup } from "../common/watch-index.ts";
 import { acquireChainLease, type ChainLease } from "./lease.ts";
 import type { WatchLookup } from "./match.ts";
 import * as m from "./metrics.ts";
+import { workerRangeSource, type RangeSource } from "./fetch.ts";
 import { ChainStream, type Progress } from "./stream.ts";
 import { LeaseLostError, openMatcherDatabase, type MatcherDb } from "./store.ts";
 import { TronClient } from "./tron-client.ts";
@@ -22,7 +23,7 @@ export interface MatcherDeps {
   /** Overrides of config.tronNodeUrls (tests and the demo point chains at tools/tron-sim). */
   nodeUrls?: Partial<Record<ChainId, string>>;
   /** Stream tuning (tests, benchmark). */
-  stream?: { batchSize?: number; concurrency?: number; blockIntervalMs?: number; leaseRetryMs?: number };
+  stream?: { batchSize?: number; concurrency?: number; blockIntervalMs?: number; leaseRetryMs?: number; workers?: boolean };
 }
 
 export interface MatcherHandle extends ServiceHandle {
@@ -58,17 +59,23 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
     }
   };
 
+  const sources = new Set<RangeSource>();
   const runChain = async (chainId: ChainId) => {
     const chainLog = log.child({ chain: chainId });
-    const client = new TronClient({
+    const observe = (endpoint: string, ok: boolean, seconds: number) => {
+      m.nodeUp.set({ chain: chainId }, ok ? 1 : 0);
+      m.nodeRequests.inc({ chain: chainId, endpoint, outcome: ok ? "ok" : "error" });
+      m.nodeLatency.observe({ chain: chainId, endpoint }, seconds);
+    };
+    const clientOptions = {
       baseUrl: deps.nodeUrls?.[chainId] ?? config.tronNodeUrls[chainId],
       ...(config.trongridApiKey ? { apiKey: config.trongridApiKey } : {}),
-      observe: (endpoint, ok, seconds) => {
-        m.nodeUp.set({ chain: chainId }, ok ? 1 : 0);
-        m.nodeRequests.inc({ chain: chainId, endpoint, outcome: ok ? "ok" : "error" });
-        m.nodeLatency.observe({ chain: chainId, endpoint }, seconds);
-      },
-    });
+    };
+    const client = new TronClient({ ...clientOptions, observe });
+    const { workers, ...streamTuning } = deps.stream ?? {};
+    // Catch-up batches are fetched and decoded on a worker thread, in parallel with matching and delivery.
+    const ranges: RangeSource | undefined = workers === false ? undefined : workerRangeSource(clientOptions, streamTuning.concurrency ?? 8);
+    if (ranges) sources.add(ranges);
     while (!stop.signal.aborted) {
       m.leaseHeld.set({ chain: chainId }, 0);
       const lease: ChainLease | null = await acquireChainLease(db.$client, chainId, {
@@ -87,7 +94,9 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
         enqueue,
         log: chainLog,
         ...(config.matcherPollMs !== undefined ? { pollMs: config.matcherPollMs } : {}),
-        ...deps.stream,
+        ...streamTuning,
+        ...(ranges ? { ranges } : {}),
+        observe: ([endpoint, ok, seconds]) => observe(endpoint, ok, seconds),
         onCheckpoint: (p) => onCheckpoint(chainId, p),
       });
       try {
@@ -101,6 +110,8 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
         m.leaseHeld.set({ chain: chainId }, 0);
       }
     }
+    ranges?.close();
+    if (ranges) sources.delete(ranges);
   };
 
   const running = config.matcherChains.map((chainId) => runChain(chainId));
@@ -139,6 +150,7 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
       // A request to an unreachable node may still be retrying: give the streams a moment, then close anyway (closing
       // the pool ends the lease connections, which frees the locks).
       await Promise.race([Promise.allSettled(running), Bun.sleep(3_000)]);
+      for (const s of sources) s.close();
       redis.disconnect();
       await db.$client.close();
     },

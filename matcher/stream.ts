@@ -7,7 +7,7 @@
 import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { ChainId } from "../common/config.ts";
 import type { Logger } from "../common/logger.ts";
-import { blockNeedsTransactionInfo, decodeBlock } from "./decode.ts";
+import { decoded, infosFor, inThreadRangeSource, mapLimit, type DecodedBlock, type Observation, type RangeSource } from "./fetch.ts";
 import type { ChainLease } from "./lease.ts";
 import { matchBlock, type WatchLookup } from "./match.ts";
 import * as m from "./metrics.ts";
@@ -22,7 +22,6 @@ import {
   type MatcherDb,
 } from "./store.ts";
 import { MAX_BLOCKS_PER_RANGE, type TronClient } from "./tron-client.ts";
-import type { TronBlock, TronTransactionInfo } from "./tron-types.ts";
 
 export interface StreamOptions {
   chainId: ChainId;
@@ -40,6 +39,10 @@ export interface StreamOptions {
   batchSize?: number;
   /** Parallel requests / lookups within a batch. */
   concurrency?: number;
+  /** Where catch-up ranges come from (default: fetched and decoded on this thread). */
+  ranges?: RangeSource;
+  /** Node request outcomes reported by `ranges` (a worker cannot update this thread's metrics itself). */
+  observe?: (o: Observation) => void;
   /** Called after each checkpoint. */
   onCheckpoint?: (ref: Progress) => void;
 }
@@ -48,34 +51,12 @@ export interface Progress extends BlockRef {
   timestampMs: number;
 }
 
-interface Fetched {
-  block: TronBlock;
-  /** null when the block needs none. */
-  infos: TronTransactionInfo[] | null;
-}
-
 /** After the expected block time, how long a block usually takes to reach a node. */
 const FIRST_POLL_DELAY_MS = 150;
 /** The contract's politeness bound: at most one head poll per 500 ms while waiting. */
 const MIN_POLL_INTERVAL_MS = 500;
-const INFO_RETRY_MS = 250;
-const INFO_ATTEMPTS = 12;
-
-function blockRef(b: TronBlock): Progress {
-  return { number: b.block_header.raw_data.number, blockId: b.blockID, timestampMs: b.block_header.raw_data.timestamp };
-}
-
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!, i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
+function blockRef(b: DecodedBlock): Progress {
+  return { number: b.number, blockId: b.blockId, timestampMs: b.timestampMs };
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -95,14 +76,16 @@ export class ChainStream {
   private last: Progress | null = null;
   private headNumber = 0;
   private lastPollAt = 0;
-  private prefetch: { start: number; promise: Promise<Fetched[]> } | null = null;
+  private prefetch: { start: number; promise: Promise<DecodedBlock[]> } | null = null;
   private readonly chain: string;
   private readonly batchSize: number;
   private readonly concurrency: number;
   private readonly blockIntervalMs: number;
+  private readonly ranges: RangeSource;
 
   constructor(private readonly opts: StreamOptions) {
     this.chain = opts.chainId;
+    this.ranges = opts.ranges ?? inThreadRangeSource(opts.client, opts.concurrency ?? 8);
     this.batchSize = Math.min(MAX_BLOCKS_PER_RANGE, opts.batchSize ?? 50);
     this.concurrency = opts.concurrency ?? 8;
     this.blockIntervalMs = opts.blockIntervalMs ?? 3_000;
@@ -128,7 +111,7 @@ export class ChainStream {
             const head = await client.getNowBlock();
             this.headNumber = head.block_header.raw_data.number;
             log.info("no checkpoint: starting at the node's head", { block: this.headNumber });
-            await this.process(lease, [await this.withInfos(head)], signal);
+            await this.process(lease, [await this.tipBlock(head)], signal);
           }
         } else {
           await this.step(lease, signal);
@@ -173,7 +156,7 @@ export class ChainStream {
       return;
     }
     if (this.headNumber === next) {
-      await this.process(lease, [await this.withInfos(head)], signal);
+      await this.process(lease, [await this.tipBlock(head)], signal);
     }
     // Further behind: the next step catches up in batches.
   }
@@ -205,7 +188,7 @@ export class ChainStream {
     this.prefetch = { start, promise };
   }
 
-  private async fetchBatch(start: number): Promise<Fetched[]> {
+  private async fetchBatch(start: number): Promise<DecodedBlock[]> {
     const pre = this.prefetch;
     this.prefetch = null;
     if (pre && pre.start === start) {
@@ -218,7 +201,7 @@ export class ChainStream {
     return this.fetchRange(start);
   }
 
-  private async fetchRange(start: number): Promise<Fetched[]> {
+  private async fetchRange(start: number): Promise<DecodedBlock[]> {
     const started = performance.now();
     try {
       return await this.fetchRangeUntimed(start);
@@ -227,59 +210,44 @@ export class ChainStream {
     }
   }
 
-  private async fetchRangeUntimed(start: number): Promise<Fetched[]> {
+  private async fetchRangeUntimed(start: number): Promise<DecodedBlock[]> {
     const end = Math.min(start + this.batchSize, this.headNumber + 1);
-    const blocks = await this.opts.client.getBlockRange(start, end);
-    const fetched = await mapLimit(blocks, this.concurrency, (b) => this.withInfos(b).catch(() => null));
-    // Keep the leading blocks whose infos are complete; the rest is fetched again later.
-    const out: Fetched[] = [];
-    for (const f of fetched) {
-      if (!f) break;
-      out.push(f);
-    }
-    return out;
+    const { blocks, observations } = await this.ranges.fetch(start, end);
+    if (this.opts.observe) for (const o of observations) this.opts.observe(o);
+    return blocks;
   }
 
-  /** The block with its transaction infos (when it needs them), waiting a little for a node still writing them. */
-  private async withInfos(block: TronBlock): Promise<Fetched> {
-    if (!blockNeedsTransactionInfo(block)) return { block, infos: null };
-    const num = block.block_header.raw_data.number;
-    const count = block.transactions?.length ?? 0;
-    for (let attempt = 0; attempt < INFO_ATTEMPTS; attempt++) {
-      const infos = await this.opts.client.getTransactionInfoByBlockNum(num, count);
-      if (infos) return { block, infos };
-      await Bun.sleep(INFO_RETRY_MS);
-    }
-    throw new Error(`transaction infos of block ${num} are not complete yet`);
+  /** A block read at the tip, decoded here (one every few seconds). */
+  private async tipBlock(block: Parameters<typeof decoded>[0]): Promise<DecodedBlock> {
+    const t = performance.now();
+    const infos = await infosFor(this.opts.client, block);
+    const d = decoded(block, infos);
+    m.stageSeconds.inc({ chain: this.chain, stage: "decode" }, (performance.now() - t) / 1000);
+    return d;
   }
 
-  private async process(lease: ChainLease, batch: Fetched[], signal: AbortSignal): Promise<void> {
+  private async process(lease: ChainLease, batch: DecodedBlock[], signal: AbortSignal): Promise<void> {
     // Keep the run of blocks that extends our chain; a parent mismatch at the start is a fork.
-    const accepted: Fetched[] = [];
+    const accepted: DecodedBlock[] = [];
     let prev: BlockRef | null = this.last;
-    for (const f of batch) {
-      if (prev && f.block.block_header.raw_data.parentHash !== prev.blockId) break;
-      if (prev && f.block.block_header.raw_data.number !== prev.number + 1) break;
-      accepted.push(f);
-      prev = blockRef(f.block);
+    for (const b of batch) {
+      if (prev && (b.parentHash !== prev.blockId || b.number !== prev.number + 1)) break;
+      accepted.push(b);
+      prev = blockRef(b);
     }
     if (accepted.length === 0) {
-      await this.rollback(lease, batch[0]!.block);
+      await this.rollback(lease, batch[0]!);
       return;
     }
     let transfers = 0;
     let events = 0;
     const stage = (name: string, since: number) => m.stageSeconds.inc({ chain: this.chain, stage: name }, (performance.now() - since) / 1000);
-    await mapLimit(accepted, this.concurrency, async ({ block, infos }) => {
-      const ref = blockRef(block);
+    await mapLimit(accepted, this.concurrency, async (block) => {
+      transfers += block.transfers.length;
       let t = performance.now();
-      const decoded = decodeBlock(block, infos);
-      stage("decode", t);
-      transfers += decoded.length;
-      t = performance.now();
       const made = await matchBlock(
-        { chainId: this.opts.chainId, number: ref.number, blockId: ref.blockId, timestampMs: ref.timestampMs },
-        decoded,
+        { chainId: this.opts.chainId, number: block.number, blockId: block.blockId, timestampMs: block.timestampMs },
+        block.transfers,
         this.opts.lookup,
       );
       stage("lookup", t);
@@ -291,7 +259,7 @@ export class ChainStream {
       }
     });
     if (signal.aborted) return;
-    const refs = accepted.map((f) => blockRef(f.block));
+    const refs = accepted.map(blockRef);
     const t = performance.now();
     await advanceCheckpoint(lease, refs);
     stage("checkpoint", t);
@@ -314,11 +282,11 @@ export class ChainStream {
     const history = await recentBlocks(this.opts.db, this.chain, headNumber);
     const ours = history.find((h) => h.number === headNumber);
     const theirs = await this.opts.client.getBlockHeader(headNumber);
-    if (ours && theirs && theirs.blockID !== ours.blockId) await this.rollback(lease, theirs);
+    if (ours && theirs && theirs.blockID !== ours.blockId) await this.rollback(lease, decoded(theirs, null));
   }
 
   /** Walks back through the remembered block ids to the newest one the node still has, and resumes after it. */
-  private async rollback(lease: ChainLease, conflicting: TronBlock): Promise<void> {
+  private async rollback(lease: ChainLease, conflicting: DecodedBlock): Promise<void> {
     const last = this.last!;
     const { client, db, log } = this.opts;
     const history = await recentBlocks(db, this.chain, last.number - BLOCK_HISTORY);
@@ -343,8 +311,8 @@ export class ChainStream {
     log.warn("fork: rolled back to the common ancestor", {
       ancestor: ancestor.number,
       depth: last.number - ancestor.number,
-      conflictingBlock: conflicting.block_header.raw_data.number,
-      conflictingParent: conflicting.block_header.raw_data.parentHash,
+      conflictingBlock: conflicting.number,
+      conflictingParent: conflicting.parentHash,
     });
     this.last = { ...ancestor, timestampMs: 0 };
     this.prefetch = null;
