@@ -295,9 +295,10 @@ function isLocalhostName(name: string): boolean {
 export async function resolvePinned(policy: SsrfPolicy, hostname: string): Promise<ResolvedHost> {
   const host = stripBrackets(hostname);
   let addresses: string[];
-  if (ipaddr.isValid(host)) {
+  const literal = literalAddress(host);
+  if (literal !== null) {
     // Any literal form (also "127.1" or "0x7f.1", which inet_aton would accept) is the address it denotes, never a name.
-    addresses = [ipaddr.parse(host).toString()];
+    addresses = [literal];
   } else {
     const name = normalizeHostname(host);
     if (isLocalhostName(name)) {
@@ -331,12 +332,42 @@ export async function resolvePinned(policy: SsrfPolicy, hostname: string): Promi
     }
   }
 
+  return { addresses, ...connectTarget(addresses) };
+}
+
+// The deliverer resolves on every attempt; parsing the same host names and addresses again each time is wasted work,
+// so both steps below are remembered (bounded). Neither depends on anything but its input.
+const LITERALS = new Map<string, string | null>();
+const TARGETS = new Map<string, { address: string; family: 4 | 6 }>();
+const MEMO_SIZE = 10_000;
+
+function remember<V>(map: Map<string, V>, key: string, value: V): V {
+  if (map.size >= MEMO_SIZE) map.clear();
+  map.set(key, value);
+  return value;
+}
+
+/** The address a host literal denotes, or null for a name. */
+function literalAddress(host: string): string | null {
+  const known = LITERALS.get(host);
+  if (known !== undefined) return known;
+  return remember(LITERALS, host, ipaddr.isValid(host) ? ipaddr.parse(host).toString() : null);
+}
+
+/** An IPv4 when there is one (an IPv4-mapped IPv6 given as its IPv4), else the first address. */
+function connectTarget(addresses: string[]): { address: string; family: 4 | 6 } {
+  const key = addresses.join(",");
+  const known = TARGETS.get(key);
+  if (known) return known;
   const parsed = addresses.map((a) => ipaddr.parse(a));
   const v4 = parsed.find((a) => a.kind() === "ipv4");
   const mapped = parsed.find((a): a is ipaddr.IPv6 => a.kind() === "ipv6" && (a as ipaddr.IPv6).isIPv4MappedAddress());
-  if (v4) return { addresses, address: v4.toString(), family: 4 };
-  if (mapped) return { addresses, address: mapped.toIPv4Address().toString(), family: 4 };
-  return { addresses, address: parsed[0]!.toString(), family: 6 };
+  const target: { address: string; family: 4 | 6 } = v4
+    ? { address: v4.toString(), family: 4 }
+    : mapped
+      ? { address: mapped.toIPv4Address().toString(), family: 4 }
+      : { address: parsed[0]!.toString(), family: 6 };
+  return remember(TARGETS, key, target);
 }
 
 function invalidUrl(reason: string): ApiError {
