@@ -99,6 +99,29 @@ describe("create with Idempotency-Key", () => {
     expect(after.json<SubscriptionJson>().id).toBe(ok[0]!.json<SubscriptionJson>().id);
   });
 
+  test("while the first request holds the key → 409 idempotency_in_flight; once it is done, the key works", async () => {
+    // Hold the lock the registry takes for (key, method + path, Idempotency-Key), as a request still running would.
+    const k = newKey();
+    const sql = stack.registry.store.db.$client;
+    const holder = await sql.reserve();
+    try {
+      await holder`BEGIN`;
+      const [row] = await holder`SELECT pg_try_advisory_xact_lock(hashtextextended(${`${keyId}
+POST /v1/subscriptions
+${k}`}, 0)) AS ok`;
+      expect((row as { ok: boolean }).ok).toBe(true);
+      const before = await countRows();
+      expectError(await api.post("/v1/subscriptions", body("held"), { headers: { "idempotency-key": k } }), 409, "idempotency_in_flight", null);
+      expect(await countRows()).toBe(before);
+      await holder`COMMIT`;
+    } finally {
+      holder.release();
+    }
+    const res = await api.post("/v1/subscriptions", body("held"), { headers: { "idempotency-key": k } });
+    expectStatus(res, 201);
+    expect(res.headers.get("idempotent-replayed")).toBeNull();
+  });
+
   test("scope is the API key: another key with the same Idempotency-Key creates its own", async () => {
     const k = newKey();
     const other = apiClient(stack.baseUrl, (await stack.createKey()).key);
