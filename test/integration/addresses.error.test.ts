@@ -294,6 +294,26 @@ describe("not found", () => {
   });
 });
 
+describe("HTTP conventions on the address routes", () => {
+  test("another method is 405 with Allow; a body without JSON content type is 415; over 1 MiB is 413", async () => {
+    const id = await newSubscription();
+    const post = await fetch(stack.baseUrl + path(id), { method: "POST", headers: { authorization: `Bearer ${key.key}` } });
+    expect(post.status).toBe(405);
+    expect(post.headers.get("allow")).toContain("PATCH");
+    await post.arrayBuffer();
+    const text = await fetch(stack.baseUrl + path(id), {
+      method: "PATCH",
+      headers: { authorization: `Bearer ${key.key}`, "content-type": "text/plain" },
+      body: JSON.stringify({ add: [mainnet(VALID[0]!)] }),
+    });
+    expect(text.status).toBe(415);
+    await text.arrayBuffer();
+    const huge = await call("PUT", path(id), { raw: JSON.stringify(Array.from({ length: 16_000 }, () => mainnet(VALID[0]!))) });
+    expectError(huge, 413, "payload_too_large");
+    expect((await stored(id)).list).toEqual([]);
+  });
+});
+
 describe("pagination errors", () => {
   test("altered tokens, tokens of another subscription, list or key are invalid_pagination_token", async () => {
     const a = await newSubscription();
