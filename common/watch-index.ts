@@ -135,11 +135,10 @@ for _, g in ipairs(gs) do
   while i < #ARGV do
     local bk, f = gb..'b:'..ARGV[i], ARGV[i+1]
     i = i + 2
-    local v = redis.call('HGET', bk, f)
-    if not v then
-      redis.call('HSET', bk, f, h)
-    elseif not string.find(','..v..',', ','..h..',', 1, true) then
-      redis.call('HSET', bk, f, v..','..h)
+    -- Most additions are new addresses: one call sets them; only a shared address is read and appended to.
+    if redis.call('HSETNX', bk, f, h) == 0 then
+      local v = redis.call('HGET', bk, f)
+      if not string.find(','..v..',', ','..h..',', 1, true) then redis.call('HSET', bk, f, v..','..h) end
     end
   end
 end
