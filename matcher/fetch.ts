@@ -1,9 +1,8 @@
 // Reading blocks for the stream: a block with its transaction infos (waiting a little for a node still writing
-// them), decoded into transfers. Catch-up ranges run in a worker thread (fetch-worker.ts) so JSON parsing and
-// decoding of the next batch overlap with matching and delivery of the current one on another core; the tip (one
-// block every 3 s) is read on the stream's own thread.
+// them), decoded into transfers. (Decoding catch-up ranges on a worker thread was measured on this 2-core machine
+// and lost: structured-cloning the transfers back cost more than parsing and decoding in place.)
 import { blockNeedsTransactionInfo, decodeBlock, type DecodedTransfer } from "./decode.ts";
-import { TronClient, type TronClientOptions } from "./tron-client.ts";
+import type { TronClient } from "./tron-client.ts";
 import type { TronBlock, TronTransactionInfo } from "./tron-types.ts";
 
 export interface DecodedBlock {
@@ -13,8 +12,6 @@ export interface DecodedBlock {
   timestampMs: number;
   transfers: DecodedTransfer[];
 }
-
-export type Observation = [endpoint: string, ok: boolean, seconds: number];
 
 const INFO_RETRY_MS = 250;
 const INFO_ATTEMPTS = 12;
@@ -66,55 +63,4 @@ export async function fetchDecodedRange(client: TronClient, start: number, end: 
     out.push(f);
   }
   return out;
-}
-
-export interface RangeSource {
-  fetch(start: number, end: number): Promise<{ blocks: DecodedBlock[]; observations: Observation[] }>;
-  close(): void;
-}
-
-/** Messages between the stream and fetch-worker.ts. */
-export type WorkerRequest = { id: number; start: number; end: number; client: Omit<TronClientOptions, "observe" | "fetch">; concurrency: number };
-export type WorkerReply = { id: number; blocks?: DecodedBlock[]; observations: Observation[]; error?: string };
-
-/** Ranges fetched and decoded in a worker thread. */
-export function workerRangeSource(client: Omit<TronClientOptions, "observe" | "fetch">, concurrency: number): RangeSource {
-  const worker = new Worker(new URL("./fetch-worker.ts", import.meta.url).href);
-  let seq = 0;
-  const pending = new Map<number, { resolve: (r: { blocks: DecodedBlock[]; observations: Observation[] }) => void; reject: (e: Error) => void }>();
-  worker.onmessage = (ev: MessageEvent<WorkerReply>) => {
-    const p = pending.get(ev.data.id);
-    if (!p) return;
-    pending.delete(ev.data.id);
-    if (ev.data.error !== undefined) p.reject(new Error(ev.data.error));
-    else p.resolve({ blocks: ev.data.blocks ?? [], observations: ev.data.observations });
-  };
-  worker.onerror = (ev) => {
-    for (const p of pending.values()) p.reject(new Error(`block fetch worker failed: ${ev.message}`));
-    pending.clear();
-  };
-  return {
-    fetch(start, end) {
-      const id = ++seq;
-      return new Promise((resolve, reject) => {
-        pending.set(id, { resolve, reject });
-        worker.postMessage({ id, start, end, client, concurrency } satisfies WorkerRequest);
-      });
-    },
-    close() {
-      for (const p of pending.values()) p.reject(new Error("block fetch worker closed"));
-      pending.clear();
-      worker.terminate();
-    },
-  };
-}
-
-/** Ranges fetched and decoded on the calling thread (tests, or where workers are unwanted). */
-export function inThreadRangeSource(client: TronClient, concurrency: number): RangeSource {
-  return {
-    async fetch(start, end) {
-      return { blocks: await fetchDecodedRange(client, start, end, concurrency), observations: [] };
-    },
-    close() {},
-  };
 }

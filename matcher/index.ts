@@ -12,7 +12,6 @@ import { lookup } from "../common/watch-index.ts";
 import { acquireChainLease, type ChainLease } from "./lease.ts";
 import type { WatchLookup } from "./match.ts";
 import * as m from "./metrics.ts";
-import { workerRangeSource, type RangeSource } from "./fetch.ts";
 import { ChainStream, type Progress } from "./stream.ts";
 import { LeaseLostError, openMatcherDatabase, type MatcherDb } from "./store.ts";
 import { TronClient } from "./tron-client.ts";
@@ -23,7 +22,7 @@ export interface MatcherDeps {
   /** Overrides of config.tronNodeUrls (tests and the demo point chains at tools/tron-sim). */
   nodeUrls?: Partial<Record<ChainId, string>>;
   /** Stream tuning (tests, benchmark). */
-  stream?: { batchSize?: number; concurrency?: number; blockIntervalMs?: number; leaseRetryMs?: number; workers?: boolean };
+  stream?: { batchSize?: number; concurrency?: number; blockIntervalMs?: number; leaseRetryMs?: number };
 }
 
 export interface MatcherHandle extends ServiceHandle {
@@ -59,7 +58,6 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
     }
   };
 
-  const sources = new Set<RangeSource>();
   const runChain = async (chainId: ChainId) => {
     const chainLog = log.child({ chain: chainId });
     const observe = (endpoint: string, ok: boolean, seconds: number) => {
@@ -72,10 +70,8 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
       ...(config.trongridApiKey ? { apiKey: config.trongridApiKey } : {}),
     };
     const client = new TronClient({ ...clientOptions, observe });
-    const { workers, ...streamTuning } = deps.stream ?? {};
-    // Catch-up batches are fetched and decoded on a worker thread, in parallel with matching and delivery.
-    const ranges: RangeSource | undefined = workers === false ? undefined : workerRangeSource(clientOptions, streamTuning.concurrency ?? 8);
-    if (ranges) sources.add(ranges);
+
+    const streamTuning = deps.stream ?? {};
     while (!stop.signal.aborted) {
       m.leaseHeld.set({ chain: chainId }, 0);
       const lease: ChainLease | null = await acquireChainLease(db.$client, chainId, {
@@ -95,8 +91,6 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
         log: chainLog,
         ...(config.matcherPollMs !== undefined ? { pollMs: config.matcherPollMs } : {}),
         ...streamTuning,
-        ...(ranges ? { ranges } : {}),
-        observe: ([endpoint, ok, seconds]) => observe(endpoint, ok, seconds),
         onCheckpoint: (p) => onCheckpoint(chainId, p),
       });
       try {
@@ -110,8 +104,6 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
         m.leaseHeld.set({ chain: chainId }, 0);
       }
     }
-    ranges?.close();
-    if (ranges) sources.delete(ranges);
   };
 
   const running = config.matcherChains.map((chainId) => runChain(chainId));
@@ -150,7 +142,6 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
       // A request to an unreachable node may still be retrying: give the streams a moment, then close anyway (closing
       // the pool ends the lease connections, which frees the locks).
       await Promise.race([Promise.allSettled(running), Bun.sleep(3_000)]);
-      for (const s of sources) s.close();
       redis.disconnect();
       await db.$client.close();
     },

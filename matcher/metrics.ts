@@ -99,7 +99,7 @@ export const streamErrors = new Counter({
 
 export const stageSeconds = new Counter({
   name: "matcher_stage_seconds_total",
-  help: "Wall time spent per stage (fetch: blocks and transaction infos; decode; lookup; enqueue; checkpoint).",
+  help: "Wall time per stage: fetch (catch-up ranges with their transaction infos, decoded), decode (tip blocks), lookup, enqueue, checkpoint.",
   labelNames: ["chain", "stage"],
   registers,
 });

@@ -7,7 +7,7 @@
 import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { ChainId } from "../common/config.ts";
 import type { Logger } from "../common/logger.ts";
-import { decoded, infosFor, inThreadRangeSource, mapLimit, type DecodedBlock, type Observation, type RangeSource } from "./fetch.ts";
+import { decoded, fetchDecodedRange, infosFor, mapLimit, type DecodedBlock } from "./fetch.ts";
 import type { ChainLease } from "./lease.ts";
 import { matchBlock, type WatchLookup } from "./match.ts";
 import * as m from "./metrics.ts";
@@ -39,10 +39,6 @@ export interface StreamOptions {
   batchSize?: number;
   /** Parallel requests / lookups within a batch. */
   concurrency?: number;
-  /** Where catch-up ranges come from (default: fetched and decoded on this thread). */
-  ranges?: RangeSource;
-  /** Node request outcomes reported by `ranges` (a worker cannot update this thread's metrics itself). */
-  observe?: (o: Observation) => void;
   /** Called after each checkpoint. */
   onCheckpoint?: (ref: Progress) => void;
 }
@@ -81,11 +77,9 @@ export class ChainStream {
   private readonly batchSize: number;
   private readonly concurrency: number;
   private readonly blockIntervalMs: number;
-  private readonly ranges: RangeSource;
 
   constructor(private readonly opts: StreamOptions) {
     this.chain = opts.chainId;
-    this.ranges = opts.ranges ?? inThreadRangeSource(opts.client, opts.concurrency ?? 8);
     this.batchSize = Math.min(MAX_BLOCKS_PER_RANGE, opts.batchSize ?? 50);
     this.concurrency = opts.concurrency ?? 8;
     this.blockIntervalMs = opts.blockIntervalMs ?? 3_000;
@@ -212,9 +206,7 @@ export class ChainStream {
 
   private async fetchRangeUntimed(start: number): Promise<DecodedBlock[]> {
     const end = Math.min(start + this.batchSize, this.headNumber + 1);
-    const { blocks, observations } = await this.ranges.fetch(start, end);
-    if (this.opts.observe) for (const o of observations) this.opts.observe(o);
-    return blocks;
+    return fetchDecodedRange(this.opts.client, start, end, this.concurrency);
   }
 
   /** A block read at the tip, decoded here (one every few seconds). */
