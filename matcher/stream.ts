@@ -81,7 +81,7 @@ export class ChainStream {
   constructor(private readonly opts: StreamOptions) {
     this.chain = opts.chainId;
     this.batchSize = Math.min(MAX_BLOCKS_PER_RANGE, opts.batchSize ?? 50);
-    this.concurrency = opts.concurrency ?? 8;
+    this.concurrency = opts.concurrency ?? 16;
     this.blockIntervalMs = opts.blockIntervalMs ?? 3_000;
   }
 
