@@ -242,10 +242,13 @@ export default async function benchMatcher(): Promise<void> {
     // --- 1. catch-up
     const transfers0 = await counterValue(metrics.transfersDecoded);
     const events0 = await counterValue(metrics.eventsEnqueued);
+    const cpu0 = process.cpuUsage();
     const started = performance.now();
     let matcher: MatcherHandle = await createMatcher(config, { deliverer: delivererTransport, nodeUrls: { [CHAIN]: sim.url }, stream: STREAM });
     await matcher.waitForBlock(CHAIN, headBlock, 600_000);
     const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    const cpuSeconds = (cpu.user + cpu.system) / 1e6;
     const transfers = (await counterValue(metrics.transfersDecoded)) - transfers0;
     const events = (await counterValue(metrics.eventsEnqueued)) - events0;
     const stages = await metrics.stageSeconds.get();
@@ -260,6 +263,7 @@ export default async function benchMatcher(): Promise<void> {
     line("catch-up throughput (transfers/s)", Math.round(transfers / seconds).toLocaleString(), `${Math.round(baseline.perSecond).toLocaleString()} transfers/s (naive: tronweb per block + 1 lookup per address, ${baseline.transfers} transfers)`);
     line("  speed-up over the naive reader", `${(transfers / seconds / baseline.perSecond).toFixed(1)}×`, "1×");
     line("  target", "≥ 30,000", "");
+    console.log(`  matcher process CPU: ${cpuSeconds.toFixed(2)} s over ${seconds.toFixed(2)} s wall (${Math.round(transfers / cpuSeconds).toLocaleString()} transfers per CPU-second)`);
     console.log(`  time per stage, summed over concurrent blocks (wall ${seconds.toFixed(2)} s): ${stageText}`);
 
     // --- 2. latency, a block every 3 s
