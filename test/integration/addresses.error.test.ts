@@ -23,12 +23,12 @@ beforeAll(async () => {
   stack = await startStack({ env: { MAX_ADDRESSES_PER_SUBSCRIPTION: String(MAX_PER_SUBSCRIPTION) } });
   key = await stack.createKey();
   sql = new SQL(stack.database.url, { max: 2 });
-});
+}, 60_000);
 
 afterAll(async () => {
   await sql?.close();
   await stack?.stop();
-});
+}, 60_000);
 
 interface Entry {
   chainId: string;

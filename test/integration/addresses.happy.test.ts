@@ -18,11 +18,11 @@ let key: TestKey;
 beforeAll(async () => {
   stack = await startStack();
   key = await stack.createKey();
-});
+}, 60_000);
 
 afterAll(async () => {
   await stack?.stop();
-});
+}, 60_000);
 
 interface Entry {
   chainId: string;

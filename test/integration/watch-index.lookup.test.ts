@@ -30,12 +30,12 @@ let redis: Redis;
 beforeAll(async () => {
   lease = await allocateRedisDb();
   redis = new Redis(lease.url);
-});
+}, 60_000);
 
 afterAll(async () => {
   redis?.disconnect();
   await lease?.release();
-});
+}, 60_000);
 
 beforeEach(async () => {
   await redis.flushdb();

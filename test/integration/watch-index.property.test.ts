@@ -24,12 +24,12 @@ beforeAll(async () => {
   stack = await startStack();
   sql = new SQL(stack.database.url, { max: 2 });
   keysRpc = createClient(ApiKeyService, inProcessTransport(stack.registry.routes));
-});
+}, 60_000);
 
 afterAll(async () => {
   await sql?.close();
   await stack?.stop();
-});
+}, 60_000);
 
 const entryArb = fc.record({ chainId: fc.constantFrom(...CHAINS), address: fc.constantFrom(...POOL) });
 const listArb = fc.array(entryArb, { maxLength: 6 });

@@ -102,7 +102,7 @@ describe("Redis emptied or rebuilt while the service runs", () => {
     flusher?.disconnect();
     await sql?.close();
     await stack?.stop();
-  });
+  }, 60_000);
 
   /** Looks up random blocks of watched addresses (plus unwatched ones) until stopped; returns what went wrong. */
   function lookupLoop(stopAt: () => boolean) {
@@ -231,7 +231,7 @@ describe("Redis unreachable while a write commits", () => {
     stack = await startStack({ env: { REDIS_URL: `redis://127.0.0.1:${port}/${target.db}` } });
     sql = new SQL(stack.database.url, { max: 2 });
     direct = new Redis(target.url);
-  });
+  }, 60_000);
 
   afterAll(async () => {
     direct?.disconnect();
@@ -239,7 +239,7 @@ describe("Redis unreachable while a write commits", () => {
     await stack?.stop();
     await proxy?.close();
     await target?.release();
-  });
+  }, 60_000);
 
   test("PostgreSQL keeps the change, the failure is recorded, and the index is rebuilt once Redis is back", async () => {
     const key = await stack.createKey();
