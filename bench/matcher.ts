@@ -1,7 +1,7 @@
 // `bun run bench matcher`: the matcher's two figures, each beside a baseline measured in the same run.
 //
-// Topology as in production: tools/tron-sim, the deliverer and the matcher's caller each in their own process (the
-// registry and the matcher share the benchmark's process).
+// Topology as in production: tools/tron-sim, the registry and the deliverer each in their own process; the matcher
+// runs in the benchmark's process, so its CPU time is measured alone.
 // 1. Catch-up throughput. tools/tron-sim (its own process) holds a backlog of generated mainnet-like blocks
 //    (300 transactions each, ~45% USDT, addresses from a 20,000-address pool); the watch index holds 1,000,000
 //    watched addresses (10 subscriptions × 100,000, written through the registry's PatchAddresses RPC, 400 of them
@@ -21,9 +21,7 @@ import { createClient } from "@connectrpc/connect";
 import { createRequire } from "node:module";
 import { loadConfig, type Config } from "../common/config.ts";
 import { setLogLevel } from "../common/logger.ts";
-import { inProcessTransport, networkTransport } from "../common/rpc.ts";
-import { serveService } from "../common/service.ts";
-import { staticResolver } from "../common/ssrf.ts";
+import { networkTransport } from "../common/rpc.ts";
 import { hexToBase58 } from "../common/tron-address.ts";
 import { lookup } from "../common/watch-index.ts";
 import { ApiKeyService, SubscriptionService } from "../gen/webhooks/registry/v1/registry_pb.ts";
@@ -32,7 +30,6 @@ import { tryAcquireChainLease } from "../matcher/lease.ts";
 import * as metrics from "../matcher/metrics.ts";
 import { advanceCheckpoint } from "../matcher/store.ts";
 import type { TronBlock } from "../matcher/tron-types.ts";
-import { createRegistry } from "../registry/index.ts";
 import { createTestDatabase } from "../test/support/db.ts";
 import { allocateRedisDb } from "../test/support/redis.ts";
 import { createTestPki } from "../tools/receiver/certs.ts";
@@ -94,12 +91,16 @@ function freePort(): number {
   return port;
 }
 
-/** The deliverer as its own process (`bun deliverer/main.ts`), as in a Kubernetes deployment. */
-async function startDelivererProcess(env: Record<string, string>): Promise<{ url: string; proc: ReturnType<typeof Bun.spawn> }> {
+/** A service as its own process (`bun <service>/main.ts`), as in a Kubernetes deployment; resolves when healthy. */
+async function startServiceProcess(
+  service: "registry" | "deliverer",
+  env: Record<string, string>,
+): Promise<{ url: string; proc: ReturnType<typeof Bun.spawn> }> {
   const port = freePort();
-  const proc = Bun.spawn([join(ROOT, "node_modules/.bin/bun"), join(ROOT, "deliverer/main.ts")], {
+  const upper = service.toUpperCase();
+  const proc = Bun.spawn([join(ROOT, "node_modules/.bin/bun"), join(ROOT, `${service}/main.ts`)], {
     cwd: ROOT,
-    env: { ...process.env, ...env, DELIVERER_PORT: String(port), DELIVERER_GRPC_PORT: String(freePort()) },
+    env: { ...process.env, ...env, [`${upper}_PORT`]: String(port), [`${upper}_GRPC_PORT`]: String(freePort()) },
     stdout: "ignore",
     stderr: "inherit",
   });
@@ -108,7 +109,7 @@ async function startDelivererProcess(env: Record<string, string>): Promise<{ url
   for (;;) {
     const ok = await fetch(`${url}/healthz`).then((r) => r.ok).catch(() => false);
     if (ok) return { url, proc };
-    if (Date.now() > deadline) throw new Error("the deliverer process did not come up");
+    if (Date.now() > deadline) throw new Error(`the ${service} process did not come up`);
     await Bun.sleep(100);
   }
 }
@@ -171,14 +172,12 @@ export default async function benchMatcher(): Promise<void> {
       LOG_LEVEL: "warn",
     };
     const config = loadConfig(env);
-    const registry = await createRegistry(config, { resolver: staticResolver({}) });
-    cleanups.push(() => registry.close());
-    const registryServed = await serveService(registry, 0);
-    cleanups.push(() => registryServed.stop());
-    const registryTransport = inProcessTransport(registry.routes);
+    const registry = await startServiceProcess("registry", env);
+    cleanups.push(() => registry.proc.kill(9));
+    const registryTransport = networkTransport(registry.url, 60_000);
     const keys = createClient(ApiKeyService, registryTransport);
     const subs = createClient(SubscriptionService, registryTransport);
-    const deliverer = await startDelivererProcess({ ...env, REGISTRY_URL: `http://127.0.0.1:${registryServed.http.port}` });
+    const deliverer = await startServiceProcess("deliverer", { ...env, REGISTRY_URL: registry.url });
     cleanups.push(() => deliverer.proc.kill(9));
     const delivererTransport = networkTransport(deliverer.url);
 
