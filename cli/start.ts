@@ -12,6 +12,12 @@ import { createMatcher } from "../matcher/index.ts";
 import { createGatewayApp } from "../gateway/app.ts";
 import { createRegistry } from "../registry/index.ts";
 
+/** The port actually bound (the configured one, or the one picked for port 0). */
+function grpcPort(s: ServedService): number | undefined {
+  const address = s.grpc?.address();
+  return typeof address === "object" && address ? address.port : undefined;
+}
+
 /** A handle's checks under "<service>.<check>" names, for the gateway's /readyz. */
 function prefixed(service: string, checks: ReadinessChecks): ReadinessChecks {
   return Object.fromEntries(Object.entries(checks).map(([name, check]) => [`${service}.${name}`, check]));
@@ -25,18 +31,21 @@ const served: ServedService[] = [];
 
 const registry = await createRegistry(config);
 handles.push(registry);
-served.push(await serveService(registry, config.registryPort, config.registryGrpcPort));
-log.info("registry listening", { port: config.registryPort, grpcPort: config.registryGrpcPort });
+const registryServed = await serveService(registry, config.registryPort, config.registryGrpcPort);
+served.push(registryServed);
+log.info("registry listening", { port: registryServed.http.port, grpcPort: grpcPort(registryServed) });
 
 const deliverer = await createDeliverer(config, { registry: inProcessTransport(registry.routes) });
 handles.push(deliverer);
-served.push(await serveService(deliverer, config.delivererPort, config.delivererGrpcPort));
-log.info("deliverer listening", { port: config.delivererPort, grpcPort: config.delivererGrpcPort });
+const delivererServed = await serveService(deliverer, config.delivererPort, config.delivererGrpcPort);
+served.push(delivererServed);
+log.info("deliverer listening", { port: delivererServed.http.port, grpcPort: grpcPort(delivererServed) });
 
 const matcher = await createMatcher(config, { deliverer: inProcessTransport(deliverer.routes) });
 handles.push(matcher);
-served.push(await serveService(matcher, config.matcherPort));
-log.info("matcher listening", { port: config.matcherPort, chains: config.matcherChains });
+const matcherServed = await serveService(matcher, config.matcherPort);
+served.push(matcherServed);
+log.info("matcher listening", { port: matcherServed.http.port, chains: config.matcherChains });
 
 const gateway = createGatewayApp({
   config,
@@ -45,7 +54,7 @@ const gateway = createGatewayApp({
   dependencyChecks: { ...prefixed("registry", registry.checks), ...prefixed("deliverer", deliverer.checks) },
 });
 gateway.listen({ port: config.port, hostname: "0.0.0.0" });
-log.info("gateway listening", { port: config.port, docs: `http://127.0.0.1:${config.port}/docs` });
+log.info("gateway listening", { port: gateway.server?.port, docs: `http://127.0.0.1:${gateway.server?.port}/docs` });
 
 let stopping = false;
 async function shutdown(signal: string) {
