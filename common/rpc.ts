@@ -70,9 +70,30 @@ export function closeGrpc(server: http2.Http2Server): Promise<void> {
   return new Promise((resolve) => server.close(() => resolve()));
 }
 
+// fetch reports a service it cannot reach (refused, reset, unreachable) as a TypeError, which Connect passes on as
+// Code.Unknown; callers must see it for what it is, Unavailable, so the public answer is 503 and never 500.
+const unreachableAsUnavailable: Interceptor = (next) => async (req) => {
+  try {
+    return await next(req);
+  } catch (err) {
+    const ce = ConnectError.from(err);
+    const cause = ce.cause as { code?: unknown; message?: unknown } | undefined;
+    const network = cause instanceof TypeError || /^E[A-Z]+|ConnectionRefused|ConnectionClosed/.test(String(cause?.code ?? ""));
+    if (ce.code === Code.Unknown && network) {
+      throw new ConnectError(`${req.service.typeName} is unreachable: ${ce.rawMessage}`, Code.Unavailable, undefined, undefined, err);
+    }
+    throw err;
+  }
+};
+
 /** A transport to a service over the network (Connect protocol, binary, keep-alive). */
 export function networkTransport(baseUrl: string, timeoutMs = 10_000): Transport {
-  return createConnectTransport({ baseUrl, useBinaryFormat: true, defaultTimeoutMs: timeoutMs });
+  return createConnectTransport({
+    baseUrl,
+    useBinaryFormat: true,
+    defaultTimeoutMs: timeoutMs,
+    interceptors: [unreachableAsUnavailable],
+  });
 }
 
 type UnaryHandler = (request: UnaryRequest) => Promise<UnaryResponse>;

@@ -1,10 +1,10 @@
-// The in-process transport (common/rpc.ts) behaves as the network one does for its callers: handler errors arrive
-// as the public ApiError, deadlines and cancellations answer at once, unimplemented methods are Unimplemented, and
-// each side gets its own message object.
+// The RPC transports (common/rpc.ts) as their callers see them. In-process: handler errors arrive as the public
+// ApiError, deadlines and cancellations answer at once, unimplemented methods are Unimplemented. Over the network:
+// a service that cannot be reached is Unavailable.
 import { describe, expect, test } from "bun:test";
 import { Code, ConnectError, createClient, type ConnectRouter } from "@connectrpc/connect";
 import { ApiError, fromRpcError } from "../../common/errors.ts";
-import { inProcessTransport } from "../../common/rpc.ts";
+import { inProcessTransport, networkTransport } from "../../common/rpc.ts";
 import { SubscriptionService, type GetSubscriptionRequest } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 
 let seen: GetSubscriptionRequest | undefined;
@@ -84,5 +84,17 @@ describe("inProcessTransport", () => {
   test("a method the service does not implement is Unimplemented", async () => {
     const err = await client.updateSubscription({}).catch((e: unknown) => e);
     expect(ConnectError.from(err).code).toBe(Code.Unimplemented);
+  });
+});
+
+describe("networkTransport", () => {
+  test("a service that cannot be reached is Unavailable (503 for the API), never Unknown (500)", async () => {
+    const closed = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    const port = closed.port;
+    closed.stop(true);
+    const remote = createClient(SubscriptionService, networkTransport(`http://127.0.0.1:${port}`));
+    const err = await remote.getSubscription({ id: "x" }).catch((e: unknown) => e);
+    expect(ConnectError.from(err).code).toBe(Code.Unavailable);
+    expect(fromRpcError(err).code).toBe("service_unavailable");
   });
 });

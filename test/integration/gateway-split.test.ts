@@ -1,0 +1,110 @@
+// The services as separate processes, as in Kubernetes: `bun run registry`, `bun run deliverer` and
+// `bun run gateway` talking over the network (REGISTRY_URL, DELIVERER_URL). The API works end to end; when the
+// registry process goes away the gateway answers 503 service_unavailable quickly and /readyz says so.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { createTestDatabase, type TestDatabase } from "../support/db.ts";
+import { allocateRedisDb, type TestRedis } from "../support/redis.ts";
+
+const ROOT = join(import.meta.dir, "..", "..");
+
+let database: TestDatabase;
+let redisDb: TestRedis;
+const procs: Subprocess[] = [];
+
+beforeAll(async () => {
+  database = await createTestDatabase("split");
+  redisDb = await allocateRedisDb();
+});
+
+afterAll(async () => {
+  for (const p of procs) if (p.exitCode === null) p.kill("SIGKILL");
+  await Promise.all(procs.map((p) => p.exited));
+  await redisDb?.release();
+  await database?.drop();
+});
+
+/** Ports the OS says are free right now (bound and released). */
+function freePorts(n: number): number[] {
+  const servers = Array.from({ length: n }, () => Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }));
+  const ports = servers.map((s) => s.port);
+  for (const s of servers) s.stop(true);
+  return ports;
+}
+
+function spawn(script: string, env: Record<string, string>): Subprocess {
+  const proc = Bun.spawn([process.execPath, join(ROOT, script)], { env, cwd: ROOT, stdout: "ignore", stderr: "ignore" });
+  procs.push(proc);
+  return proc;
+}
+
+async function waitFor(url: string, status: number, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "no answer";
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+      last = `${res.status} ${await res.text()}`;
+      if (res.status === status) return;
+    } catch (err) {
+      last = String(err);
+    }
+    await Bun.sleep(100);
+  }
+  throw new Error(`${url} never answered ${status}; last: ${last}`);
+}
+
+test("gateway, registry and deliverer as separate processes; the registry going away is a fast 503", async () => {
+  const [gatewayPort, registryPort, registryGrpc, delivererPort, delivererGrpc] = freePorts(5) as [number, number, number, number, number];
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    DATABASE_URL: database.url,
+    REDIS_URL: redisDb.url,
+    REDIS_PREFIX: "split-test:",
+    APP_SECRET: Buffer.alloc(32, 3).toString("base64"),
+    PORT: String(gatewayPort),
+    REGISTRY_PORT: String(registryPort),
+    REGISTRY_GRPC_PORT: String(registryGrpc),
+    DELIVERER_PORT: String(delivererPort),
+    DELIVERER_GRPC_PORT: String(delivererGrpc),
+    REGISTRY_URL: `http://127.0.0.1:${registryPort}`,
+    DELIVERER_URL: `http://127.0.0.1:${delivererPort}`,
+  };
+  const registry = spawn("registry/main.ts", env);
+  await waitFor(`http://127.0.0.1:${registryPort}/readyz`, 200);
+  spawn("deliverer/main.ts", env);
+  const gateway = spawn("gateway/main.ts", env);
+  const base = `http://127.0.0.1:${gatewayPort}`;
+  await waitFor(`${base}/readyz`, 200);
+  const readiness = (await (await fetch(`${base}/readyz`)).json()) as { checks: Record<string, boolean> };
+  expect(readiness.checks).toEqual({ redis: true, registry: true, deliverer: true });
+
+  const issued = Bun.spawnSync([process.execPath, join(ROOT, "cli", "keys.ts"), "create", "--name", "split"], { env, cwd: ROOT });
+  expect(issued.exitCode).toBe(0);
+  const headers = { authorization: `Bearer ${issued.stdout.toString().trim().split("\n").at(-1)}`, "content-type": "application/json" };
+
+  const created = await fetch(`${base}/v1/subscriptions`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ destination: { type: "https", url: "https://93.184.216.34/hook" }, events: ["service.ping"] }),
+  });
+  expect(created.status).toBe(201);
+  const { id } = (await created.json()) as { id: string };
+  expect((await fetch(`${base}/v1/subscriptions/${id}`, { headers })).status).toBe(200);
+  const missing = await fetch(`${base}/v1/subscriptions/sub_01HZZZZZZZZZZZZZZZZZZZZZZZ`, { headers });
+  expect(missing.status).toBe(404);
+  expect(((await missing.json()) as { error: string }).error).toBe("not_found");
+
+  registry.kill("SIGTERM");
+  expect(await registry.exited).toBe(0);
+  const started = performance.now();
+  const down = await fetch(`${base}/v1/subscriptions/${id}`, { headers });
+  expect(performance.now() - started).toBeLessThan(5_000);
+  expect(down.status).toBe(503);
+  expect(((await down.json()) as { error: string }).error).toBe("service_unavailable");
+  await waitFor(`${base}/readyz`, 503, 5_000);
+
+  gateway.kill("SIGTERM");
+  expect(await gateway.exited).toBe(0);
+}, 90_000);
