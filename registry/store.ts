@@ -304,15 +304,18 @@ export class RegistryStore {
     });
   }
 
-  /** Deletes the subscription (its addresses cascade); the deleted row, or undefined when there was none. */
+  /** Deletes the subscription and its addresses in one transaction; the deleted row, or undefined when there was none. */
   deleteSubscription(keyId: string, id: string): Promise<SubscriptionRow | undefined> {
-    return this.run(async (db) => {
-      const [row] = await db
-        .delete(subscriptions)
-        .where(and(eq(subscriptions.id, id), eq(subscriptions.keyId, keyId)))
-        .returning();
-      return row;
-    });
+    return this.run((db) =>
+      db.transaction(async (tx) => {
+        const [row] = await tx
+          .delete(subscriptions)
+          .where(and(eq(subscriptions.id, id), eq(subscriptions.keyId, keyId)))
+          .returning();
+        if (row) await tx.delete(subscriptionAddresses).where(eq(subscriptionAddresses.subscriptionId, id));
+        return row;
+      }),
+    );
   }
 
   /**
