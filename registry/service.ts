@@ -162,21 +162,19 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
     singleStatement = false,
   ) {
     const early = await store.peekIdempotent(SubscriptionResponseSchema, keyId, scope, idem);
-    if (early) return { response: withReplay(early), changed: undefined };
+    if (early) return { response: withReplay(early) };
     const effect = await prepare();
-    let changed: SubscriptionRow | undefined;
     const outcome = await store.idempotent(SubscriptionResponseSchema, keyId, scope, idem, async (tx) => {
       const done = await effect(tx);
       if (!done) throw notFound();
-      changed = done.row;
       return create(SubscriptionResponseSchema, { subscription: subscriptionMessage(done.row, done.view) });
     }, { singleStatement });
-    return { response: withReplay(outcome), changed: outcome.replayedFrom === undefined ? changed : undefined };
+    return { response: withReplay(outcome) };
   }
 
   return {
     async createSubscription(req) {
-      const { response, changed } = await idempotentSubscription(req.keyId, "POST /v1/subscriptions", req.idempotency, async () => {
+      const { response } = await idempotentSubscription(req.keyId, "POST /v1/subscriptions", req.idempotency, async () => {
         const fields = await checkSubscriptionFields(ctx, req);
         const secret = generateSigningSecret();
         return async (tx) => {
@@ -184,7 +182,8 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
           return { row, view: { secret, addresses: [], hasMore: false } };
         };
       }, true);
-      if (changed) await runHook(ctx, "subscriptionChanged", () => ctx.hooks.subscriptionChanged(changed));
+      // No watch-index write: the index only knows subscriptions that watch an address (the first PATCH/PUT of
+      // addresses writes their status and kinds with them), and a new subscription watches none.
       return response;
     },
 

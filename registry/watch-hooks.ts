@@ -9,7 +9,7 @@ import type { RegistryStore } from "./store.ts";
 import { WatchIndex } from "./watch-index.ts";
 
 export interface WatchHooks {
-  /** A subscription was created or its url, events or status changed. */
+  /** A subscription's url, events or status changed (not called at create: a new subscription watches nothing). */
   subscriptionChanged(row: SubscriptionRow): Promise<void>;
   /** A subscription was deleted (its address rows are already gone with it). */
   subscriptionDeleted(row: SubscriptionRow): Promise<void>;
