@@ -3,6 +3,7 @@
 import type { Server } from "bun";
 import type http2 from "node:http2";
 import { serveServiceHttp, type ReadinessChecks } from "./http-service.ts";
+import { log } from "./logger.ts";
 import { closeGrpc, createRpcFetchHandler, serveGrpc, type RegisterRoutes } from "./rpc.ts";
 
 export interface ServiceHandle {
@@ -33,4 +34,21 @@ export async function serveService(handle: ServiceHandle, httpPort: number, grpc
       if (grpc) await closeGrpc(grpc);
     },
   };
+}
+
+/**
+ * Stops cleanly on SIGINT/SIGTERM: runs `steps` in order (stop taking requests first, then background work and
+ * connections), once, then exits.
+ */
+export function stopOnSignals(name: string, ...steps: Array<() => Promise<unknown>>): void {
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${name} stopping`, { signal });
+    for (const step of steps) await step();
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
 }

@@ -4,7 +4,7 @@ import { loadConfig } from "../common/config.ts";
 import { ensureDatabase } from "../common/db.ts";
 import { log } from "../common/logger.ts";
 import { networkTransport } from "../common/rpc.ts";
-import { serveService } from "../common/service.ts";
+import { serveService, stopOnSignals } from "../common/service.ts";
 import { createDeliverer } from "./index.ts";
 
 const config = loadConfig();
@@ -13,15 +13,5 @@ const handle = await createDeliverer(config, { registry: networkTransport(config
 const served = await serveService(handle, config.delivererPort, config.delivererGrpcPort);
 log.info("deliverer listening", { port: config.delivererPort, grpcPort: config.delivererGrpcPort });
 
-let stopping = false;
-async function shutdown(signal: string) {
-  if (stopping) return;
-  stopping = true;
-  log.info("deliverer stopping", { signal });
-  // Stop taking requests, then let attempts in flight finish (or hand their events back) before exiting.
-  await served.stop();
-  await handle.close();
-  process.exit(0);
-}
-process.on("SIGINT", () => void shutdown("SIGINT"));
-process.on("SIGTERM", () => void shutdown("SIGTERM"));
+// Stop taking requests, then let attempts in flight finish (or hand their events back) before exiting.
+stopOnSignals("deliverer", () => served.stop(), () => handle.close());

@@ -3,6 +3,7 @@
 import { loadConfig } from "../common/config.ts";
 import { log } from "../common/logger.ts";
 import { networkTransport } from "../common/rpc.ts";
+import { stopOnSignals } from "../common/service.ts";
 import { createGatewayApp } from "./app.ts";
 
 const config = loadConfig();
@@ -14,13 +15,4 @@ const app = createGatewayApp({
 app.listen({ port: config.port, hostname: "0.0.0.0" });
 log.info("gateway listening", { port: app.server?.port, registryUrl: config.registryUrl });
 
-let stopping = false;
-async function shutdown(signal: string) {
-  if (stopping) return;
-  stopping = true;
-  log.info("gateway stopping", { signal });
-  await app.stop();
-  process.exit(0);
-}
-process.on("SIGINT", () => void shutdown("SIGINT"));
-process.on("SIGTERM", () => void shutdown("SIGTERM"));
+stopOnSignals("gateway", () => app.stop());

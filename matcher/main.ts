@@ -4,7 +4,7 @@ import { loadConfig } from "../common/config.ts";
 import { ensureDatabase } from "../common/db.ts";
 import { log } from "../common/logger.ts";
 import { networkTransport } from "../common/rpc.ts";
-import { serveService } from "../common/service.ts";
+import { serveService, stopOnSignals } from "../common/service.ts";
 import { createMatcher } from "./index.ts";
 
 const config = loadConfig();
@@ -13,14 +13,4 @@ const handle = await createMatcher(config, { deliverer: networkTransport(config.
 const served = await serveService(handle, config.matcherPort);
 log.info("matcher listening", { port: config.matcherPort, chains: config.matcherChains });
 
-let stopping = false;
-async function shutdown(signal: string) {
-  if (stopping) return;
-  stopping = true;
-  log.info("matcher stopping", { signal });
-  await served.stop();
-  await handle.close();
-  process.exit(0);
-}
-process.on("SIGINT", () => void shutdown("SIGINT"));
-process.on("SIGTERM", () => void shutdown("SIGTERM"));
+stopOnSignals("matcher", () => served.stop(), () => handle.close());
