@@ -1,4 +1,5 @@
 // The deliverer's tables (its own migrations folder and journal, __deliverer_migrations). Row types come from here.
+import { idempotencyTable } from "../common/idempotency.ts";
 import { sql } from "drizzle-orm";
 import { boolean, customType, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
@@ -52,25 +53,7 @@ export const events = pgTable(
 );
 
 // Idempotency records of the deliverer's effects (test and retry), written in the effect's transaction.
-export const deliveryIdempotency = pgTable(
-  "delivery_idempotency_records",
-  {
-    keyId: text("key_id").notNull(),
-    // Method and path, e.g. "POST /v1/subscriptions/sub_.../test".
-    scope: text("scope").notNull(),
-    idemKey: text("idem_key").notNull(),
-    requestHash: text("request_hash").notNull(),
-    requestId: text("request_id").notNull(),
-    // The response message's protobuf bytes (base64), encrypted with the app's encryptionKey.
-    response: text("response").notNull(),
-    createdAt: ms("created_at").notNull().defaultNow(),
-    expiresAt: ms("expires_at").notNull(),
-  },
-  (t) => [
-    primaryKey({ columns: [t.keyId, t.scope, t.idemKey] }),
-    index("delivery_idempotency_expires_idx").on(t.expiresAt),
-  ],
-);
+export const deliveryIdempotency = idempotencyTable("delivery_idempotency_records", "delivery_idempotency_expires_idx");
 
 export const delivererSchema = { events, deliveryIdempotency };
 export type DelivererSchema = typeof delivererSchema;

@@ -19,7 +19,8 @@ import { isId, newId } from "../common/ids.ts";
 import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
 import type { Schedule } from "./schedule.ts";
 import { EVENT_STATUSES, type EventStatus, type NewEventRow } from "./schema.ts";
-import { transferKey, type DelivererStore, type IdempotentOutcome, type PageCursor } from "./store.ts";
+import type { IdempotentOutcome } from "../common/idempotency.ts";
+import { transferKey, type DelivererStore, type PageCursor } from "./store.ts";
 import type { TargetCache } from "./targets.ts";
 import { PING_KIND, TRANSFER_KIND, envelope, sampleTransferData, toEventView, transferData } from "./payload.ts";
 

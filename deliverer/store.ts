@@ -1,11 +1,10 @@
 // The deliverer's persistence: the delivery log (events) and the idempotency records of test and retry, on
 // PostgreSQL (Drizzle, Bun SQL). Batch paths (enqueue, outcomes) are one statement per batch.
-import { fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { and, desc, eq, inArray, lt, or, sql } from "drizzle-orm";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
-import { decrypt, encrypt } from "../common/crypto.ts";
+import { IdempotencyLedger, isKeyed, type IdempotentOutcome } from "../common/idempotency.ts";
 import { openDatabase, runMigrations, withDatabase, type Database, type DbOptions } from "../common/db.ts";
-import { ApiError } from "../common/errors.ts";
 import { deliveryIdempotency, delivererSchema, events, type DelivererSchema, type EventRow, type EventStatus, type NewEventRow } from "./schema.ts";
 
 export type DelivererDb = Database<DelivererSchema>;
@@ -14,7 +13,6 @@ export type Executor = DelivererDb | DelivererTx;
 
 export const DELIVERER_MIGRATIONS = new URL("./migrations", import.meta.url).pathname;
 export const DELIVERER_MIGRATIONS_TABLE = "__deliverer_migrations";
-export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
 export async function openDelivererDatabase(url: string, opts: DbOptions = {}): Promise<DelivererDb> {
   const db = openDatabase(url, delivererSchema, opts) as DelivererDb;
@@ -46,22 +44,20 @@ export interface PageCursor {
   id: string;
 }
 
-export interface IdempotentOutcome<T> {
-  message: T;
-  /** Set when the message is a stored response returned again: the original request id. */
-  replayedFrom?: string;
-}
-
 /** The identity of a transfer event: one per (subscription, chain, transaction, transfer index). */
 export function transferKey(subscriptionId: string, chainId: string, txId: string, logIndex: number): string {
   return `${subscriptionId}|${chainId}|${txId}|${logIndex}`;
 }
 
 export class DelivererStore {
+  private readonly ledger: IdempotencyLedger;
+
   constructor(
     readonly db: DelivererDb,
-    private readonly encryptionKey: Buffer,
-  ) {}
+    encryptionKey: Buffer,
+  ) {
+    this.ledger = new IdempotencyLedger(deliveryIdempotency, encryptionKey);
+  }
 
   async ping(): Promise<boolean> {
     await this.db.execute(sql`select 1`);
@@ -295,61 +291,17 @@ export class DelivererStore {
   ): Promise<IdempotentOutcome<MessageShape<Desc>>> {
     return withDatabase(() =>
       this.db.transaction(async (tx) => {
-        if (!idem || idem.key === "") return { message: await effect(tx) };
-        const lockKey = `${keyId}\n${scope}\n${idem.key}`;
-        const [lock] = (await tx.execute(
-          sql`select pg_try_advisory_xact_lock(hashtextextended(${lockKey}, 0)) as ok`,
-        )) as unknown as { ok: boolean }[];
-        if (!lock?.ok) {
-          throw new ApiError("idempotency_in_flight", "A request with this Idempotency-Key is still being processed; retry shortly.");
-        }
-        const [stored] = await tx
-          .select()
-          .from(deliveryIdempotency)
-          .where(
-            and(
-              eq(deliveryIdempotency.keyId, keyId),
-              eq(deliveryIdempotency.scope, scope),
-              eq(deliveryIdempotency.idemKey, idem.key),
-              sql`${deliveryIdempotency.expiresAt} > now()`,
-            ),
-          );
-        if (stored) {
-          if (stored.requestHash !== idem.requestHash) {
-            throw new ApiError(
-              "idempotency_conflict",
-              "This Idempotency-Key was already used with a different request; use a new key for a new request.",
-            );
-          }
-          const bytes = Buffer.from(decrypt(this.encryptionKey, stored.response), "base64");
-          return { message: fromBinary(schema, bytes), replayedFrom: stored.requestId };
-        }
+        if (!isKeyed(idem)) return { message: await effect(tx) };
+        const stored = await this.ledger.claim(tx, schema, keyId, scope, idem);
+        if (stored) return stored;
         const message = await effect(tx);
-        const now = new Date();
-        const record = {
-          requestHash: idem.requestHash,
-          requestId: idem.requestId,
-          response: encrypt(this.encryptionKey, Buffer.from(toBinary(schema, message)).toString("base64")),
-          createdAt: now,
-          expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
-        };
-        await tx
-          .insert(deliveryIdempotency)
-          .values({ keyId, scope, idemKey: idem.key, ...record })
-          .onConflictDoUpdate({
-            target: [deliveryIdempotency.keyId, deliveryIdempotency.scope, deliveryIdempotency.idemKey],
-            set: record,
-          });
+        await this.ledger.record(tx, schema, keyId, scope, idem, message);
         return { message };
       }),
     );
   }
 
-  async purgeExpiredIdempotency(): Promise<number> {
-    const rows = await this.db
-      .delete(deliveryIdempotency)
-      .where(lt(deliveryIdempotency.expiresAt, new Date()))
-      .returning({ k: deliveryIdempotency.idemKey });
-    return rows.length;
+  purgeExpiredIdempotency(): Promise<number> {
+    return this.ledger.purgeExpired(this.db);
   }
 }
