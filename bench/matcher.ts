@@ -48,6 +48,9 @@ const POOL = 20_000;
 const POOL_WATCHED = 400;
 const SUBSCRIPTIONS = 10;
 const BASELINE_BLOCKS = 30;
+/** BENCH_PROFILE_DIR: the simulator, registry and deliverer run with --cpu-prof into this folder (stopped by SIGTERM). */
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
+const PROFILE_ARGS = PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [];
 const STREAM = { batchSize: Number(process.env.BENCH_BATCH ?? 50), concurrency: Number(process.env.BENCH_CONCURRENCY ?? 16) };
 
 function pct(sorted: number[], p: number): number {
@@ -66,7 +69,7 @@ async function counterValue(c: { get(): Promise<{ values: { value: number; label
 
 async function startSimProcess(): Promise<{ url: string; proc: ReturnType<typeof Bun.spawn> }> {
   const proc = Bun.spawn(
-    [join(ROOT, "node_modules/.bin/bun"), join(ROOT, "tools/tron-sim/main.ts"), "--port", "0", "--block-ms", "0", "--tx", "300",
+    [join(ROOT, "node_modules/.bin/bun"), ...PROFILE_ARGS, join(ROOT, "tools/tron-sim/main.ts"), "--port", "0", "--block-ms", "0", "--tx", "300",
       "--usdt", "0.45", "--pool", String(POOL), "--backlog", String(BACKLOG), "--no-recorded", "--prerender", "--seed", "5"],
     { cwd: ROOT, stdout: "pipe", stderr: "inherit" },
   );
@@ -98,7 +101,7 @@ async function startServiceProcess(
 ): Promise<{ url: string; proc: ReturnType<typeof Bun.spawn> }> {
   const port = freePort();
   const upper = service.toUpperCase();
-  const proc = Bun.spawn([join(ROOT, "node_modules/.bin/bun"), join(ROOT, `${service}/main.ts`)], {
+  const proc = Bun.spawn([join(ROOT, "node_modules/.bin/bun"), ...PROFILE_ARGS, join(ROOT, `${service}/main.ts`)], {
     cwd: ROOT,
     env: { ...process.env, ...env, [`${upper}_PORT`]: String(port), [`${upper}_GRPC_PORT`]: String(freePort()) },
     stdout: "ignore",
@@ -112,6 +115,52 @@ async function startServiceProcess(
     if (Date.now() > deadline) throw new Error(`the ${service} process did not come up`);
     await Bun.sleep(100);
   }
+}
+
+/** CPU seconds (user + system) of a process, from /proc (Linux; NaN elsewhere). */
+async function procCpuSeconds(pid: number): Promise<number> {
+  try {
+    const stat = await Bun.file(`/proc/${pid}/stat`).text();
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return NaN;
+  }
+}
+
+/** PIDs whose command name is `comm` (PostgreSQL backends, redis-server: shared with anything else on the machine). */
+async function pidsNamed(comm: string): Promise<number[]> {
+  const out: number[] = [];
+  for (const d of await Array.fromAsync(new Bun.Glob("[0-9]*").scan({ cwd: "/proc", onlyFiles: false }))) {
+    const name = await Bun.file(`/proc/${d}/comm`).text().catch(() => "");
+    if (name.trim() === comm) out.push(Number(d));
+  }
+  return out;
+}
+
+/** CPU seconds per role, so a run shows where the machine's time went (the matcher's own is process.cpuUsage). */
+async function cpuByRole(roles: Record<string, number[]>): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const [role, pids] of Object.entries(roles)) {
+    let sum = 0;
+    for (const pid of pids) {
+      const v = await procCpuSeconds(pid);
+      if (Number.isFinite(v)) sum += v;
+    }
+    out[role] = sum;
+  }
+  return out;
+}
+
+/** SIGKILL, or SIGTERM and a wait when profiling (the profile is written on a clean exit). */
+async function stopProcess(proc: ReturnType<typeof Bun.spawn>): Promise<void> {
+  if (!PROFILE_DIR) {
+    proc.kill(9);
+    return;
+  }
+  proc.kill("SIGTERM");
+  await Promise.race([proc.exited, Bun.sleep(5_000)]);
+  proc.kill(9);
 }
 
 async function simJson<T>(url: string, path: string, body?: unknown): Promise<T> {
@@ -173,16 +222,16 @@ export default async function benchMatcher(): Promise<void> {
     };
     const config = loadConfig(env);
     const registry = await startServiceProcess("registry", env);
-    cleanups.push(() => registry.proc.kill(9));
+    cleanups.push(() => stopProcess(registry.proc));
     const registryTransport = networkTransport(registry.url, 60_000);
     const keys = createClient(ApiKeyService, registryTransport);
     const subs = createClient(SubscriptionService, registryTransport);
     const deliverer = await startServiceProcess("deliverer", { ...env, REGISTRY_URL: registry.url });
-    cleanups.push(() => deliverer.proc.kill(9));
+    cleanups.push(() => stopProcess(deliverer.proc));
     const delivererTransport = networkTransport(deliverer.url);
 
     const sim = await simPromise;
-    cleanups.push(() => sim.proc.kill(9));
+    cleanups.push(() => stopProcess(sim.proc));
     console.log(`  simulator ready in ${((performance.now() - simStarted) / 1000).toFixed(1)} s (${sim.url})`);
     const pool = (await simJson<{ addresses: string[] }>(sim.url, `/sim/addresses?limit=${POOL}`)).addresses;
 
@@ -241,6 +290,16 @@ export default async function benchMatcher(): Promise<void> {
     // --- 1. catch-up
     const transfers0 = await counterValue(metrics.transfersDecoded);
     const events0 = await counterValue(metrics.eventsEnqueued);
+    const roles = async () => ({
+      simulator: [sim.proc.pid],
+      deliverer: [deliverer.proc.pid],
+      registry: [registry.proc.pid],
+      "postgres (all backends)": await pidsNamed("postgres"),
+      "redis-server": await pidsNamed("redis-server"),
+    });
+    const roles0 = await roles();
+    const others0 = await cpuByRole(roles0);
+    const load0 = (await Bun.file("/proc/loadavg").text().catch(() => "")).split(" ").slice(0, 3).join(" ");
     const cpu0 = process.cpuUsage();
     const started = performance.now();
     let matcher: MatcherHandle = await createMatcher(config, { deliverer: delivererTransport, nodeUrls: { [CHAIN]: sim.url }, stream: STREAM });
@@ -248,6 +307,11 @@ export default async function benchMatcher(): Promise<void> {
     const seconds = (performance.now() - started) / 1000;
     const cpu = process.cpuUsage(cpu0);
     const cpuSeconds = (cpu.user + cpu.system) / 1e6;
+    // Backends that started during the run are missing from the first sample, so they count from zero.
+    const others1 = await cpuByRole(await roles());
+    const othersText = Object.keys(others1)
+      .map((k) => `${k} ${((others1[k] ?? 0) - (others0[k] ?? 0)).toFixed(2)} s`)
+      .join(", ");
     const transfers = (await counterValue(metrics.transfersDecoded)) - transfers0;
     const events = (await counterValue(metrics.eventsEnqueued)) - events0;
     const stages = await metrics.stageSeconds.get();
@@ -263,6 +327,7 @@ export default async function benchMatcher(): Promise<void> {
     line("  speed-up over the naive reader", `${(transfers / seconds / baseline.perSecond).toFixed(1)}×`, "1×");
     line("  target", "≥ 30,000", "");
     console.log(`  matcher process CPU: ${cpuSeconds.toFixed(2)} s over ${seconds.toFixed(2)} s wall (${Math.round(transfers / cpuSeconds).toLocaleString()} transfers per CPU-second)`);
+    console.log(`  other processes' CPU over the run: ${othersText} (load average before: ${load0}; 2 cores)`);
     console.log(`  time per stage, summed over concurrent blocks (wall ${seconds.toFixed(2)} s): ${stageText}`);
 
     // --- 2. latency, a block every 3 s

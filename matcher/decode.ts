@@ -58,11 +58,32 @@ export function normalizeAddress(address: string): string | null {
   return null;
 }
 
+// Topic words and log addresses as the node printed them -> base58, so a recurring one costs one map lookup (no
+// validation regex, slicing or lower-casing); only well-formed inputs are ever stored.
+const rawWordCache = new Map<string, string>();
+const rawAddressCache = new Map<string, string>();
+
+function rememberRaw(cache: Map<string, string>, raw: string, value: string): string {
+  if (cache.size >= BASE58_CACHE_LIMIT) cache.clear();
+  cache.set(raw, value);
+  return value;
+}
+
 function wordToAddress(word: string): string | null {
+  const hit = rawWordCache.get(word);
+  if (hit !== undefined) return hit;
   const w = word.startsWith("0x") ? word.slice(2) : word;
   if (!HEX_WORD.test(w)) return null;
   // The last 20 bytes are the address; the 12 bytes before may hold anything (some encoders put 0x41 there).
-  return remember(`w${w.slice(24).toLowerCase()}`, () => evmWordToBase58(w));
+  return rememberRaw(rawWordCache, word, remember(`w${w.slice(24).toLowerCase()}`, () => evmWordToBase58(w)));
+}
+
+/** normalizeAddress for the addresses that recur most (a log's contract), remembered by their printed form. */
+function logAddress(address: string): string | null {
+  const hit = rawAddressCache.get(address);
+  if (hit !== undefined) return hit;
+  const normal = normalizeAddress(address);
+  return normal === null ? null : rememberRaw(rawAddressCache, address, normal);
 }
 
 function isVisibleForm(tx: TronTransaction): boolean {
@@ -114,6 +135,20 @@ export function decodeTransaction(tx: TronTransaction): DecodedTransfer | null {
   return { txId: tx.txID, logIndex: -1, from, to, amount, standard: "TRC10", contract: null, tokenId };
 }
 
+function isTransferTopic(topic: string): boolean {
+  if (topic === TRANSFER_TOPIC) return true; // how java-tron prints it
+  const t0 = topic.startsWith("0x") ? topic.slice(2) : topic;
+  return t0.toLowerCase() === TRANSFER_TOPIC;
+}
+
+const ZERO_HIGH_DIGITS = "0".repeat(51);
+
+/** A validated 64-digit hex word as a decimal string; below 2^52 (almost every amount) without a BigInt. */
+function wordToDecimal(word: string): string {
+  if (word.startsWith(ZERO_HIGH_DIGITS)) return String(Number.parseInt(word.slice(51), 16));
+  return BigInt(`0x${word}`).toString();
+}
+
 /** Every fungible TRC-20 Transfer log of a successful transaction (3 topics; TRC-721's 4-topic logs are not). */
 export function decodeTransactionInfo(info: TronTransactionInfo): DecodedTransfer[] {
   const logs = info.log;
@@ -123,15 +158,15 @@ export function decodeTransactionInfo(info: TronTransactionInfo): DecodedTransfe
     const log = logs[i]!;
     const topics = log.topics;
     if (!topics || topics.length !== 3) continue;
-    const t0 = topics[0]!.startsWith("0x") ? topics[0]!.slice(2) : topics[0]!;
-    if (t0.toLowerCase() !== TRANSFER_TOPIC) continue;
+    if (!isTransferTopic(topics[0]!)) continue;
     const data = log.data?.startsWith("0x") ? log.data.slice(2) : (log.data ?? "");
-    if (data.length < 64 || !HEX_WORD.test(data.slice(0, 64))) continue;
+    const word = data.length === 64 ? data : data.slice(0, 64);
+    if (word.length < 64 || !HEX_WORD.test(word)) continue;
     const from = wordToAddress(topics[1]!);
     const to = wordToAddress(topics[2]!);
-    const contract = normalizeAddress(log.address);
+    const contract = logAddress(log.address);
     if (!from || !to || !contract) continue;
-    const amount = BigInt(`0x${data.slice(0, 64)}`).toString();
+    const amount = wordToDecimal(word);
     out.push({ txId: info.id, logIndex: i, from, to, amount, standard: "TRC20", contract, tokenId: null });
   }
   return out;

@@ -60,10 +60,22 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
 
   const runChain = async (chainId: ChainId) => {
     const chainLog = log.child({ chain: chainId });
+    // Label children bound once per endpoint: prom-client hashes a label object on every unbound call.
+    const nodeUp = m.nodeUp.labels({ chain: chainId });
+    const bound = new Map<string, { ok: { inc(): void }; error: { inc(): void }; latency: { observe(v: number): void } }>();
     const observe = (endpoint: string, ok: boolean, seconds: number) => {
-      m.nodeUp.set({ chain: chainId }, ok ? 1 : 0);
-      m.nodeRequests.inc({ chain: chainId, endpoint, outcome: ok ? "ok" : "error" });
-      m.nodeLatency.observe({ chain: chainId, endpoint }, seconds);
+      let b = bound.get(endpoint);
+      if (!b) {
+        b = {
+          ok: m.nodeRequests.labels({ chain: chainId, endpoint, outcome: "ok" }),
+          error: m.nodeRequests.labels({ chain: chainId, endpoint, outcome: "error" }),
+          latency: m.nodeLatency.labels({ chain: chainId, endpoint }),
+        };
+        bound.set(endpoint, b);
+      }
+      nodeUp.set(ok ? 1 : 0);
+      (ok ? b.ok : b.error).inc();
+      b.latency.observe(seconds);
     };
     const clientOptions = {
       baseUrl: deps.nodeUrls?.[chainId] ?? config.tronNodeUrls[chainId],

@@ -77,12 +77,23 @@ export class ChainStream {
   private readonly batchSize: number;
   private readonly concurrency: number;
   private readonly blockIntervalMs: number;
+  private readonly stageCounters = new Map<string, { inc(v: number): void }>();
 
   constructor(private readonly opts: StreamOptions) {
     this.chain = opts.chainId;
     this.batchSize = Math.min(MAX_BLOCKS_PER_RANGE, opts.batchSize ?? 50);
     this.concurrency = opts.concurrency ?? 16;
     this.blockIntervalMs = opts.blockIntervalMs ?? 3_000;
+  }
+
+  /** Adds the time since `since` to a stage's counter (children bound once: unbound calls hash a label object). */
+  private stage(name: string, since: number): void {
+    let c = this.stageCounters.get(name);
+    if (!c) {
+      c = m.stageSeconds.labels({ chain: this.chain, stage: name });
+      this.stageCounters.set(name, c);
+    }
+    c.inc((performance.now() - since) / 1000);
   }
 
   get progress(): Progress | null {
@@ -200,7 +211,7 @@ export class ChainStream {
     try {
       return await this.fetchRangeUntimed(start);
     } finally {
-      m.stageSeconds.inc({ chain: this.chain, stage: "fetch" }, (performance.now() - started) / 1000);
+      this.stage("fetch", started);
     }
   }
 
@@ -214,7 +225,7 @@ export class ChainStream {
     const t = performance.now();
     const infos = await infosFor(this.opts.client, block);
     const d = decoded(block, infos);
-    m.stageSeconds.inc({ chain: this.chain, stage: "decode" }, (performance.now() - t) / 1000);
+    this.stage("decode", t);
     return d;
   }
 
@@ -233,7 +244,7 @@ export class ChainStream {
     }
     let transfers = 0;
     let events = 0;
-    const stage = (name: string, since: number) => m.stageSeconds.inc({ chain: this.chain, stage: name }, (performance.now() - since) / 1000);
+    const stage = (name: string, since: number) => this.stage(name, since);
     await mapLimit(accepted, this.concurrency, async (block) => {
       transfers += block.transfers.length;
       let t = performance.now();

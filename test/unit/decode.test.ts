@@ -139,6 +139,18 @@ describe("TRC-20 from the recorded transaction info (tx 661f1df8…)", () => {
     expect(decoded.length).toBe(nativeTxs(visibleBlock).length + 1);
   });
 
+  test("amounts at the edges of the fast path (2^52 − 1, 2^52, 2^256 − 1, 0) are the exact uint256", () => {
+    const amounts = [2n ** 52n - 1n, 2n ** 52n, 2n ** 53n + 1n, 2n ** 256n - 1n, 0n, 1n];
+    const info: TronTransactionInfo = {
+      ...usdtInfo,
+      log: amounts.map((a) => ({ ...usdtInfo.log![0]!, data: a.toString(16).padStart(64, "0") })),
+    };
+    expect(decodeTransactionInfo(info).map((t) => t.amount)).toEqual(amounts.map((a) => a.toString()));
+    // Upper-case digits and a 0x prefix, as some encoders print them.
+    const upper: TronTransactionInfo = { ...usdtInfo, log: [{ ...usdtInfo.log![0]!, data: `0x${(2n ** 40n + 0xabcn).toString(16).toUpperCase().padStart(64, "0")}` }] };
+    expect(decodeTransactionInfo(upper)[0]!.amount).toBe((2n ** 40n + 0xabcn).toString());
+  });
+
   test("the same info in visible=false form (log address as 20-byte hex, 41-hex contract) decodes the same", () => {
     const hexInfo: TronTransactionInfo = {
       ...usdtInfo,
