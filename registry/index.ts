@@ -8,7 +8,7 @@ import { openRedis, type Redis } from "../common/redis.ts";
 import type { ServiceHandle } from "../common/service.ts";
 import { checkDestinationUrl, createSsrfPolicy, type Resolver } from "../common/ssrf.ts";
 import { registryRoutes, type AddressRpcs, type RegistryContext } from "./service.ts";
-import { openRegistryDatabase, RegistryStore } from "./store.ts";
+import { openRegistryDatabase, openRegistryReadPool, RegistryStore } from "./store.ts";
 import { addressRpcs } from "./addresses.ts";
 import { WatchIndex } from "./watch-index.ts";
 import type { WatchHooks } from "./watch-hooks.ts";
@@ -33,7 +33,7 @@ const PURGE_INTERVAL_MS = 10 * 60_000;
 export async function createRegistry(config: Config, deps: RegistryDeps = {}): Promise<RegistryHandle> {
   const db = await openRegistryDatabase(config.databaseUrl);
   const appKeys = await loadAppKeys(db.$client, config.appSecret);
-  const store = new RegistryStore(db, { encryptionKey: appKeys.encryptionKey });
+  const store = new RegistryStore(db, { encryptionKey: appKeys.encryptionKey, readDb: openRegistryReadPool(config.databaseUrl) });
   const redis = openRedis(config.redisUrl);
   const policy = createSsrfPolicy({ allowCidrs: config.ssrfAllowCidrs, resolver: deps.resolver });
   // The watch index: written through by the hooks and the address RPCs; rebuilt at start when missing or stale
