@@ -1,4 +1,5 @@
 // The registry's tables (its own migrations folder and journal, __registry_migrations). Row types come from here.
+import { idempotencyTable } from "../common/idempotency.ts";
 import { bigint, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 
 const ms = (name: string) => timestamp(name, { precision: 3, withTimezone: true, mode: "date" });
@@ -53,25 +54,8 @@ export const subscriptionAddresses = pgTable(
   ],
 );
 
-export const idempotencyRecords = pgTable(
-  "idempotency_records",
-  {
-    keyId: text("key_id").notNull(),
-    // Method and path, e.g. "POST /v1/subscriptions".
-    scope: text("scope").notNull(),
-    idemKey: text("idem_key").notNull(),
-    requestHash: text("request_hash").notNull(),
-    requestId: text("request_id").notNull(),
-    // The response message's protobuf bytes (base64), encrypted: create and rotate responses carry a secret.
-    response: text("response").notNull(),
-    createdAt: ms("created_at").notNull().defaultNow(),
-    expiresAt: ms("expires_at").notNull(),
-  },
-  (t) => [
-    primaryKey({ columns: [t.keyId, t.scope, t.idemKey] }),
-    index("idempotency_records_expires_idx").on(t.expiresAt),
-  ],
-);
+// Idempotency records of subscription creation and secret rotation, written in the effect's transaction.
+export const idempotencyRecords = idempotencyTable("idempotency_records", "idempotency_records_expires_idx");
 
 export const registrySchema = { apiKeys, subscriptions, subscriptionAddresses, idempotencyRecords };
 export type RegistrySchema = typeof registrySchema;

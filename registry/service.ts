@@ -34,9 +34,9 @@ import {
 } from "./rules.ts";
 import { idempotentReplays, instrument } from "./metrics.ts";
 import type { ApiKeyRow, SubscriptionRow } from "./schema.ts";
+import type { IdempotentOutcome } from "../common/idempotency.ts";
 import type {
   AddressRef,
-  IdempotentOutcome,
   RegistryStore,
   RegistryExecutor,
   SubscriptionCursor,

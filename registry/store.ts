@@ -2,8 +2,9 @@
 // Every public call runs through `guard`, so a dead or cut database answers 503 service_unavailable within a
 // bounded time instead of a 500 or a hang. Business rules live in service.ts; this module only stores and reads.
 import { randomBytes } from "node:crypto";
-import { fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
-import { and, asc, desc, eq, inArray, lt, sql } from "drizzle-orm";
+import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
+import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import { IdempotencyLedger, isKeyed, type IdempotentOutcome } from "../common/idempotency.ts";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { decrypt, encrypt, sha256Hex } from "../common/crypto.ts";
 import { openDatabase, runMigrations, withDatabase, type Database, type DbOptions } from "../common/db.ts";
@@ -32,7 +33,6 @@ export const REGISTRY_MIGRATIONS_TABLE = "__registry_migrations";
 /** Longest a store call may take before the caller gets 503 (CONTRACT: a cut database answers within 5 s). */
 export const DEFAULT_DEADLINE_MS = 4_000;
 
-export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
 function unavailable(): ApiError {
   return new ApiError("service_unavailable", "The database is unavailable; nothing was changed. Try again shortly.");
@@ -130,12 +130,6 @@ export interface DeliveryTargetRow {
   key: ApiKeyRow;
 }
 
-/** A stored response returned again, or a fresh one. */
-export interface IdempotentOutcome<T> {
-  message: T;
-  replayedFrom?: string;
-}
-
 export interface RegistryStoreOptions {
   /** AES key for secrets and stored responses at rest (AppKeys.encryptionKey). */
   encryptionKey: Buffer;
@@ -204,12 +198,14 @@ export class RegistryStore {
   private readonly deadlineMs: number;
   private readonly readDb: RegistryDb;
   private readonly hot: ReturnType<typeof prepareHotQueries>;
+  private readonly ledger: IdempotencyLedger;
 
   constructor(db: RegistryDb, opts: RegistryStoreOptions) {
     this.db = db;
     this.readDb = opts.readDb ?? db;
     this.hot = prepareHotQueries(db, this.readDb);
     this.encryptionKey = opts.encryptionKey;
+    this.ledger = new IdempotencyLedger(idempotencyRecords, opts.encryptionKey);
     this.deadlineMs = opts.deadlineMs ?? DEFAULT_DEADLINE_MS;
   }
 
@@ -441,10 +437,10 @@ export class RegistryStore {
 
   /**
    * Runs `effect` in one transaction with the idempotency record of (keyId, scope, idem.key), as CONTRACT.md
-   * "Idempotency" says: a concurrent holder of the same key → idempotency_in_flight; a finished record with the same
-   * request hash → its stored response; with another hash → idempotency_conflict; otherwise the effect and the
-   * record commit together (any error rolls both back). Without an idempotency key the effect simply runs in a
-   * transaction, or on its own when it is a single statement (`singleStatement`).
+   * "Idempotency" says (common/idempotency.ts): a concurrent holder of the same key → idempotency_in_flight; a
+   * finished record with the same request hash → its stored response; with another hash → idempotency_conflict;
+   * otherwise the effect and the record commit together (any error rolls both back). Without an idempotency key the
+   * effect simply runs in a transaction, or on its own when it is a single statement (`singleStatement`).
    */
   idempotent<Desc extends DescMessage>(
     schema: Desc,
@@ -454,36 +450,15 @@ export class RegistryStore {
     effect: (ex: RegistryExecutor) => Promise<MessageShape<Desc>>,
     opts: { singleStatement?: boolean } = {},
   ): Promise<IdempotentOutcome<MessageShape<Desc>>> {
-    const keyed = idem !== undefined && idem.key !== "";
     // An effect of one statement is atomic by itself: without a key it needs no transaction around it.
-    if (!keyed && opts.singleStatement) return this.run(async (db) => ({ message: await effect(db) }));
+    if (!isKeyed(idem) && opts.singleStatement) return this.run(async (db) => ({ message: await effect(db) }));
     return this.run((db) =>
       db.transaction(async (tx) => {
-        if (!idem || !keyed) return { message: await effect(tx) };
-        const lockKey = `${keyId}\n${scope}\n${idem.key}`;
-        const [lock] = (await tx.execute(
-          sql`select pg_try_advisory_xact_lock(hashtextextended(${lockKey}, 0)) as ok`,
-        )) as unknown as { ok: boolean }[];
-        if (!lock?.ok) throw inFlight();
-        const stored = await this.findRecord(tx, keyId, scope, idem.key);
-        if (stored) return this.replay(schema, stored, idem.requestHash);
+        if (!isKeyed(idem)) return { message: await effect(tx) };
+        const stored = await this.ledger.claim(tx, schema, keyId, scope, idem);
+        if (stored) return stored;
         const message = await effect(tx);
-        const now = new Date();
-        const record = {
-          requestHash: idem.requestHash,
-          requestId: idem.requestId,
-          response: this.seal(Buffer.from(toBinary(schema, message)).toString("base64")),
-          createdAt: now,
-          expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
-        };
-        // An expired record not purged yet is replaced.
-        await tx
-          .insert(idempotencyRecords)
-          .values({ keyId, scope, idemKey: idem.key, ...record })
-          .onConflictDoUpdate({
-            target: [idempotencyRecords.keyId, idempotencyRecords.scope, idempotencyRecords.idemKey],
-            set: record,
-          });
+        await this.ledger.record(tx, schema, keyId, scope, idem, message);
         return { message };
       }),
     );
@@ -499,63 +474,17 @@ export class RegistryStore {
     scope: string,
     idem: IdempotencyRequest | undefined,
   ): Promise<IdempotentOutcome<MessageShape<Desc>> | undefined> {
-    if (!idem || idem.key === "") return Promise.resolve(undefined);
-    return this.run(async (db) => {
-      const stored = await this.findRecord(db, keyId, scope, idem.key);
-      return stored ? this.replay(schema, stored, idem.requestHash) : undefined;
-    });
-  }
-
-  private async findRecord(ex: RegistryExecutor, keyId: string, scope: string, idemKey: string) {
-    const [row] = await ex
-      .select()
-      .from(idempotencyRecords)
-      .where(
-        and(
-          eq(idempotencyRecords.keyId, keyId),
-          eq(idempotencyRecords.scope, scope),
-          eq(idempotencyRecords.idemKey, idemKey),
-          sql`${idempotencyRecords.expiresAt} > now()`,
-        ),
-      );
-    return row;
-  }
-
-  private replay<Desc extends DescMessage>(
-    schema: Desc,
-    stored: { requestHash: string; requestId: string; response: string },
-    requestHash: string,
-  ): IdempotentOutcome<MessageShape<Desc>> {
-    if (stored.requestHash !== requestHash) {
-      throw new ApiError(
-        "idempotency_conflict",
-        "This Idempotency-Key was already used with a different request; use a new key for a new request.",
-      );
-    }
-    const bytes = Buffer.from(this.open(stored.response), "base64");
-    return { message: fromBinary(schema, bytes), replayedFrom: stored.requestId };
+    if (!isKeyed(idem)) return Promise.resolve(undefined);
+    return this.run((db) => this.ledger.find(db, schema, keyId, scope, idem));
   }
 
   /** Deletes expired idempotency records (their stored responses carry secrets); returns how many. */
   purgeExpiredIdempotency(): Promise<number> {
-    return this.run(async (db) => {
-      const rows = await db
-        .delete(idempotencyRecords)
-        .where(lt(idempotencyRecords.expiresAt, sql`now()`))
-        .returning({ k: idempotencyRecords.idemKey });
-      return rows.length;
-    }, 30_000);
+    return this.run((db) => this.ledger.purgeExpired(db), 30_000);
   }
 
   async close(): Promise<void> {
     if (this.readDb !== this.db) await this.readDb.$client.close();
     await this.db.$client.close();
   }
-}
-
-function inFlight(): ApiError {
-  return new ApiError(
-    "idempotency_in_flight",
-    "A request with this Idempotency-Key is still being processed; retry after it finishes.",
-  );
 }
