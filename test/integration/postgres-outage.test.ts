@@ -57,6 +57,8 @@ async function waitForRecovery(): Promise<ApiResponse> {
 let outage = 0;
 const requests: [string, () => Promise<ApiResponse>][] = [
   ["create", () => api.post("/v1/subscriptions", body("during the outage"), { headers: { "idempotency-key": `outage-${outage}` } })],
+  // Without a key, create is a single prepared INSERT outside any transaction: a separate path to the database.
+  ["create without Idempotency-Key", () => api.post("/v1/subscriptions", body("during the outage, no key"))],
   ["list", () => api.get("/v1/subscriptions")],
   ["get", () => api.get(`/v1/subscriptions/${sub.id}`)],
   ["put", () => api.put(`/v1/subscriptions/${sub.id}`, { ...body("changed"), status: "disabled" })],
