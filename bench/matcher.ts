@@ -14,7 +14,14 @@
 //    Baseline: a naive poller asking the node for its head about every 3 s (its phase sweeping over the run); its
 //    figure is only the time until it *sees* each block (no decoding, matching or delivery), which flatters it.
 //
-// Environment: BENCH_BACKLOG (blocks, default 300), BENCH_LATENCY_BLOCKS (default 20), BENCH_WATCHED (1000000).
+// Beside the catch-up figure it prints the CPU seconds every process on the path spent over the catch-up (simulator,
+// deliverer, registry from /proc; PostgreSQL and Redis summed over all their processes, so other users of the
+// machine's servers count too) and the load average before it: on a shared 2-core machine the run is CPU-bound and
+// its wall figure follows the machine's load.
+//
+// Environment: BENCH_BACKLOG (blocks, default 300), BENCH_LATENCY_BLOCKS (default 20), BENCH_WATCHED (1000000),
+// BENCH_BATCH / BENCH_CONCURRENCY (stream tuning), BENCH_PROFILE_DIR (child processes run with --cpu-prof into it;
+// profile the matcher itself with `bun --cpu-prof bench/run.ts matcher`).
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
