@@ -194,25 +194,6 @@ export default async function bench(): Promise<void> {
         .catch(() => {}),
     );
 
-    // The same INSERT into a copy of the table without the foreign key and the (chain_id, address) index, which the
-    // watch index makes unnecessary: what the schema costs a PATCH.
-    await sql`CREATE TABLE bench_addresses_lean (subscription_id text NOT NULL, chain_id text NOT NULL, address text NOT NULL,
-              seq bigint GENERATED ALWAYS AS IDENTITY, PRIMARY KEY (subscription_id, chain_id, address))`;
-    await sql`CREATE INDEX bench_addresses_lean_seq ON bench_addresses_lean (subscription_id, seq)`;
-    await sql`INSERT INTO bench_addresses_lean (subscription_id, chain_id, address) SELECT subscription_id, chain_id, address FROM subscription_addresses ORDER BY seq`;
-    const [leanMs] = await timed(() =>
-      sql
-        .begin(async (tx) => {
-          await tx`SELECT 1 FROM subscriptions WHERE id = ${ids[502]!} FOR UPDATE`;
-          await tx`INSERT INTO bench_addresses_lean (subscription_id, chain_id, address)
-                   SELECT ${ids[502]!}, ${CHAIN}, a FROM unnest(${"{" + parts.join(",") + "}"}::text[]) WITH ORDINALITY AS u(a, o) ORDER BY o
-                   ON CONFLICT DO NOTHING RETURNING chain_id, address`;
-          throw new Error("rollback");
-        })
-        .catch(() => {}),
-    );
-    await sql`DROP TABLE bench_addresses_lean`;
-
     // Naive writes: one INSERT and one SADD per address, in a transaction.
     const naiveTarget = ids[501]!;
     const naiveAdds = addresses(10_000);
@@ -260,7 +241,6 @@ export default async function bench(): Promise<void> {
     row("  PATCH part: base58check of 10,000", ms(validateMs), "", "");
     row("  PATCH part: index write of 10,000 (Redis)", ms(indexMs), "", "");
     row("  PATCH part: INSERT of 10,000 (PostgreSQL)", ms(sqlMs), "", "");
-    row("  same INSERT without FK and (chain,address) idx", ms(leanMs), "", "");
     row("PUT 10,000 (index updated)", ms(putMs), ms(naivePutMs), "≤ 700 ms");
     row("Redis bytes / address, INFO across build", ((mem1 - mem0) / n).toFixed(1), ((nm1 - nm0) / n).toFixed(1), "≤ 120");
     row("Redis bytes / address, INFO freed on drop", ((od0 - od1) / indexed).toFixed(1), ((nd0 - nd1) / n).toFixed(1), "≤ 120");
