@@ -4,11 +4,10 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { create } from "@bufbuild/protobuf";
 import { createClient, type Client } from "@connectrpc/connect";
 import { SQL } from "bun";
-import { fromRpcError } from "../../common/errors.ts";
 import { inProcessTransport } from "../../common/rpc.ts";
 import { createDeliverer, type DelivererHandle } from "../../deliverer/index.ts";
 import { DeliveryService, NewEventSchema } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
-import { sampleTransfer, startDeliveryBed, waitForEvent, type DeliveryBed } from "../support/delivery.ts";
+import { sampleTransfer, startDeliveryBed, waitForEvent, type DeliveryBed, rpcOutcome } from "../support/delivery.ts";
 
 let bed: DeliveryBed;
 let cut: DelivererHandle;
@@ -29,14 +28,6 @@ afterAll(async () => {
   await bed?.stop();
 }, 60_000);
 
-async function code(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    return fromRpcError(err).code;
-  }
-  return "ok";
-}
 
 async function count(subscriptionId: string): Promise<number> {
   const [row] = (await sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${subscriptionId}`) as [{ n: number }];
@@ -45,9 +36,9 @@ async function count(subscriptionId: string): Promise<number> {
 
 test("test events and Enqueue: 503, no event made", async () => {
   const sub = await bed.subscribe("/redis-down");
-  expect(await code(cutClient.createTestEvent({ ...sub, kind: "" }))).toBe("service_unavailable");
+  expect(await rpcOutcome(cutClient.createTestEvent({ ...sub, kind: "" }))).toBe("service_unavailable");
   expect(
-    await code(cutClient.enqueue({ events: [create(NewEventSchema, { subscriptionId: sub.subscriptionId, kind: "wallet.transfer.broadcasted", transfer: sampleTransfer(1) })] })),
+    await rpcOutcome(cutClient.enqueue({ events: [create(NewEventSchema, { subscriptionId: sub.subscriptionId, kind: "wallet.transfer.broadcasted", transfer: sampleTransfer(1) })] })),
   ).toBe("service_unavailable");
   expect(await count(sub.subscriptionId)).toBe(0);
 });
@@ -57,7 +48,7 @@ test("retry: 503 and the event unchanged; the log stays readable", async () => {
   const made = await bed.delivery.createTestEvent({ ...sub, kind: "" });
   const ref = { ...sub, eventId: made.event!.id };
   await waitForEvent(bed, ref, (e) => e.status === "delivered");
-  expect(await code(cutClient.retryEvent(ref))).toBe("service_unavailable");
+  expect(await rpcOutcome(cutClient.retryEvent(ref))).toBe("service_unavailable");
   const after = (await cutClient.getEvent(ref)).event!;
   expect(after.status).toBe("delivered");
   expect(after.deliveryCount).toBe(1);

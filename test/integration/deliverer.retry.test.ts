@@ -2,8 +2,7 @@
 // Disabled subscriptions hold their deliveries (not attempted, not counted) and resume; deleted ones cancel them.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
-import { fromRpcError } from "../../common/errors.ts";
-import { startDeliveryBed, waitForEvent, type DeliveryBed } from "../support/delivery.ts";
+import { startDeliveryBed, waitForEvent, type DeliveryBed, rpcOutcome } from "../support/delivery.ts";
 
 let bed: DeliveryBed;
 let sql: SQL;
@@ -18,14 +17,6 @@ afterAll(async () => {
   await bed?.stop();
 }, 60_000);
 
-async function code(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    return fromRpcError(err).code;
-  }
-  return "ok";
-}
 
 describe("manual retry", () => {
   test("failed → retry → pending with attempts 0 → a full new cycle; delivered → retry adds to deliveryCount", async () => {
@@ -73,12 +64,12 @@ describe("manual retry", () => {
     const sub = await bed.subscribe(path);
     const created = await bed.delivery.createTestEvent({ ...sub, kind: "" });
     const ref = { ...sub, eventId: created.event!.id };
-    expect(await code(bed.delivery.retryEvent(ref))).toBe("event_not_retryable");
+    expect(await rpcOutcome(bed.delivery.retryEvent(ref))).toBe("event_not_retryable");
     const other = await bed.subscribe("/retry-other");
-    expect(await code(bed.delivery.retryEvent({ ...other, eventId: ref.eventId }))).toBe("not_found");
-    expect(await code(bed.delivery.getEvent({ ...other, eventId: ref.eventId }))).toBe("not_found");
-    expect(await code(bed.delivery.retryEvent({ ...sub, eventId: "evt_01JZZZZZZZZZZZZZZZZZZZZZZZ" }))).toBe("not_found");
-    expect(await code(bed.delivery.getEvent({ ...sub, eventId: "nope" }))).toBe("not_found");
+    expect(await rpcOutcome(bed.delivery.retryEvent({ ...other, eventId: ref.eventId }))).toBe("not_found");
+    expect(await rpcOutcome(bed.delivery.getEvent({ ...other, eventId: ref.eventId }))).toBe("not_found");
+    expect(await rpcOutcome(bed.delivery.retryEvent({ ...sub, eventId: "evt_01JZZZZZZZZZZZZZZZZZZZZZZZ" }))).toBe("not_found");
+    expect(await rpcOutcome(bed.delivery.getEvent({ ...sub, eventId: "nope" }))).toBe("not_found");
   });
 
   test("retry and test on a disabled subscription: subscription_disabled, nothing changes", async () => {
@@ -91,8 +82,8 @@ describe("manual retry", () => {
       keyId: sub.keyId, id: sub.subscriptionId, destination: { type: "https", url: bed.receiver.url(path) },
       events: ["service.ping"], status: "disabled", description: "",
     });
-    expect(await code(bed.delivery.retryEvent(ref))).toBe("subscription_disabled");
-    expect(await code(bed.delivery.createTestEvent({ ...sub, kind: "" }))).toBe("subscription_disabled");
+    expect(await rpcOutcome(bed.delivery.retryEvent(ref))).toBe("subscription_disabled");
+    expect(await rpcOutcome(bed.delivery.createTestEvent({ ...sub, kind: "" }))).toBe("subscription_disabled");
     const after = (await bed.delivery.getEvent(ref)).event!;
     expect(after.status).toBe("delivered");
     expect(after.deliveryCount).toBe(1);
@@ -145,7 +136,7 @@ describe("disabled and deleted subscriptions", () => {
     const count = bed.receiver.count(path);
     await Bun.sleep(800);
     expect(bed.receiver.count(path)).toBe(count);
-    expect(await code(bed.delivery.getEvent(ref))).toBe("not_found");
+    expect(await rpcOutcome(bed.delivery.getEvent(ref))).toBe("not_found");
   });
 
   test("a subscription deleted without the cleanup call: the worker cancels its events when it finds it gone", async () => {
@@ -157,7 +148,7 @@ describe("disabled and deleted subscriptions", () => {
     await waitForEvent(bed, ref, (e) => e.attempts >= 1);
     await bed.subscriptions.deleteSubscription({ keyId: sub.keyId, id: sub.subscriptionId });
     const deadline = Date.now() + 10_000;
-    while ((await code(bed.delivery.getEvent(ref))) !== "not_found") {
+    while ((await rpcOutcome(bed.delivery.getEvent(ref))) !== "not_found") {
       if (Date.now() > deadline) throw new Error("event of a deleted subscription still exists");
       await Bun.sleep(50);
     }

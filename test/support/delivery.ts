@@ -1,6 +1,7 @@
 // A delivery test bed: a fresh database and Redis DB, the real registry and the real deliverer (in-process unless a
 // test runs the deliverer as its own process), the HTTPS receiver with a test CA trusted through DELIVERY_CA_FILE,
 // and SSRF_ALLOW_CIDRS=127.0.0.1/32 so the receiver on localhost is reachable. Nothing is mocked.
+import { fromRpcError } from "../../common/errors.ts";
 import { randomBytes } from "node:crypto";
 import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { loadConfig, type Config } from "../../common/config.ts";
@@ -155,4 +156,14 @@ export function sampleTransfer(n: number, chainId = "tron:nile"): Transfer {
     asset: { type: "native", standard: "TRX", symbol: "TRX", decimals: 6 },
     matchedAddresses: [{ chainId, address: "TNUC9Qb1rRpS5CbWLmNMxXBjyFoydXjWFR", role: "to" }],
   });
+}
+
+/** The public error code an RPC call ends with ("ok" when it succeeds). */
+export async function rpcOutcome(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    return fromRpcError(err).code;
+  }
+  return "ok";
 }
