@@ -2,7 +2,6 @@
 // every event is delivered at least once. Redis is flushed mid-run: the schedule is rebuilt from PostgreSQL.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { create } from "@bufbuild/protobuf";
-import { SQL } from "bun";
 import Redis from "ioredis";
 import { join } from "node:path";
 import { serveService, type ServedService } from "../../common/service.ts";
@@ -25,11 +24,11 @@ async function enqueueMany(bed: DeliveryBed, subscriptionId: string, n: number, 
   return ids;
 }
 
-async function waitAllDelivered(sql: SQL, bed: DeliveryBed, path: string, ids: string[], timeoutMs: number): Promise<void> {
+async function waitAllDelivered(bed: DeliveryBed, path: string, ids: string[], timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const seen = new Set(bed.receiver.deliveries(path).map((d) => d.headers["webhook-id"]));
-    const [row] = (await sql`SELECT count(*)::int AS n FROM events WHERE status = 'delivered'`) as { n: number }[];
+    const [row] = (await bed.sql`SELECT count(*)::int AS n FROM events WHERE status = 'delivered'`) as { n: number }[];
     if (ids.every((id) => seen.has(id)) && row!.n === ids.length) return;
     if (Date.now() > deadline) {
       const missing = ids.filter((id) => !seen.has(id)).length;
@@ -42,19 +41,16 @@ async function waitAllDelivered(sql: SQL, bed: DeliveryBed, path: string, ids: s
 describe("crash safety", () => {
   let bed: DeliveryBed;
   let registryServed: ServedService;
-  let sql: SQL;
   const children: ReturnType<typeof Bun.spawn>[] = [];
 
   beforeAll(async () => {
     // The in-process deliverer only answers Enqueue; the worker runs in the child processes.
     bed = await startDeliveryBed({ delivererDeps: { startWorker: false } });
     registryServed = await serveService(bed.registry, 0);
-    sql = new SQL(bed.database.url, { max: 2 });
   }, 60_000);
 
   afterAll(async () => {
     for (const c of children) c.kill("SIGKILL");
-    await sql?.close();
     await registryServed?.stop();
     await bed?.stop();
   }, 60_000);
@@ -92,7 +88,7 @@ describe("crash safety", () => {
 
     const second = spawnDeliverer();
     // Claims the killed worker held come back when their lease (2 × timeout + 10 s) expires.
-    await waitAllDelivered(sql, bed, path, ids, 50_000);
+    await waitAllDelivered(bed, path, ids, 50_000);
     second.kill("SIGTERM");
     expect(await second.exited).toBe(0);
   }, 90_000);
@@ -100,15 +96,12 @@ describe("crash safety", () => {
 
 describe("Redis loses its data mid-run", () => {
   let bed: DeliveryBed;
-  let sql: SQL;
 
   beforeAll(async () => {
     bed = await startDeliveryBed();
-    sql = new SQL(bed.database.url, { max: 2 });
   }, 60_000);
 
   afterAll(async () => {
-    await sql?.close();
     await bed?.stop();
   }, 60_000);
 
@@ -122,7 +115,7 @@ describe("Redis loses its data mid-run", () => {
     await redis.flushdb();
     const seenAtFlush = bed.receiver.count(path);
     expect(seenAtFlush).toBeLessThan(1_500);
-    await waitAllDelivered(sql, bed, path, ids, 40_000);
+    await waitAllDelivered(bed, path, ids, 40_000);
     expect(await redis.exists(bed.deliverer!.schedule.builtKey)).toBe(1);
     redis.disconnect();
   }, 60_000);

@@ -2,28 +2,24 @@
 // no events for subscriptions that are gone or disabled; bad input changes nothing.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { create } from "@bufbuild/protobuf";
-import { SQL } from "bun";
 import { fromRpcError } from "../../common/errors.ts";
 import { NewEventSchema } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { sampleTransfer, startDeliveryBed, waitForEvent, type DeliveryBed } from "../support/delivery.ts";
 
 let bed: DeliveryBed;
-let sql: SQL;
 
 beforeAll(async () => {
   bed = await startDeliveryBed();
-  sql = new SQL(bed.database.url, { max: 2 });
 }, 60_000);
 
 afterAll(async () => {
-  await sql?.close();
   await bed?.stop();
 }, 60_000);
 
 const kind = "wallet.transfer.broadcasted";
 
 async function eventCount(subscriptionId: string): Promise<number> {
-  const [row] = (await sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${subscriptionId}`) as { n: number }[];
+  const [row] = (await bed.sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${subscriptionId}`) as { n: number }[];
   return row!.n;
 }
 

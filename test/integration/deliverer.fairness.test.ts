@@ -3,7 +3,6 @@
 // per-host limit keeps the dead host from taking every slot.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { create } from "@bufbuild/protobuf";
-import { SQL } from "bun";
 import { NewEventSchema } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { startReceiver, type Receiver } from "../../tools/receiver/server.ts";
 import { sampleTransfer, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
@@ -12,17 +11,14 @@ const TIMEOUT_MS = 6_000;
 const kind = "wallet.transfer.broadcasted";
 let bed: DeliveryBed;
 let dead: Receiver;
-let sql: SQL;
 
 beforeAll(async () => {
   bed = await startDeliveryBed({ env: { DELIVERY_TIMEOUT_MS: String(TIMEOUT_MS) } });
   // The dead destination is a second listener, addressed as 127.0.0.1 (the healthy one is localhost).
   dead = await startReceiver({ cert: bed.pki.cert, key: bed.pki.key });
-  sql = new SQL(bed.database.url, { max: 2 });
 }, 60_000);
 
 afterAll(async () => {
-  await sql?.close();
   await dead?.close();
   await bed?.stop();
 }, 60_000);
@@ -50,7 +46,7 @@ test("a burst to a healthy destination completes while a dead destination's firs
   const firstTimeoutExpires = firstDeadAttempt + TIMEOUT_MS;
   let deliveredAt = 0;
   while (Date.now() < firstTimeoutExpires + 20_000) {
-    const [row] = (await sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${healthySub.subscriptionId} AND status = 'delivered'`) as { n: number }[];
+    const [row] = (await bed.sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${healthySub.subscriptionId} AND status = 'delivered'`) as { n: number }[];
     if (row!.n === 600) {
       deliveredAt = Date.now();
       break;
@@ -61,6 +57,6 @@ test("a burst to a healthy destination completes while a dead destination's firs
   expect(deliveredAt).toBeLessThan(firstTimeoutExpires);
   // The dead destination never had more attempts in flight than its per-host share.
   expect(dead.count("/dead")).toBeLessThanOrEqual(32);
-  const [deadState] = (await sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${deadSub.subscriptionId} AND attempts = 0`) as { n: number }[];
+  const [deadState] = (await bed.sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${deadSub.subscriptionId} AND attempts = 0`) as { n: number }[];
   expect(deadState!.n).toBeGreaterThan(0);
 }, 60_000);

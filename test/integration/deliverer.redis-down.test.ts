@@ -3,7 +3,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { create } from "@bufbuild/protobuf";
 import { createClient, type Client } from "@connectrpc/connect";
-import { SQL } from "bun";
 import { inProcessTransport } from "../../common/rpc.ts";
 import { createDeliverer, type DelivererHandle } from "../../deliverer/index.ts";
 import { DeliveryService, NewEventSchema } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
@@ -12,25 +11,22 @@ import { sampleTransfer, startDeliveryBed, waitForEvent, type DeliveryBed, rpcOu
 let bed: DeliveryBed;
 let cut: DelivererHandle;
 let cutClient: Client<typeof DeliveryService>;
-let sql: SQL;
 
 beforeAll(async () => {
   bed = await startDeliveryBed();
   // The same database and registry, but a Redis nobody listens on.
   cut = await createDeliverer({ ...bed.config, redisUrl: "redis://127.0.0.1:1/0" }, { registry: bed.registryTransport, startWorker: false });
   cutClient = createClient(DeliveryService, inProcessTransport(cut.routes));
-  sql = new SQL(bed.database.url, { max: 2 });
 }, 60_000);
 
 afterAll(async () => {
-  await sql?.close();
   await cut?.close();
   await bed?.stop();
 }, 60_000);
 
 
 async function count(subscriptionId: string): Promise<number> {
-  const [row] = (await sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${subscriptionId}`) as [{ n: number }];
+  const [row] = (await bed.sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${subscriptionId}`) as [{ n: number }];
   return row.n;
 }
 

@@ -1,19 +1,15 @@
 // Manual retry restarts the schedule; a delivered event re-sent adds to deliveryCount; webhook-id never changes.
 // Disabled subscriptions hold their deliveries (not attempted, not counted) and resume; deleted ones cancel them.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { SQL } from "bun";
 import { startDeliveryBed, waitForEvent, type DeliveryBed, rpcOutcome } from "../support/delivery.ts";
 
 let bed: DeliveryBed;
-let sql: SQL;
 
 beforeAll(async () => {
   bed = await startDeliveryBed({ delivererDeps: { targetTtlMs: 0, worker: { holdCheckMs: 200 } } });
-  sql = new SQL(bed.database.url, { max: 2 });
 }, 60_000);
 
 afterAll(async () => {
-  await sql?.close();
   await bed?.stop();
 }, 60_000);
 
@@ -87,7 +83,7 @@ describe("manual retry", () => {
     const after = (await bed.delivery.getEvent(ref)).event!;
     expect(after.status).toBe("delivered");
     expect(after.deliveryCount).toBe(1);
-    const [{ n }] = (await sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${sub.subscriptionId}`) as [{ n: number }];
+    const [{ n }] = (await bed.sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${sub.subscriptionId}`) as [{ n: number }];
     expect(n).toBe(1);
   });
 });

@@ -41,9 +41,6 @@ test("the deliverer's metrics are on the shared registry", async () => {
 });
 
 test("payload is stored as a jsonb object", async () => {
-  const { SQL } = await import("bun");
-  const sql = new SQL(bed.database.url, { max: 1 });
-  const rows = await sql`SELECT jsonb_typeof(payload) AS t, payload->>'kind' AS k FROM events LIMIT 1`;
+  const rows = await bed.sql`SELECT jsonb_typeof(payload) AS t, payload->>'kind' AS k FROM events LIMIT 1`;
   expect(rows[0]).toEqual({ t: "object", k: "service.ping" });
-  await sql.close();
 });

@@ -3,6 +3,7 @@
 // and SSRF_ALLOW_CIDRS=127.0.0.1/32 so the receiver on localhost is reachable. Nothing is mocked.
 import { fromRpcError } from "../../common/errors.ts";
 import { randomBytes } from "node:crypto";
+import { SQL } from "bun";
 import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { loadConfig, type Config } from "../../common/config.ts";
 import { inProcessTransport } from "../../common/rpc.ts";
@@ -41,6 +42,8 @@ export interface DeliveryBed {
   pki: TestPki;
   receiver: Receiver;
   database: TestDatabase;
+  /** A small direct connection to the bed's database, for assertions on what was stored. */
+  sql: SQL;
   redis: TestRedis;
   /** A key plus an enabled subscription to `receiver.url(path)`; the receiver verifies with its secret. */
   subscribe(path: string, opts?: { chains?: string[]; status?: string; url?: string }): Promise<{ keyId: string; subscriptionId: string; secret: string }>;
@@ -62,6 +65,8 @@ export async function startDeliveryBed(opts: DeliveryBedOptions = {}): Promise<D
       }
     }
   };
+  const sql = new SQL(database.url, { max: 2 });
+  cleanups.push(() => sql.close());
   try {
     const env: Record<string, string> = {
       DATABASE_URL: database.url,
@@ -102,6 +107,7 @@ export async function startDeliveryBed(opts: DeliveryBedOptions = {}): Promise<D
       pki,
       receiver,
       database,
+      sql,
       redis,
       async subscribe(path, sopts = {}) {
         const key = await keys.createApiKey({ name: "test", chains: sopts.chains ?? [] });
