@@ -82,6 +82,12 @@ export const leasesReclaimed = new Counter({
   registers: [metrics],
 });
 
+export const waitingReleased = new Counter({
+  name: "deliverer_waiting_released_total",
+  help: "Claimed events that waited for a busy host until their lease could no longer cover an attempt, and went back to the schedule.",
+  registers: [metrics],
+});
+
 export const scheduleRebuilds = new Counter({
   name: "deliverer_schedule_rebuilds_total",
   help: "Rebuilds of the Redis schedule from pending events in PostgreSQL.",

@@ -16,6 +16,7 @@ import {
   eventsFinished,
   leasesReclaimed,
   scheduleRebuilds,
+  waitingReleased,
 } from "./metrics.ts";
 
 export interface WorkerOptions {
@@ -61,6 +62,16 @@ export function hostOf(url: string): string {
   }
 }
 
+/** Time kept free at the end of a lease for writing an attempt's outcome. */
+const LEASE_MARGIN_MS = 5_000;
+
+interface Waiting {
+  row: ClaimedEvent;
+  target: DeliveryTarget;
+  /** Latest start that still ends inside the claim's lease. */
+  startBy: number;
+}
+
 export class DeliveryWorker {
   private readonly o: Required<Omit<WorkerOptions, "logger">>;
   private readonly log: Logger;
@@ -69,10 +80,14 @@ export class DeliveryWorker {
   private wakeUp: (() => void) | undefined;
   private readonly inflight = new Map<string, Promise<void>>();
   private readonly perHost = new Map<string, number>();
-  // Claimed events whose host is at its limit wait here for one of its slots (at most perHostConcurrency per host,
-  // so they start within one attempt's time, well inside their lease); beyond that they go back to the schedule.
-  private readonly waiting = new Map<string, { row: ClaimedEvent; target: DeliveryTarget }[]>();
+  // Claimed events whose host is at its limit wait here for one of its slots. How many may wait follows the host's
+  // recent attempt time (see waitCap): a fast host keeps a deep queue, so the loop is not claiming, loading and
+  // handing back the same events while its slots turn over; a slow or dead one keeps one round of attempts. An event
+  // still waiting when its lease could no longer cover an attempt goes back to the schedule instead of being sent.
+  private readonly waiting = new Map<string, Waiting[]>();
   private waitingCount = 0;
+  /** Per host, a moving average of attempt time in ms (unknown until its first attempt ends). */
+  private readonly hostMs = new Map<string, number>();
   private readonly aborter = new AbortController();
   private pending: { outcome: Outcome; host: string }[] = [];
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
@@ -153,7 +168,9 @@ export class DeliveryWorker {
       try {
         await this.maybeRebuild();
         const busy = this.inflight.size + this.waitingCount;
-        const free = this.o.concurrency - busy;
+        // Attempt slots and waiting places are budgeted apart, so a deep queue for one fast host never stops the
+        // claims that find other hosts' events.
+        const free = Math.min(this.o.concurrency - this.inflight.size, this.o.concurrency - this.waitingCount);
         // Claim in batches: while attempts are running, wait until a quarter of the slots are free rather than
         // paying a claim and a row load for every single slot.
         if (free <= 0 || (busy > 0 && free < Math.max(1, Math.floor(this.o.concurrency / 4)))) {
@@ -167,7 +184,9 @@ export class DeliveryWorker {
           await this.idle(this.o.pollMs);
           continue;
         }
-        await this.dispatch(claim.ids);
+        const deferred = await this.dispatch(claim.ids, now);
+        // Every host in the batch was full: claiming again at once would only hand the next batch back too.
+        if (deferred === claim.ids.length) await this.idle(this.o.deferMs);
       } catch (err) {
         this.log.error("delivery loop error", { err });
         await this.idle(500);
@@ -186,9 +205,10 @@ export class DeliveryWorker {
     });
   }
 
-  private async dispatch(ids: string[]): Promise<void> {
+  /** Starts or queues claimed events; returns how many went back to the schedule because their host was full. */
+  private async dispatch(ids: string[], claimedAt: number): Promise<number> {
     try {
-      await this.dispatchClaimed(ids);
+      return await this.dispatchClaimed(ids, claimedAt);
     } catch (err) {
       // PostgreSQL or the registry failed before the attempts started: give the claims back rather than letting
       // them wait for their leases to expire.
@@ -199,7 +219,7 @@ export class DeliveryWorker {
     }
   }
 
-  private async dispatchClaimed(ids: string[]): Promise<void> {
+  private async dispatchClaimed(ids: string[], claimedAt: number): Promise<number> {
     const rows = await this.store.loadClaimed(ids);
     const byId = new Map(rows.map((r) => [r.id, r]));
     const drop: string[] = [];
@@ -222,6 +242,9 @@ export class DeliveryWorker {
     const targets = ready.length > 0 ? await this.targets.get(ready.map((r) => r.subscriptionId)) : new Map<string, DeliveryTarget>();
     const cancelled: string[] = [];
     const held: string[] = [];
+    let full = 0;
+    // An attempt started after this moment could outlast the lease: another worker might claim the event meanwhile.
+    const startBy = claimedAt + this.leaseMs - this.o.timeoutMs - LEASE_MARGIN_MS;
     for (const row of ready) {
       const target = targets.get(row.subscriptionId);
       if (!target || !target.exists) {
@@ -239,12 +262,13 @@ export class DeliveryWorker {
         continue;
       }
       const queue = this.waiting.get(host) ?? [];
-      if (queue.length < this.o.perHostConcurrency) {
-        queue.push({ row, target });
+      if (queue.length < this.waitCap(host)) {
+        queue.push({ row, target, startBy });
         this.waiting.set(host, queue);
         this.waitingCount++;
       } else {
         later.push({ id: row.id, dueMs: now + this.o.deferMs });
+        full++;
       }
     }
     if (cancelled.length > 0) {
@@ -258,6 +282,37 @@ export class DeliveryWorker {
     }
     await this.schedule.remove(drop);
     await this.schedule.moveToDue(later);
+    return full;
+  }
+
+  /**
+   * Events allowed to wait for a host's slots: as many as its slots can start in about one delivery timeout at its
+   * recent pace (so a fast host keeps a deep queue), never fewer than one round of slots nor more than 16 rounds.
+   */
+  private waitCap(host: string): number {
+    const ms = this.hostMs.get(host);
+    const rounds = ms === undefined ? 1 : Math.min(16, Math.max(1, Math.floor(this.o.timeoutMs / Math.max(ms, 1))));
+    return this.o.perHostConcurrency * rounds;
+  }
+
+  /** The next waiting event of a host that can still start inside its lease; later ones' claims are released. */
+  private nextWaiting(host: string): Waiting | undefined {
+    const queue = this.waiting.get(host);
+    if (!queue) return undefined;
+    const now = Date.now();
+    const expired: ScheduleEntry[] = [];
+    let next: Waiting | undefined;
+    while ((next = queue.shift())) {
+      this.waitingCount--;
+      if (next.startBy >= now) break;
+      expired.push({ id: next.row.id, dueMs: now });
+    }
+    if (queue.length === 0) this.waiting.delete(host);
+    if (expired.length > 0) {
+      waitingReleased.inc(expired.length);
+      void this.schedule.moveToDue(expired).catch((err) => this.log.warn("releasing claims failed", { err }));
+    }
+    return next;
   }
 
   private launch(row: ClaimedEvent, target: DeliveryTarget, host: string): void {
@@ -267,11 +322,8 @@ export class DeliveryWorker {
       const n = (this.perHost.get(host) ?? 1) - 1;
       if (n <= 0) this.perHost.delete(host);
       else this.perHost.set(host, n);
-      const queue = this.waiting.get(host);
-      const next = queue?.shift();
-      if (queue && queue.length === 0) this.waiting.delete(host);
+      const next = this.nextWaiting(host);
       if (next) {
-        this.waitingCount--;
         if (this.running) this.launch(next.row, next.target, host);
         else void this.schedule.moveToDue([{ id: next.row.id, dueMs: Date.now() }]).catch(() => {});
       }
@@ -295,6 +347,10 @@ export class DeliveryWorker {
       await this.schedule.moveToDue([{ id: row.id, dueMs: Date.now() }]).catch(() => {});
       return;
     }
+    const prevMs = this.hostMs.get(host);
+    // Only a pacing hint: forgetting every host now and then bounds the map where destinations churn.
+    if (prevMs === undefined && this.hostMs.size >= 10_000) this.hostMs.clear();
+    this.hostMs.set(host, prevMs === undefined ? result.durationMs : prevMs + (result.durationMs - prevMs) * 0.2);
     const label = result.ok ? "success" : (result.failure ?? "http");
     attemptsTotal.inc({ result: label });
     deliveryLatency.observe({ result: label }, result.durationMs / 1000);
