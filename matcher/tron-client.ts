@@ -136,7 +136,7 @@ export class TronClient {
           lastError = err;
           continue;
         }
-        const body: unknown = await res.json();
+        const body = parseNodeJson(await res.text());
         // java-tron reports failures inside a 200: {"Error": "..."}.
         if (body && typeof body === "object" && !Array.isArray(body) && "Error" in body) {
           this.observe?.(endpoint, false, (performance.now() - started) / 1000);
@@ -161,4 +161,14 @@ export class TronClient {
     const base = Math.min(this.maxBackoffMs, this.backoffMs * 2 ** (attempt - 1));
     return base / 2 + Math.random() * (base / 2);
   }
+}
+
+// java-tron prints TRX and TRC-10 amounts (int64) as bare JSON numbers; a double holds integers exactly only up to
+// 2^53, and TRC-10 tokens with large supplies really move more. Such amounts are quoted before parsing, so the decoder
+// sees their exact digits (it takes an amount as a number or a decimal string).
+const LONG_AMOUNT = /("amount":\s*)(\d{16,})/g;
+
+/** JSON.parse of a node's answer, with every 16-digit-or-longer `amount` kept as a string. */
+export function parseNodeJson(text: string): unknown {
+  return JSON.parse(text.replace(LONG_AMOUNT, '$1"$2"'));
 }

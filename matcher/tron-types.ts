@@ -5,7 +5,8 @@
 export interface TronContractValue {
   owner_address?: string;
   to_address?: string;
-  amount?: number;
+  /** A string when longer than 15 digits (see parseNodeJson). */
+  amount?: number | string;
   asset_name?: string;
   contract_address?: string;
   data?: string;

@@ -1,7 +1,8 @@
 // The java-tron client against a real HTTP server standing in for a node: "not yet" answers are null (never an
 // empty block), transient failures are retried, permanent ones are not, and the TronGrid key travels as a header.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { TronClient, TronNodeError } from "../../matcher/tron-client.ts";
+import { decodeTransaction } from "../../matcher/decode.ts";
+import { parseNodeJson, TronClient, TronNodeError } from "../../matcher/tron-client.ts";
 
 type Handler = (path: string, body: Record<string, unknown>, headers: Headers) => Response | Promise<Response>;
 let handler: Handler = () => Response.json({});
@@ -106,4 +107,20 @@ test("TRON-PRO-API-KEY is sent when a TronGrid key is set, and not otherwise", a
   expect(seen.at(-1)!.headers.get("tron-pro-api-key")).toBe("k-123");
   await client().getNowBlock();
   expect(seen.at(-1)!.headers.get("tron-pro-api-key")).toBeNull();
+});
+
+test("TRX and TRC-10 amounts past 2^53 reach the decoder digit for digit (a double would round them)", async () => {
+  const text = await Bun.file(new URL("../../../shared/fixtures/tron/mainnet-block-60836289.getblockbynum.visible.json", import.meta.url)).text();
+  // The recorded block's TRC-10 transfer of 888888888 units, as a node would print a far larger one: int64's maximum,
+  // and 2^53 + 1, the first integer a double cannot hold.
+  for (const amount of ["9223372036854775807", "9007199254740993"]) {
+    const raw = text.replace('"amount": 888888888', `"amount": ${amount}`);
+    expect(raw).not.toBe(text);
+    handler = () => new Response(raw, { headers: { "content-type": "application/json" } });
+    const b = (await client().getBlockByNum(60836289))!;
+    const tx = b.transactions!.find((t) => t.txID === "9f0f4a9cc74f72abcd70f3866d34e672df271ebbf63a29b274e04ee528f3d95b")!;
+    expect(decodeTransaction(tx)).toMatchObject({ standard: "TRC10", tokenId: "1004937", amount });
+  }
+  // Ordinary amounts stay numbers, and the rest of the block parses as before.
+  expect(parseNodeJson('{"amount":888888888,"x":[1,"amount"]}')).toEqual({ amount: 888888888, x: [1, "amount"] });
 });
