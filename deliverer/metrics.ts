@@ -93,3 +93,9 @@ export const scheduleRebuilds = new Counter({
   help: "Rebuilds of the Redis schedule from pending events in PostgreSQL.",
   registers: [metrics],
 });
+
+export const scheduleRepaired = new Counter({
+  name: "deliverer_schedule_repaired_total",
+  help: "Pending events found overdue in PostgreSQL but in no due or lease set of the Redis schedule (entries lost while the schedule's built marker survived: eviction, a deleted key), and put back.",
+  registers: [metrics],
+});

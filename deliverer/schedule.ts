@@ -1,7 +1,8 @@
 // The delivery schedule in Redis: per shard a sorted set of due event ids (score = due time, ms) and a sorted set
 // of leases (score = lease expiry). Claiming moves due ids into the lease set atomically (Lua), so a crashed
 // worker's claims come back when their lease expires. Each shard's two keys share a hash tag, so every script
-// touches one slot and the same code runs on a Redis Cluster. PostgreSQL is the truth: see rebuild().
+// touches one slot and the same code runs on a Redis Cluster. PostgreSQL is the truth: the worker rebuilds a lost
+// schedule (rebuild()) and puts back single entries lost under a surviving built marker (reconcile.ts).
 import type { Redis } from "../common/redis.ts";
 
 export interface ScheduleEntry {
@@ -54,8 +55,8 @@ end
 return #ARGV / 2
 `;
 
-// KEYS: due, lease. ARGV: id1, due1, ... Adds ids that are neither due nor leased (the rebuild must not double a
-// lease a live worker holds).
+// KEYS: due, lease. ARGV: id1, due1, ... Adds ids that are neither due nor leased (the rebuild and the
+// reconciliation must not double a lease a live worker holds: that event is being sent).
 const ADD_MISSING = `
 local added = 0
 for i = 1, #ARGV, 2 do
@@ -229,7 +230,22 @@ export class Schedule {
     await this.redis.set(this.builtKey, String(Date.now()));
   }
 
-  /** A short exclusive lock so one replica rebuilds at a time. */
+  /** Where the reconciliation's last pass stopped (a due time and an id); null: start from the oldest. */
+  async reconcileCursor(): Promise<ScheduleEntry | null> {
+    const raw = await this.redis.get(`${this.prefix}schedule:reconcile:cursor`);
+    const at = raw?.indexOf(":") ?? -1;
+    if (!raw || at <= 0) return null;
+    const dueMs = Number(raw.slice(0, at));
+    return Number.isFinite(dueMs) ? { id: raw.slice(at + 1), dueMs } : null;
+  }
+
+  async setReconcileCursor(cursor: ScheduleEntry | null): Promise<void> {
+    const key = `${this.prefix}schedule:reconcile:cursor`;
+    if (cursor) await this.redis.set(key, `${cursor.dueMs}:${cursor.id}`);
+    else await this.redis.del(key);
+  }
+
+  /** A short exclusive lock so one replica rebuilds (or reconciles) at a time. */
   async tryLock(name: string, ttlMs: number): Promise<boolean> {
     return (await this.redis.set(`${this.prefix}schedule:lock:${name}`, "1", "PX", ttlMs, "NX")) === "OK";
   }

@@ -46,7 +46,7 @@ export const events = pgTable(
     uniqueIndex("events_transfer_uq").on(t.subscriptionId, t.chainId, t.txId, t.logIndex),
     index("events_subscription_page_idx").on(t.subscriptionId, t.createdAt.desc(), t.id.desc()),
     index("events_subscription_status_page_idx").on(t.subscriptionId, t.status, t.createdAt.desc(), t.id.desc()),
-    // The schedule rebuild and the held-subscription sweep read only pending rows.
+    // The schedule rebuild reads only pending rows; the reconciliation reads their overdue range by due time.
     index("events_pending_idx").on(t.nextAttemptAt).where(sql`status = 'pending' AND NOT held`),
     index("events_held_idx").on(t.subscriptionId).where(sql`status = 'pending' AND held`),
   ],

@@ -39,6 +39,12 @@ export interface Outcome {
   nextAttemptAt: Date | null;
 }
 
+/** A position in the pending events ordered by due time (the schedule reconciliation pages through them). */
+export interface OverdueCursor {
+  id: string;
+  dueMs: number;
+}
+
 export interface PageCursor {
   t: number;
   id: string;
@@ -232,6 +238,23 @@ export class DelivererStore {
       WHERE status = 'pending' AND NOT held AND id > ${afterId}
       ORDER BY id LIMIT ${limit}`)) as unknown as { id: string; next_attempt_at: Date | string | null }[];
     return rows.map((r) => ({ id: r.id, dueMs: r.next_attempt_at ? new Date(r.next_attempt_at).getTime() : Date.now() }));
+  }
+
+  /**
+   * Pending, not held events due before `before`, oldest first, keyset on (next_attempt_at, id) after `after`: the
+   * schedule reconciliation's pages. Served by events_pending_idx (a range on next_attempt_at; ties on one
+   * timestamp, a whole Enqueue batch, are ordered by an incremental sort of that range).
+   */
+  async overduePage(before: Date, after: OverdueCursor | null, limit: number): Promise<OverdueCursor[]> {
+    // Spelled as a range plus a tie-break (not a row comparison) so both bounds are index conditions.
+    const from = after ? new Date(after.dueMs).toISOString() : "-infinity";
+    const rows = (await this.db.execute(sql`
+      SELECT id, next_attempt_at FROM events
+      WHERE status = 'pending' AND NOT held
+        AND next_attempt_at >= ${from}::timestamptz AND next_attempt_at < ${before.toISOString()}::timestamptz
+        AND (next_attempt_at > ${from}::timestamptz OR id > ${after?.id ?? ""})
+      ORDER BY next_attempt_at, id LIMIT ${limit}`)) as unknown as { id: string; next_attempt_at: Date | string }[];
+    return rows.map((r) => ({ id: r.id, dueMs: new Date(r.next_attempt_at).getTime() }));
   }
 
   getEvent(subscriptionId: string, eventId: string): Promise<EventRow | undefined> {

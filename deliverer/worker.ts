@@ -7,6 +7,7 @@ import type { Schedule, ScheduleEntry } from "./schedule.ts";
 import type { ClaimedEvent, DelivererStore, Outcome } from "./store.ts";
 import type { AttemptOutcome, Sender } from "./send.ts";
 import type { TargetCache } from "./targets.ts";
+import { reconcileSchedule, type ReconcileResult } from "./reconcile.ts";
 import { deliveryHeaders } from "./sign.ts";
 import { renderPayload } from "./payload.ts";
 import {
@@ -38,6 +39,15 @@ export interface WorkerOptions {
   holdCheckMs?: number;
   /** How often the schedule is checked for having been lost (Redis restarted empty, FLUSHDB). */
   rebuildCheckMs?: number;
+  /**
+   * How often overdue pending events are checked for entries Redis lost one by one (reconcile.ts); default 30 s.
+   * A safety net, not a delivery path: the interval only bounds how long such an event waits.
+   */
+  reconcileMs?: number;
+  /** How overdue an event must be to be checked, and how far ahead a put-back entry comes due; default the lease. */
+  reconcileGraceMs?: number;
+  /** Most events one reconciliation pass reads (the next pass continues after them). */
+  reconcileLimit?: number;
   /** Outcomes written per statement / longest wait before writing. */
   flushSize?: number;
   flushMs?: number;
@@ -94,6 +104,7 @@ export class DeliveryWorker {
   private flushing: Promise<void> = Promise.resolve();
   private timers: ReturnType<typeof setInterval>[] = [];
   private lastRebuildCheck = 0;
+  private reconciling: Promise<ReconcileResult> | undefined;
   readonly leaseMs: number;
 
   constructor(
@@ -103,6 +114,8 @@ export class DeliveryWorker {
     private readonly sender: Sender,
     opts: WorkerOptions,
   ) {
+    // Longer than any attempt (and its write), so a live worker never loses a claim to another one mid-request.
+    this.leaseMs = opts.timeoutMs * 2 + 10_000;
     this.o = {
       retrySchedule: opts.retrySchedule,
       timeoutMs: opts.timeoutMs,
@@ -113,13 +126,14 @@ export class DeliveryWorker {
       deferMs: opts.deferMs ?? 250,
       holdCheckMs: opts.holdCheckMs ?? 2_000,
       rebuildCheckMs: opts.rebuildCheckMs ?? 1_000,
+      reconcileMs: opts.reconcileMs ?? 30_000,
+      reconcileGraceMs: opts.reconcileGraceMs ?? this.leaseMs,
+      reconcileLimit: opts.reconcileLimit ?? 20_000,
       flushSize: opts.flushSize ?? 256,
       flushMs: opts.flushMs ?? 20,
       random: opts.random ?? Math.random,
     };
     this.log = opts.logger ?? createLogger({ service: "deliverer" });
-    // Longer than any attempt (and its write), so a live worker never loses a claim to another one mid-request.
-    this.leaseMs = opts.timeoutMs * 2 + 10_000;
   }
 
   start(): void {
@@ -127,6 +141,7 @@ export class DeliveryWorker {
     this.running = true;
     this.loopDone = this.loop();
     this.timers.push(setInterval(() => void this.resumeHeld().catch((err) => this.log.warn("held check failed", { err })), this.o.holdCheckMs));
+    this.timers.push(setInterval(() => void this.reconcile().catch((err) => this.log.warn("schedule reconciliation failed", { err })), this.o.reconcileMs));
   }
 
   /** Wakes the claim loop at once (new events were scheduled in this process). */
@@ -148,6 +163,7 @@ export class DeliveryWorker {
     for (const t of this.timers) clearInterval(t);
     this.wake();
     await this.loopDone;
+    await this.reconciling?.catch(() => {});
     // Claims that have not started go back to the schedule at once (not attempts).
     const unstarted = [...this.waiting.values()].flat().map((w) => ({ id: w.row.id, dueMs: Date.now() }));
     this.waiting.clear();
@@ -429,6 +445,18 @@ export class DeliveryWorker {
     } finally {
       await this.schedule.unlock("rebuild");
     }
+  }
+
+  /** One reconciliation pass (reconcile.ts); a pass still running is joined rather than doubled. */
+  reconcile(): Promise<ReconcileResult> {
+    this.reconciling ??= reconcileSchedule(this.store, this.schedule, {
+      intervalMs: this.o.reconcileMs,
+      graceMs: this.o.reconcileGraceMs,
+      limit: this.o.reconcileLimit,
+    }, this.log).finally(() => {
+      this.reconciling = undefined;
+    });
+    return this.reconciling;
   }
 
   /** Held events whose subscription is active again go back into the schedule; a deleted one's are removed. */
