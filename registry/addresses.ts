@@ -130,33 +130,53 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
     return fresh!;
   }
 
-  /** The index was written for this request: if its transaction then fails to commit, the index must be rebuilt. */
+  /** One request's index writes, made while its transaction is open. */
   interface Written {
+    /** The index was written: if the transaction then fails to commit, the index must be rebuilt. */
     index: boolean;
+    /** The write intent announced before the first write (null: not announced, the failure is recorded). */
+    intent: Promise<string | null> | undefined;
+    /** The writes so far, chained: a removal and a re-addition of the same entry must reach Redis in that order. */
+    queue: Promise<void>;
   }
 
-  /** Writes the net change of one subscription to the index, chain by chain (while its transaction is open). */
-  async function writeIndex(written: Written, row: SubscriptionRow, key: KeyState, added: Entry[], removed: Entry[]) {
-    written.index = true;
-    const addedKeys = new Set(added.map(entryKey));
-    const netRemoved = removed.filter((e) => !addedKeys.has(entryKey(e)));
-    const adds = groupByChain(added);
-    const removes = groupByChain(netRemoved);
-    for (const chainId of new Set([...adds.keys(), ...removes.keys()])) {
-      await index.writeAddresses(subscriptionMeta(row), key, chainId, {
-        add: adds.get(chainId) ?? [],
-        remove: removes.get(chainId) ?? [],
-      });
-    }
+  const newWritten = (): Written => ({ index: false, intent: undefined, queue: Promise.resolve() });
+
+  /** Queues one subscription's net change for the index, chain by chain; resolves once it and every earlier one are written. */
+  function writeIndex(written: Written, row: SubscriptionRow, key: KeyState, added: Entry[], removed: Entry[]): Promise<void> {
+    written.queue = written.queue.then(async () => {
+      written.intent ??= index.announce();
+      // Not announced: Redis is failing, the index is marked for a rebuild that will bring this change in.
+      if ((await written.intent) === null) return;
+      written.index = true;
+      const addedKeys = new Set(added.map(entryKey));
+      const netRemoved = removed.filter((e) => !addedKeys.has(entryKey(e)));
+      const adds = groupByChain(added);
+      const removes = groupByChain(netRemoved);
+      for (const chainId of new Set([...adds.keys(), ...removes.keys()])) {
+        await index.writeAddresses(subscriptionMeta(row), key, chainId, {
+          add: adds.get(chainId) ?? [],
+          remove: removes.get(chainId) ?? [],
+        });
+      }
+    });
+    return written.queue;
   }
 
-  /** A transaction that wrote the index and then did not commit leaves the index ahead of PostgreSQL. */
+  /**
+   * Settles a request's index writes on the real outcome of its transaction, not on the deadline (which abandons a
+   * transaction that may still commit): a transaction that wrote the index and then did not commit leaves the index
+   * ahead of PostgreSQL, so the index is marked for a rebuild before the intent goes.
+   */
   async function guardIndex<T>(written: Written, work: Promise<T>): Promise<T> {
     try {
       return await work;
     } catch (err) {
+      await written.queue.catch(() => {}); // a write still under way must land before the rebuild is asked for
       if (written.index) await index.recordFailure("transaction failed after its index write", err);
       throw err;
+    } finally {
+      if (written.intent) await index.withdraw(await written.intent);
     }
   }
 
@@ -181,10 +201,10 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
         });
       }
 
-      const written: Written = { index: false };
-      return guardIndex(written, store.run(
+      const written = newWritten();
+      return store.run(
         (db) =>
-          db.transaction(async (tx) => {
+          guardIndex(written, db.transaction(async (tx) => {
             const row = await lockSubscription(tx, req.keyId, req.id);
             const key = await keyState(tx, req.keyId);
             // Each side deduplicated in request order; an invalid item is skipped once.
@@ -211,11 +231,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             // validated in slices, each slice's INSERT sent before the next is checked, so PostgreSQL works while
             // base58check runs here. Statements on the transaction run in the order they were sent.
             const overlap = row.addressCount + additions.length <= deps.maxPerSubscription;
-            // One after the other: a removal and a re-addition of the same entry must reach Redis in that order.
-            let indexWrites = Promise.resolve();
-            const queueIndex = (add: Entry[], remove: Entry[]) => {
-              indexWrites = indexWrites.then(() => writeIndex(written, row, key, add, remove));
-            };
+            const queueIndex = (add: Entry[], remove: Entry[]) => void writeIndex(written, row, key, add, remove);
             if (overlap && validRemove.length > 0) queueIndex([], validRemove);
             const deletion = deleteEntries(tx, row.id, validRemove);
             deletion.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled
@@ -264,7 +280,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
               current = await touch(tx, row.id, count);
               if (!overlap) await writeIndex(written, current, key, added, removed);
             }
-            await indexWrites;
+            await written.queue;
             // Removals are listed in request order, like additions.
             const removedInOrder = validRemove.filter((e) => removedKeys.has(entryKey(e)));
             return create(PatchAddressesResponseSchema, {
@@ -273,9 +289,9 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
               removed: removedInOrder,
               skipped,
             });
-          }),
+          })),
         CHANGE_DEADLINE_MS,
-      ));
+      );
     },
 
     async replaceAddresses(req) {
@@ -287,10 +303,10 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
           count: req.addresses.length,
         });
       }
-      const written: Written = { index: false };
-      return guardIndex(written, store.run(
+      const written = newWritten();
+      return store.run(
         (db) =>
-          db.transaction(async (tx) => {
+          guardIndex(written, db.transaction(async (tx) => {
             const row = await lockSubscription(tx, req.keyId, req.id);
             const key = await keyState(tx, req.keyId);
             // Duplicates collapse (the first occurrence keeps its place and its index for error details).
@@ -356,9 +372,9 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
               await indexWrite;
             }
             return create(SubscriptionResponseSchema, { subscription: await inline(tx, current) });
-          }),
+          })),
         CHANGE_DEADLINE_MS,
-      ));
+      );
     },
 
     async listAddresses(req) {

@@ -144,6 +144,26 @@ async function runHook(ctx: RegistryContext, name: string, fn: () => Promise<voi
   }
 }
 
+/**
+ * A change that commits on its own, then its hook. Announced to the watch index before the change and withdrawn
+ * after the hook, so a crash between the COMMIT and the hook's Redis write is found and repaired.
+ */
+async function changeThenHook<T>(
+  ctx: RegistryContext,
+  name: string,
+  change: () => Promise<T | undefined>,
+  hook: (row: T) => Promise<void>,
+): Promise<T | undefined> {
+  const withdraw = await ctx.hooks.announce();
+  try {
+    const row = await change();
+    if (row !== undefined && withdraw) await runHook(ctx, name, () => hook(row));
+    return row;
+  } finally {
+    await withdraw?.();
+  }
+}
+
 export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof SubscriptionService> {
   const { store } = ctx;
   const unimplemented = (): never => {
@@ -216,17 +236,17 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
       // A missing subscription is 404 even when the body is also wrong: look first (cheap), then validate.
       if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
       const fields = await checkSubscriptionFields(ctx, req);
-      const row = await store.updateSubscription(req.keyId, req.id, fields);
+      const update = () => store.updateSubscription(req.keyId, req.id, fields);
+      const row = await changeThenHook(ctx, "subscriptionChanged", update, (r) => ctx.hooks.subscriptionChanged(r));
       if (!row) throw notFound();
-      await runHook(ctx, "subscriptionChanged", () => ctx.hooks.subscriptionChanged(row));
       return { subscription: subscriptionMessage(row, { addresses: [], hasMore: false }) };
     },
 
     async deleteSubscription(req) {
       if (!isId("sub", req.id)) throw notFound();
-      const row = await store.deleteSubscription(req.keyId, req.id);
+      const remove = () => store.deleteSubscription(req.keyId, req.id);
+      const row = await changeThenHook(ctx, "subscriptionDeleted", remove, (r) => ctx.hooks.subscriptionDeleted(r));
       if (!row) throw notFound();
-      await runHook(ctx, "subscriptionDeleted", () => ctx.hooks.subscriptionDeleted(row));
       return {};
     },
 
@@ -289,17 +309,15 @@ export function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeySe
     },
     async revokeApiKey(req) {
       if (!isId("key", req.id)) throw keyNotFound();
-      const row = await store.revokeApiKey(req.id);
+      const row = await changeThenHook(ctx, "keyChanged", () => store.revokeApiKey(req.id), (r) => ctx.hooks.keyChanged(r.id));
       if (!row) throw keyNotFound();
-      await runHook(ctx, "keyChanged", () => ctx.hooks.keyChanged(row.id));
       return { key: apiKeyMessage(row) };
     },
     async setApiKeyChains(req) {
       if (!isId("key", req.id)) throw keyNotFound();
       const chains = checkKeyChains(req.chains, false);
-      const row = await store.setApiKeyChains(req.id, chains);
+      const row = await changeThenHook(ctx, "keyChanged", () => store.setApiKeyChains(req.id, chains), (r) => ctx.hooks.keyChanged(r.id));
       if (!row) throw keyNotFound();
-      await runHook(ctx, "keyChanged", () => ctx.hooks.keyChanged(row.id));
       return { key: apiKeyMessage(row) };
     },
     async resolveApiKey(req) {

@@ -1,6 +1,7 @@
 // The seam between the registry's writes and the Redis watch index (issue 3 fills it): each hook runs after the
 // PostgreSQL change committed and before the RPC answers. PostgreSQL is the truth, so a failing hook is logged and
-// the write still succeeds; the index catches up by its own means (outbox or rebuild).
+// the write still succeeds; the index catches up by its own means (rebuild). A crash between the COMMIT and the hook
+// would leave no trace, hence `announce` around both (registry/watch-index.ts).
 import type { Config } from "../common/config.ts";
 import { log } from "../common/logger.ts";
 import type { Redis } from "../common/redis.ts";
@@ -9,6 +10,12 @@ import type { RegistryStore } from "./store.ts";
 import { WatchIndex } from "./watch-index.ts";
 
 export interface WatchHooks {
+  /**
+   * Called before a change whose hook follows its COMMIT; the function it resolves to is called once the hook ran (or
+   * the change failed). Null: the index could not be told and is already marked for a rebuild, which brings the
+   * change in, so the hook may be skipped.
+   */
+  announce(): Promise<(() => Promise<void>) | null>;
   /** A subscription's url, events or status changed (not called at create: a new subscription watches nothing). */
   subscriptionChanged(row: SubscriptionRow): Promise<void>;
   /** A subscription was deleted (its address rows are already gone with it). */
@@ -19,6 +26,7 @@ export interface WatchHooks {
 
 /** No watch index yet: nothing to keep in step. */
 export const noWatchHooks: WatchHooks = {
+  announce: async () => async () => {},
   subscriptionChanged: async () => {},
   subscriptionDeleted: async () => {},
   keyChanged: async () => {},

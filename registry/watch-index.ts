@@ -10,8 +10,16 @@
 //
 // Redis down while PostgreSQL accepts a write: the write still commits (PostgreSQL is the truth), the failure is
 // recorded durably in PostgreSQL (app_settings row "watch_index_dirty"), and the watchdog, as soon as Redis answers,
-// marks every chain stale (lookups wait) and rebuilds. The one window left open is a crash between a Redis write
-// and its COMMIT; the next on-demand or periodic rebuild repairs it.
+// marks every chain stale (lookups wait) and rebuilds. A transaction that rolls back after its Redis write is
+// recorded the same way by its caller (registry/addresses.ts).
+//
+// A process that dies between its Redis write and its COMMIT (or between a COMMIT and the hook that writes it
+// through) records nothing, and the index would disagree with PostgreSQL unseen: a removal that never committed
+// makes the matcher miss the address. So every such write is announced first (a write intent in Redis, removed once
+// the outcome is known), and the watchdog, every tick and at start, takes an intent older than INTENT_MAX_AGE_MS as
+// a writer that died: it marks every chain stale (lookups wait from then on) and rebuilds. If Redis cannot take the
+// intent, the failure is recorded as above, so the change is covered either way.
+import { randomUUID } from "node:crypto";
 import { sql as dsql } from "drizzle-orm";
 import { TRON_CHAINS, type ChainId } from "../common/config.ts";
 import type { Logger } from "../common/logger.ts";
@@ -19,10 +27,13 @@ import type { Redis } from "../common/redis.ts";
 import {
   applyAddresses,
   beginBuild,
+  beginIntent,
   dropGeneration,
   dropSubscription,
+  endIntents,
   finishBuild,
   markStale,
+  oldIntents,
   readState,
   setKeyState,
   setSubscriptionMeta,
@@ -37,6 +48,14 @@ import type { WatchHooks } from "./watch-hooks.ts";
 const DIRTY = "watch_index_dirty";
 /** A Redis call that takes longer is treated as failed (the index is then rebuilt). */
 const REDIS_TIMEOUT_MS = 3_000;
+/**
+ * An intent older than this belongs to a writer that died. A live one ends well before: an address change's
+ * transaction has a 9 s deadline (4 s for other calls) and a hook's Redis writes time out after 3 s each, so 30 s
+ * leaves a wide margin. A transaction that hangs past it anyway only costs a spare rebuild (the rebuild waits for
+ * its row lock); the price of the margin is that, after such a death, lookups may see a change that never committed
+ * for that long.
+ */
+export const INTENT_MAX_AGE_MS = 30_000;
 
 function withTimeout<T>(p: Promise<T>, ms = REDIS_TIMEOUT_MS): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -60,6 +79,11 @@ export function subscriptionMeta(row: { id: string; keyId: string; status: strin
   return { id: row.id, keyId: row.keyId, enabled: row.status === "enabled", events: row.events };
 }
 
+export interface WatchIndexOptions {
+  /** INTENT_MAX_AGE_MS unless a test wants the watchdog to give up on intents sooner. */
+  intentMaxAgeMs?: number;
+}
+
 export interface RebuildResult {
   addresses: number;
   subscriptions: number;
@@ -81,6 +105,7 @@ export class WatchIndex {
   private ticking = false;
   private lastSweep = 0;
   private readonly pending = new Set<Promise<unknown>>();
+  private readonly intentMaxAgeMs: number;
 
   constructor(
     readonly db: RegistryDb,
@@ -88,7 +113,9 @@ export class WatchIndex {
     readonly prefix: string,
     private readonly log: Logger,
     readonly chains: readonly ChainId[] = TRON_CHAINS,
+    opts: WatchIndexOptions = {},
   ) {
+    this.intentMaxAgeMs = opts.intentMaxAgeMs ?? INTENT_MAX_AGE_MS;
     // Back from an outage during which a write failed: make lookups wait at once, before the watchdog's next tick
     // starts the rebuild, so a reader never trusts the index that missed the write.
     // Failed commands are reported where they fail; the connection's own errors are only worth a debug line.
@@ -100,6 +127,33 @@ export class WatchIndex {
   }
 
   // ---- write-through ------------------------------------------------------------------------------------------
+
+  /**
+   * Records a write intent before the first Redis write whose transaction has not committed (or whose change commits
+   * before its hook writes it). Resolves to its token, or to null when Redis would not take it: the failure is then
+   * recorded instead, the rebuild will bring the change in, and the caller may skip its writes.
+   */
+  async announce(): Promise<string | null> {
+    const token = randomUUID();
+    try {
+      await withTimeout(beginIntent(this.redis, this.prefix, token));
+      return token;
+    } catch (err) {
+      await this.recordFailure("write intent", err);
+      return null;
+    }
+  }
+
+  /**
+   * Removes an intent once its transaction committed or rolled back (a rollback after a write is recorded by the
+   * caller first). Best effort: an intent left over only costs a spare rebuild.
+   */
+  async withdraw(token: string | null): Promise<void> {
+    if (token === null) return;
+    await withTimeout(endIntents(this.redis, this.prefix, [token]), 500).catch((err) =>
+      this.log.debug("watch index: could not remove a write intent", { err }),
+    );
+  }
 
   /**
    * Writes one subscription's address change on one chain. Call it inside the transaction that holds the
@@ -193,6 +247,10 @@ export class WatchIndex {
 
   hooks(): WatchHooks {
     return {
+      announce: async () => {
+        const token = await this.announce();
+        return token === null ? null : () => this.withdraw(token);
+      },
       subscriptionChanged: (row: SubscriptionRow) => this.subscriptionChanged(row.id),
       subscriptionDeleted: (row: SubscriptionRow) => this.subscriptionDeleted(row.id),
       keyChanged: (keyId: string) => this.keyChanged(keyId),
@@ -348,11 +406,29 @@ export class WatchIndex {
     }
   }
 
-  /** Rebuilds when needed (at start, after FLUSHDB or a Redis outage) and sweeps dead handles now and then. */
+  /**
+   * Intents nobody removed in time: their writers died, maybe after writing Redis and before COMMIT. Lookups wait
+   * from here on and the rebuild repairs the index. The stale marks are in Redis before the intents go, so a crash in
+   * between still leaves one or the other for the next watchdog.
+   */
+  async repairAbandonedWrites(): Promise<number> {
+    const tokens = await oldIntents(this.redis, this.prefix, this.intentMaxAgeMs);
+    if (tokens.length === 0) return 0;
+    this.log.warn("watch index: writes were left unfinished by a registry that died; rebuilding", { intents: tokens.length });
+    for (const chainId of this.chains) await markStale(this.redis, this.prefix, chainId);
+    await endIntents(this.redis, this.prefix, tokens);
+    return tokens.length;
+  }
+
+  /**
+   * Rebuilds when needed (at start, after FLUSHDB, a Redis outage or a writer's death) and sweeps dead handles now
+   * and then.
+   */
   async tick(): Promise<void> {
     if (this.ticking) return;
     this.ticking = true;
     try {
+      await withTimeout(this.repairAbandonedWrites());
       if (await withTimeout(this.needsRebuilding())) {
         await this.rebuild(this.chains, { ifNeeded: true });
         return;
