@@ -58,16 +58,27 @@ async function openSession(): Promise<Session> {
   return { config, store: new RegistryStore(db, { encryptionKey: appKeys.encryptionKey }) };
 }
 
-/** Revocation and chain changes must reach the watch index too (registry/watch-hooks.ts). */
-async function notifyKeyChanged(session: Session, keyId: string): Promise<void> {
+/**
+ * Revocation and chain changes must reach the watch index too (registry/watch-hooks.ts), announced before the change
+ * like the registry's own, so a CLI killed between the COMMIT and the index write still leaves a trace the registry's
+ * watchdog repairs.
+ */
+async function changeKey<T extends { id: string }>(session: Session, change: () => Promise<T | undefined>): Promise<T | undefined> {
   const redis = openRedis(session.config.redisUrl);
   redis.on("error", () => {});
+  const hooks = createWatchHooks({ config: session.config, store: session.store, redis });
+  const withdraw = await hooks.announce().catch(() => null);
   try {
-    await createWatchHooks({ config: session.config, store: session.store, redis }).keyChanged(keyId);
-  } catch (err) {
-    // PostgreSQL holds the change; the index catches up on its next rebuild.
-    console.error(`warning: the watch index was not updated (${(err as Error).message}); it catches up on its next rebuild`);
+    const row = await change();
+    if (row && withdraw) {
+      await hooks.keyChanged(row.id).catch((err: Error) => {
+        // PostgreSQL holds the change; the index catches up on its next rebuild.
+        console.error(`warning: the watch index was not updated (${err.message}); it catches up on its next rebuild`);
+      });
+    }
+    return row;
   } finally {
+    await withdraw?.().catch(() => {});
     redis.disconnect();
   }
 }
@@ -120,12 +131,11 @@ async function main(argv: string[]): Promise<number> {
       const id = keyIdArg(rest[0]);
       const session = await openSession();
       try {
-        const row = await session.store.revokeApiKey(id);
+        const row = await changeKey(session, () => session.store.revokeApiKey(id));
         if (!row) {
           console.error(`error: no API key ${id}`);
           return 1;
         }
-        await notifyKeyChanged(session, row.id);
         console.log(`Revoked ${row.id} at ${row.revokedAt!.toISOString()}`);
       } finally {
         await session.store.close();
@@ -139,12 +149,11 @@ async function main(argv: string[]): Promise<number> {
       const chains = splitChains(rest[1]);
       const session = await openSession();
       try {
-        const row = await session.store.setApiKeyChains(id, chains);
+        const row = await changeKey(session, () => session.store.setApiKeyChains(id, chains));
         if (!row) {
           console.error(`error: no API key ${id}`);
           return 1;
         }
-        await notifyKeyChanged(session, row.id);
         console.log(`${row.id} chains: ${row.chains.join(",")}`);
       } finally {
         await session.store.close();
