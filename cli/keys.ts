@@ -11,7 +11,7 @@ import { openRedis } from "../common/redis.ts";
 import { checkKeyChains } from "../registry/rules.ts";
 import type { ApiKeyRow } from "../registry/schema.ts";
 import { openRegistryDatabase, RegistryStore } from "../registry/store.ts";
-import { createWatchHooks } from "../registry/watch-hooks.ts";
+import { changeThenHook, createWatchHooks } from "../registry/watch-hooks.ts";
 
 const USAGE = `Usage:
   bun run keys create [--name NAME] [--chains ${TRON_CHAINS.join(",")}]
@@ -67,18 +67,14 @@ async function changeKey<T extends { id: string }>(session: Session, change: () 
   const redis = openRedis(session.config.redisUrl);
   redis.on("error", () => {});
   const hooks = createWatchHooks({ config: session.config, store: session.store, redis });
-  const withdraw = await hooks.announce().catch(() => null);
   try {
-    const row = await change();
-    if (row && withdraw) {
-      await hooks.keyChanged(row.id).catch((err: Error) => {
+    return await changeThenHook(hooks, change, (row) =>
+      hooks.keyChanged(row.id).catch((err: Error) => {
         // PostgreSQL holds the change; the index catches up on its next rebuild.
         console.error(`warning: the watch index was not updated (${err.message}); it catches up on its next rebuild`);
-      });
-    }
-    return row;
+      }),
+    );
   } finally {
-    await withdraw?.().catch(() => {});
     redis.disconnect();
   }
 }

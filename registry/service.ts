@@ -42,7 +42,7 @@ import type {
   SubscriptionCursor,
   SubscriptionFields,
 } from "./store.ts";
-import type { WatchHooks } from "./watch-hooks.ts";
+import { changeThenHook, type WatchHooks } from "./watch-hooks.ts";
 
 /** Inlined addresses on GET and rotate (CONTRACT.md "Subscriptions"). */
 export const INLINE_ADDRESSES = 200;
@@ -144,24 +144,14 @@ async function runHook(ctx: RegistryContext, name: string, fn: () => Promise<voi
   }
 }
 
-/**
- * A change that commits on its own, then its hook. Announced to the watch index before the change and withdrawn
- * after the hook, so a crash between the COMMIT and the hook's Redis write is found and repaired.
- */
-async function changeThenHook<T>(
+/** changeThenHook (watch-hooks.ts) with the hook's failure logged: the write stands, the index catches up later. */
+function changeThenRunHook<T>(
   ctx: RegistryContext,
   name: string,
   change: () => Promise<T | undefined>,
   hook: (row: T) => Promise<void>,
 ): Promise<T | undefined> {
-  const withdraw = await ctx.hooks.announce();
-  try {
-    const row = await change();
-    if (row !== undefined && withdraw) await runHook(ctx, name, () => hook(row));
-    return row;
-  } finally {
-    await withdraw?.();
-  }
+  return changeThenHook(ctx.hooks, change, (row) => runHook(ctx, name, () => hook(row)));
 }
 
 export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof SubscriptionService> {
@@ -237,7 +227,7 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
       if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
       const fields = await checkSubscriptionFields(ctx, req);
       const update = () => store.updateSubscription(req.keyId, req.id, fields);
-      const row = await changeThenHook(ctx, "subscriptionChanged", update, (r) => ctx.hooks.subscriptionChanged(r));
+      const row = await changeThenRunHook(ctx, "subscriptionChanged", update, (r) => ctx.hooks.subscriptionChanged(r));
       if (!row) throw notFound();
       return { subscription: subscriptionMessage(row, { addresses: [], hasMore: false }) };
     },
@@ -245,7 +235,7 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
     async deleteSubscription(req) {
       if (!isId("sub", req.id)) throw notFound();
       const remove = () => store.deleteSubscription(req.keyId, req.id);
-      const row = await changeThenHook(ctx, "subscriptionDeleted", remove, (r) => ctx.hooks.subscriptionDeleted(r));
+      const row = await changeThenRunHook(ctx, "subscriptionDeleted", remove, (r) => ctx.hooks.subscriptionDeleted(r));
       if (!row) throw notFound();
       return {};
     },
@@ -309,14 +299,14 @@ export function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeySe
     },
     async revokeApiKey(req) {
       if (!isId("key", req.id)) throw keyNotFound();
-      const row = await changeThenHook(ctx, "keyChanged", () => store.revokeApiKey(req.id), (r) => ctx.hooks.keyChanged(r.id));
+      const row = await changeThenRunHook(ctx, "keyChanged", () => store.revokeApiKey(req.id), (r) => ctx.hooks.keyChanged(r.id));
       if (!row) throw keyNotFound();
       return { key: apiKeyMessage(row) };
     },
     async setApiKeyChains(req) {
       if (!isId("key", req.id)) throw keyNotFound();
       const chains = checkKeyChains(req.chains, false);
-      const row = await changeThenHook(ctx, "keyChanged", () => store.setApiKeyChains(req.id, chains), (r) => ctx.hooks.keyChanged(r.id));
+      const row = await changeThenRunHook(ctx, "keyChanged", () => store.setApiKeyChains(req.id, chains), (r) => ctx.hooks.keyChanged(r.id));
       if (!row) throw keyNotFound();
       return { key: apiKeyMessage(row) };
     },

@@ -24,6 +24,27 @@ export interface WatchHooks {
   keyChanged(keyId: string): Promise<void>;
 }
 
+/**
+ * A change that commits on its own, then its hook: announced to the watch index before the change and withdrawn
+ * after the hook, so a crash between the COMMIT and the hook's Redis write is found and repaired. The hook runs only
+ * when the change found its row and the announcement was taken (otherwise a rebuild is already due). Used by the
+ * registry's RPCs and by `bun run keys`; each passes a hook that handles its own failures.
+ */
+export async function changeThenHook<T>(
+  hooks: WatchHooks,
+  change: () => Promise<T | undefined>,
+  hook: (row: T) => Promise<void>,
+): Promise<T | undefined> {
+  const withdraw = await hooks.announce();
+  try {
+    const row = await change();
+    if (row !== undefined && withdraw) await hook(row);
+    return row;
+  } finally {
+    await withdraw?.();
+  }
+}
+
 /** No watch index yet: nothing to keep in step. */
 export const noWatchHooks: WatchHooks = {
   announce: async () => async () => {},
