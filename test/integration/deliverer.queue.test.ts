@@ -8,6 +8,7 @@ import { createDeliverer, type DelivererHandle } from "../../deliverer/index.ts"
 import { waitingReleased } from "../../deliverer/metrics.ts";
 import { NewEventSchema } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { sampleTransfer, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
+import { until } from "../support/wait.ts";
 
 // Lease = 2 × 1 s + 10 s; an attempt must start within 12 − 1 − 5 = 6 s of its claim.
 const TIMEOUT_MS = 1_000;
@@ -37,14 +38,6 @@ async function count(subscriptionId: string, status: string): Promise<number> {
 
 async function released(): Promise<number> {
   return (await waitingReleased.get()).values[0]?.value ?? 0;
-}
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
 }
 
 test("a destination that turns slow: queued claims past their start deadline are released, none is lost or sent twice", async () => {

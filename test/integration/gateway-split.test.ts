@@ -6,6 +6,7 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
 import { allocateRedisDb, type TestRedis } from "../support/redis.ts";
+import { freePorts } from "../support/ports.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 
@@ -24,14 +25,6 @@ afterAll(async () => {
   await redisDb?.release();
   await database?.drop();
 });
-
-/** Ports the OS says are free right now (bound and released). */
-function freePorts(n: number): number[] {
-  const servers = Array.from({ length: n }, () => Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }));
-  const ports = servers.map((s) => s.port);
-  for (const s of servers) s.stop(true);
-  return ports;
-}
 
 function spawn(script: string, env: Record<string, string>): Subprocess {
   const proc = Bun.spawn([process.execPath, join(ROOT, script)], { env, cwd: ROOT, stdout: "ignore", stderr: "ignore" });

@@ -8,6 +8,7 @@ import { serveService, type ServedService } from "../../common/service.ts";
 import { decodeBlock } from "../../matcher/decode.ts";
 import { loadCheckpoint, openMatcherDatabase, type MatcherDb } from "../../matcher/store.ts";
 import { startMatcherBed, type MatcherBed } from "./matcher-bed.ts";
+import { until } from "../support/wait.ts";
 
 const ROOT = join(import.meta.dir, "../..");
 let t: MatcherBed;
@@ -43,16 +44,6 @@ function spawnMatcher(): Subprocess {
     stdout: "ignore",
     stderr: "inherit",
   });
-}
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
 }
 
 test("SIGKILL mid-stream and restart, three times → no transfer missed, no duplicate event", async () => {

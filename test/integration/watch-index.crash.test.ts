@@ -16,6 +16,8 @@ import { SubscriptionService } from "../../gen/webhooks/registry/v1/registry_pb.
 import { WatchIndex } from "../../registry/watch-index.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";
 import { actualIndex, expectedIndex, waitUntilReady } from "../support/watch-index.ts";
+import { freePorts } from "../support/ports.ts";
+import { until } from "../support/wait.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const MAINNET = "tron:mainnet";
@@ -75,22 +77,6 @@ async function watches(address: string, id: string): Promise<boolean> {
   return found.get(address)?.some((w) => w.subscriptionId === id) ?? false;
 }
 
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await Bun.sleep(25);
-  }
-}
-
-/** Ports the OS says are free right now (bound and released). */
-function freePorts(n: number): number[] {
-  const servers = Array.from({ length: n }, () => Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }));
-  const ports = servers.map((s) => s.port);
-  for (const s of servers) s.stop(true);
-  return ports;
-}
-
 /** `bun run registry` on the stack's database and Redis, as a second replica would run. */
 async function spawnRegistry(): Promise<{ proc: Subprocess; url: string }> {
   const [port, grpcPort] = freePorts(2) as [number, number];
@@ -114,7 +100,7 @@ async function spawnRegistry(): Promise<{ proc: Subprocess; url: string }> {
   await until("the spawned registry is ready", async () => {
     const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1_000) }).catch(() => null);
     return res?.status === 200;
-  }, 20_000);
+  }, 20_000, 25);
   return { proc, url };
 }
 
@@ -149,7 +135,7 @@ describe("a write-through whose transaction never commits", () => {
       remove: [{ chainId: MAINNET, address: x }],
     });
     call.catch(() => {});
-    await until("the PATCH reached Redis", async () => !(await watches(x, id)) && (await watches(y, id)));
+    await until("the PATCH reached Redis", async () => !(await watches(x, id)) && (await watches(y, id)), 15_000, 25);
     expect(await intents()).toBe(1);
     proc.kill("SIGKILL");
     await proc.exited;
@@ -166,7 +152,7 @@ describe("a write-through whose transaction never commits", () => {
     const watchdog = startWatchdog();
     try {
       // Once the intent is taken up, lookups wait for the rebuild instead of answering "not watched".
-      await until("the watchdog took up the intent", async () => (await intents()) === 0);
+      await until("the watchdog took up the intent", async () => (await intents()) === 0, 15_000, 25);
       expect(await watches(x, id)).toBe(true);
       expect(await watches(y, id)).toBe(false);
       await waitUntilReady(stack.registry.redis, stack.config.redisPrefix, 15_000);
@@ -200,9 +186,9 @@ describe("a write-through whose transaction never commits", () => {
       await until("the change committed", async () => {
         const [s] = (await sql`SELECT status FROM subscriptions WHERE id = ${id}`) as { status: string }[];
         return s?.status === "enabled";
-      });
+      }, 15_000, 25);
       // The watchdog repairs without the hook: the index comes to say what PostgreSQL says.
-      await until("the watchdog took up the intent", async () => (await intents()) === 0);
+      await until("the watchdog took up the intent", async () => (await intents()) === 0, 15_000, 25);
       expect(await watches(z, id)).toBe(true);
       await waitUntilReady(stack.registry.redis, stack.config.redisPrefix, 15_000);
       expect(await actualIndex(stack.registry.redis, stack.config.redisPrefix)).toEqual(await expectedIndex(sql));
