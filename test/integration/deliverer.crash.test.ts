@@ -1,28 +1,13 @@
 // Faults lose nothing. The deliverer runs as a separate process and is killed with SIGKILL mid-run, then restarted:
 // every event is delivered at least once. Redis is flushed mid-run: the schedule is rebuilt from PostgreSQL.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { create } from "@bufbuild/protobuf";
 import Redis from "ioredis";
 import { join } from "node:path";
 import { serveService, type ServedService } from "../../common/service.ts";
-import { NewEventSchema } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
-import { sampleTransfer, startDeliveryBed, waitForEvent, type DeliveryBed } from "../support/delivery.ts";
+import { enqueueTransfers, startDeliveryBed, waitForEvent, type DeliveryBed } from "../support/delivery.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const BUN = join(ROOT, "node_modules", ".bin", "bun");
-const kind = "wallet.transfer.broadcasted";
-
-async function enqueueMany(bed: DeliveryBed, subscriptionId: string, n: number, offset: number): Promise<string[]> {
-  const ids: string[] = [];
-  for (let i = 0; i < n; i += 500) {
-    const events = Array.from({ length: Math.min(500, n - i) }, (_, j) =>
-      create(NewEventSchema, { subscriptionId, kind, transfer: sampleTransfer(offset + i + j) }),
-    );
-    const res = await bed.delivery.enqueue({ events });
-    ids.push(...res.eventIds);
-  }
-  return ids;
-}
 
 async function waitAllDelivered(bed: DeliveryBed, path: string, ids: string[], timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -76,7 +61,7 @@ describe("crash safety", () => {
     const path = "/crash";
     bed.receiver.setBehaviour(path, { kind: "delay", ms: 40 });
     const sub = await bed.subscribe(path);
-    const ids = await enqueueMany(bed, sub.subscriptionId, 2_000, 0);
+    const ids = (await enqueueTransfers(bed, sub.subscriptionId, 2_000, 0)).ids;
     expect(new Set(ids).size).toBe(2_000);
 
     const first = spawnDeliverer();
@@ -109,7 +94,7 @@ describe("Redis loses its data mid-run", () => {
     const path = "/flush";
     bed.receiver.setBehaviour(path, { kind: "delay", ms: 40 });
     const sub = await bed.subscribe(path);
-    const ids = await enqueueMany(bed, sub.subscriptionId, 1_500, 10_000);
+    const ids = (await enqueueTransfers(bed, sub.subscriptionId, 1_500, 10_000)).ids;
     await bed.receiver.waitForCount(path, 200, 30_000);
     const redis = new Redis(bed.redis.url);
     await redis.flushdb();

@@ -2,13 +2,10 @@
 // The healthy burst is delivered completely before the dead destination's first timeout has even expired: the
 // per-host limit keeps the dead host from taking every slot.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { create } from "@bufbuild/protobuf";
-import { NewEventSchema } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { startReceiver, type Receiver } from "../../tools/receiver/server.ts";
-import { sampleTransfer, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
+import { enqueueTransfers, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
 
 const TIMEOUT_MS = 6_000;
-const kind = "wallet.transfer.broadcasted";
 let bed: DeliveryBed;
 let dead: Receiver;
 
@@ -23,25 +20,16 @@ afterAll(async () => {
   await bed?.stop();
 }, 60_000);
 
-async function enqueue(subscriptionId: string, n: number, offset: number): Promise<void> {
-  for (let i = 0; i < n; i += 500) {
-    const events = Array.from({ length: Math.min(500, n - i) }, (_, j) =>
-      create(NewEventSchema, { subscriptionId, kind, transfer: sampleTransfer(offset + i + j) }),
-    );
-    await bed.delivery.enqueue({ events });
-  }
-}
-
 test("a burst to a healthy destination completes while a dead destination's first attempts are still hanging", async () => {
   dead.setBehaviour("/dead", { kind: "hang" });
   const deadSub = await bed.subscribe("/dead", { url: `https://127.0.0.1:${dead.port}/dead` });
   const healthySub = await bed.subscribe("/healthy");
 
   // The dead destination's events come first and are due first.
-  await enqueue(deadSub.subscriptionId, 400, 0);
+  await enqueueTransfers(bed, deadSub.subscriptionId, 400, 0);
   await dead.waitForCount("/dead", 1, 10_000);
   const firstDeadAttempt = dead.deliveries("/dead")[0]!.receivedAt;
-  await enqueue(healthySub.subscriptionId, 600, 100_000);
+  await enqueueTransfers(bed, healthySub.subscriptionId, 600, 100_000);
 
   const firstTimeoutExpires = firstDeadAttempt + TIMEOUT_MS;
   let deliveredAt = 0;

@@ -3,16 +3,13 @@
 // back to the schedule instead of being sent late (another replica may hold them by then). Two deliverers share the
 // schedule here, so a late send would show as the same webhook-id answered twice.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { create } from "@bufbuild/protobuf";
 import { createDeliverer, type DelivererHandle } from "../../deliverer/index.ts";
 import { waitingReleased } from "../../deliverer/metrics.ts";
-import { NewEventSchema } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
-import { sampleTransfer, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
+import { enqueueTransfers, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
 import { until } from "../support/wait.ts";
 
 // Lease = 2 × 1 s + 10 s; an attempt must start within 12 − 1 − 5 = 6 s of its claim.
 const TIMEOUT_MS = 1_000;
-const kind = "wallet.transfer.broadcasted";
 let bed: DeliveryBed;
 let second: DelivererHandle;
 
@@ -25,11 +22,6 @@ afterAll(async () => {
   await second?.close();
   await bed?.stop();
 }, 60_000);
-
-async function enqueue(subscriptionId: string, n: number, offset: number): Promise<void> {
-  const events = Array.from({ length: n }, (_, i) => create(NewEventSchema, { subscriptionId, kind, transfer: sampleTransfer(offset + i) }));
-  await bed.delivery.enqueue({ events });
-}
 
 async function count(subscriptionId: string, status: string): Promise<number> {
   const [row] = (await bed.sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${subscriptionId} AND status = ${status}`) as { n: number }[];
@@ -45,12 +37,12 @@ test("a destination that turns slow: queued claims past their start deadline are
   const releasedBefore = await released();
 
   // Fast at first: both workers learn the host answers in milliseconds, so they queue deeply for it.
-  await enqueue(sub.subscriptionId, 64, 0);
+  await enqueueTransfers(bed, sub.subscriptionId, 64, 0);
   await until("the warm-up deliveries", async () => (await count(sub.subscriptionId, "delivered")) === 64, 20_000);
 
   // Now every attempt hangs into the timeout: 32 attempts a second per worker, far fewer than they hold.
   bed.receiver.setBehaviour("/q", { kind: "hang" });
-  await enqueue(sub.subscriptionId, 600, 1_000);
+  await enqueueTransfers(bed, sub.subscriptionId, 600, 1_000);
   await until("claims released from a waiting queue", async () => (await released()) > releasedBefore, 30_000);
 
   const recoveredAt = Date.now();

@@ -2,17 +2,14 @@
 // reconciliation puts them back from PostgreSQL, so every event is still delivered, once; an event being attempted
 // (leased) is never put back beside its lease, so no second replica sends it again.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { create } from "@bufbuild/protobuf";
 import Redis from "ioredis";
 import { setLogSink } from "../../common/logger.ts";
 import { createDeliverer, type DelivererHandle } from "../../deliverer/index.ts";
 import { scheduleRepaired } from "../../deliverer/metrics.ts";
 import type { OverdueCursor } from "../../deliverer/store.ts";
 import type { WorkerOptions } from "../../deliverer/worker.ts";
-import { NewEventSchema } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
-import { sampleTransfer, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
+import { enqueueTransfers, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
 
-const kind = "wallet.transfer.broadcasted";
 // Short enough for a test; production uses a lease (2 × timeout + 10 s) for the grace and 30 s for the interval.
 const GRACE_MS = 500;
 const worker: Partial<WorkerOptions> = { reconcileMs: 150, reconcileGraceMs: GRACE_MS, reconcileLimit: 7 };
@@ -38,10 +35,9 @@ afterAll(async () => {
 }, 60_000);
 
 async function enqueue(subscriptionId: string, n: number, offset: number): Promise<string[]> {
-  const events = Array.from({ length: n }, (_, i) => create(NewEventSchema, { subscriptionId, kind, transfer: sampleTransfer(offset + i) }));
-  const res = await bed.delivery.enqueue({ events });
+  const res = await enqueueTransfers(bed, subscriptionId, n, offset);
   expect(res.created).toBe(n);
-  return res.eventIds;
+  return res.ids;
 }
 
 async function repairedTotal(): Promise<number> {

@@ -10,7 +10,7 @@ import { inProcessTransport } from "../../common/rpc.ts";
 import { staticResolver, type Resolver } from "../../common/ssrf.ts";
 import { createDeliverer, type DelivererDeps, type DelivererHandle } from "../../deliverer/index.ts";
 import { create } from "@bufbuild/protobuf";
-import { DeliveryService, TransferSchema, type EventView, type Transfer } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
+import { DeliveryService, NewEventSchema, TransferSchema, type EventView, type Transfer } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { ApiKeyService, SubscriptionService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { createRegistry, type RegistryHandle } from "../../registry/index.ts";
 import { createTestPki, type TestPki } from "../../tools/receiver/certs.ts";
@@ -128,6 +128,29 @@ export async function startDeliveryBed(opts: DeliveryBedOptions = {}): Promise<D
     await stop();
     throw err;
   }
+}
+
+/**
+ * Enqueues `n` sample transfers (sampleTransfer(offset) onwards) for one subscription, 500 per Enqueue call as the
+ * matcher batches; returns the events' ids and how many Enqueue reported as newly created.
+ */
+export async function enqueueTransfers(
+  bed: DeliveryBed,
+  subscriptionId: string,
+  n: number,
+  offset: number,
+): Promise<{ ids: string[]; created: number }> {
+  const ids: string[] = [];
+  let created = 0;
+  for (let i = 0; i < n; i += 500) {
+    const events = Array.from({ length: Math.min(500, n - i) }, (_, j) =>
+      create(NewEventSchema, { subscriptionId, kind: "wallet.transfer.broadcasted", transfer: sampleTransfer(offset + i + j) }),
+    );
+    const res = await bed.delivery.enqueue({ events });
+    ids.push(...res.eventIds);
+    created += res.created;
+  }
+  return { ids, created };
 }
 
 /** Polls GetEvent until `predicate` holds (bounded wait), returning the view. */
