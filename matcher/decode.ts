@@ -20,7 +20,20 @@ export interface DecodedTransfer {
   contract: string | null;
   /** TRC-10 token id, else null. */
   tokenId: string | null;
+  /** Position in the transaction info's internal_transactions for an internal transfer; -1 for every other. */
+  internalIndex: number;
+  /** The transaction info's fee in sun, decimal; "0" when none. */
+  fee: string;
+  /** UTF-8 text of raw_data.data, "0x…" hex when it is not valid UTF-8, or null. */
+  memo: string | null;
+  /** java-tron's contractRet verbatim: "SUCCESS", or the failure ("REVERT", "OUT_OF_ENERGY", …). */
+  result: string;
+  /** raw_data.expiration (ms since epoch): past it, a transaction no solidified block includes is dropped. */
+  expirationMs: number;
 }
+
+/** The lifecycle fields of a transfer before its transaction's fee, memo and outcome are filled in. */
+const LIFECYCLE_DEFAULTS = { internalIndex: -1, fee: "0", memo: null, result: "SUCCESS", expirationMs: 0 } as const;
 
 /** keccak256("Transfer(address,address,uint256)"). */
 export const TRANSFER_TOPIC = "ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
@@ -128,11 +141,11 @@ export function decodeTransaction(tx: TronTransaction): DecodedTransfer | null {
   const amount = toAmount(v.amount);
   if (!from || !to || amount === null) return null;
   if (isTrx) {
-    return { txId: tx.txID, logIndex: -1, from, to, amount, standard: "TRX", contract: null, tokenId: null };
+    return { txId: tx.txID, logIndex: -1, from, to, amount, standard: "TRX", contract: null, tokenId: null, ...LIFECYCLE_DEFAULTS };
   }
   if (typeof v.asset_name !== "string" || v.asset_name === "") return null;
   const tokenId = decodeTokenId(v.asset_name, isVisibleForm(tx));
-  return { txId: tx.txID, logIndex: -1, from, to, amount, standard: "TRC10", contract: null, tokenId };
+  return { txId: tx.txID, logIndex: -1, from, to, amount, standard: "TRC10", contract: null, tokenId, ...LIFECYCLE_DEFAULTS };
 }
 
 function isTransferTopic(topic: string): boolean {
@@ -167,7 +180,7 @@ export function decodeTransactionInfo(info: TronTransactionInfo): DecodedTransfe
     const contract = logAddress(log.address);
     if (!from || !to || !contract) continue;
     const amount = wordToDecimal(word);
-    out.push({ txId: info.id, logIndex: i, from, to, amount, standard: "TRC20", contract, tokenId: null });
+    out.push({ txId: info.id, logIndex: i, from, to, amount, standard: "TRC20", contract, tokenId: null, ...LIFECYCLE_DEFAULTS });
   }
   return out;
 }

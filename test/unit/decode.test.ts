@@ -104,7 +104,7 @@ describe("TRC-20 from the recorded transaction info (tx 661f1df8…)", () => {
     const [fromEvm] = utils.abi.decodeParams([], ["address"], `0x${log.topics![1]}`, false) as unknown as [string];
     const [toEvm] = utils.abi.decodeParams([], ["address"], `0x${log.topics![2]}`, false) as unknown as [string];
     const [amount] = utils.abi.decodeParams([], ["uint256"], `0x${log.data}`, false) as unknown as [bigint];
-    expect(decoded).toEqual({
+    expect(decoded).toMatchObject({
       txId: usdtInfo.id,
       logIndex: 0,
       from: TronWeb.address.fromHex(`41${fromEvm.slice(2)}`),
