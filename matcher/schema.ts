@@ -1,5 +1,6 @@
 // The matcher's tables (own migrations folder and journal, __matcher_migrations). Row types come from here.
-import { bigint, index, integer, jsonb, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { jsonb } from "../common/jsonb.ts";
 import type { DecodedTransfer } from "./decode.ts";
 
 /** Per chain: the last block whose events the head stream (broadcasted) handed over; it resumes after it. */
@@ -31,7 +32,7 @@ export const matcherBlocks = pgTable(
     blockNumber: bigint("block_number", { mode: "number" }).notNull(),
     blockId: text("block_id").notNull(),
     timestampMs: bigint("timestamp_ms", { mode: "number" }),
-    transfers: jsonb("transfers").$type<DecodedTransfer[]>(),
+    transfers: jsonb<DecodedTransfer[]>()("transfers"),
   },
   (t) => [primaryKey({ columns: [t.chainId, t.blockNumber] })],
 );
@@ -53,7 +54,7 @@ export const matcherPendingDrops = pgTable(
     blockId: text("block_id").notNull(),
     blockTimestampMs: bigint("block_timestamp_ms", { mode: "number" }).notNull(),
     expirationMs: bigint("expiration_ms", { mode: "number" }).notNull(),
-    transfer: jsonb("transfer").$type<DecodedTransfer>().notNull(),
+    transfer: jsonb<DecodedTransfer>()("transfer").notNull(),
   },
   (t) => [
     primaryKey({ columns: [t.chainId, t.txId, t.logIndex, t.internalIndex] }),
