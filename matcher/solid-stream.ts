@@ -153,7 +153,12 @@ export class SolidifiedStream {
     }
     const end = Math.min(fin.number, last.number + this.batchSize);
     const batch = await this.blocks(last, end, fin, signal);
-    if (batch.length === 0 || signal.aborted) return;
+    if (batch.length === 0) {
+      // The node does not have them (yet): ask for the solidified head again after the polling wait.
+      this.finality = null;
+      return;
+    }
+    if (signal.aborted) return;
     await this.process(lease, batch, fin.number, signal);
   }
 
