@@ -22,6 +22,8 @@ export const events = pgTable(
     chainId: text("chain_id"),
     txId: text("tx_id"),
     logIndex: integer("log_index"),
+    // Position in the transaction info's internal_transactions; -1 for every other transfer (and service.ping).
+    internalIndex: integer("internal_index").notNull().default(-1),
     payload: jsonObject("payload").notNull(),
     status: text("status").$type<EventStatus>().notNull(),
     // Attempts in the current dispatch cycle (a manual retry starts a new cycle at 0).
@@ -37,8 +39,9 @@ export const events = pgTable(
     updatedAt: ms("updated_at").notNull(),
   },
   (t) => [
-    // One event per (subscription, chain, transaction, transfer index): a re-read block makes no second event.
-    uniqueIndex("events_transfer_uq").on(t.subscriptionId, t.chainId, t.txId, t.logIndex),
+    // One event per (subscription, kind, transfer): a re-read block or the second stream over the same block makes
+    // no second event; a transfer is (chain, transaction, log index, internal index).
+    uniqueIndex("events_transfer_kind_uq").on(t.subscriptionId, t.kind, t.chainId, t.txId, t.logIndex, t.internalIndex),
     index("events_subscription_page_idx").on(t.subscriptionId, t.createdAt.desc(), t.id.desc()),
     index("events_subscription_status_page_idx").on(t.subscriptionId, t.status, t.createdAt.desc(), t.id.desc()),
     // The schedule rebuild reads only pending rows; the reconciliation reads their overdue range by due time.
