@@ -1,17 +1,12 @@
 // The deliverer's tables (its own migrations folder and journal, __deliverer_migrations). Row types come from here.
 import { idempotencyTable } from "../common/idempotency.ts";
 import { sql } from "drizzle-orm";
-import { boolean, customType, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { jsonb } from "../common/jsonb.ts";
+import { boolean, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
 const ms = (name: string) => timestamp(name, { precision: 3, withTimezone: true, mode: "date" });
 
-// jsonb holding an object. Bun SQL binds a string parameter to jsonb as a JSON *string* (drizzle's jsonb() then
-// stores '"{...}"'), so the value goes through text explicitly.
-const jsonObject = customType<{ data: Record<string, unknown>; driverData: unknown }>({
-  dataType: () => "jsonb",
-  toDriver: (value) => sql`${JSON.stringify(value)}::text::jsonb`,
-  fromDriver: (value) => (typeof value === "string" ? JSON.parse(value) : value) as Record<string, unknown>,
-});
+const jsonObject = jsonb<Record<string, unknown>>();
 
 export const EVENT_STATUSES = ["pending", "delivered", "failed"] as const;
 export type EventStatus = (typeof EVENT_STATUSES)[number];

@@ -72,7 +72,7 @@ export const DestinationInput = InputObject({
 });
 
 export const EventsInput = t.Array(t.String(), {
-  description: "Event kinds: wallet.transfer.broadcasted, service.ping. 1 to 16 distinct entries.",
+  description: "Event kinds: wallet.transfer.broadcasted, wallet.transfer.confirmed, wallet.transfer.failed, service.ping. 1 to 16 distinct entries.",
 });
 
 export const StatusInput = t.Union([t.Literal("enabled"), t.Literal("disabled")]);

@@ -5,8 +5,12 @@ import { randomBytes } from "node:crypto";
 import { TRON_CHAINS, isChainId, type ChainId } from "../common/config.ts";
 import { ApiError } from "../common/errors.ts";
 
-export const SUPPORTED_EVENTS = ["wallet.transfer.broadcasted", "service.ping"] as const;
-export const PLANNED_EVENTS = ["wallet.transfer.confirmed", "wallet.transfer.failed"] as const;
+export const SUPPORTED_EVENTS = [
+  "wallet.transfer.broadcasted",
+  "wallet.transfer.confirmed",
+  "wallet.transfer.failed",
+  "service.ping",
+] as const;
 export const MAX_EVENTS = 16;
 export const MAX_DESCRIPTION_CODE_POINTS = 512;
 export const STATUSES = ["enabled", "disabled"] as const;
@@ -27,18 +31,12 @@ export function checkDestinationType(type: string): void {
   if (type !== "https") throw invalid('destination.type must be "https".', "/destination/type");
 }
 
-/** 1 to 16 distinct event kinds, duplicates collapsed in order; planned and unknown kinds are unsupported_event. */
+/** 1 to 16 distinct event kinds, duplicates collapsed in order; an unknown kind is unsupported_event. */
 export function checkEvents(events: readonly string[]): string[] {
   const distinct = [...new Set(events)];
   if (distinct.length === 0) throw invalid("events must list at least one event kind.", "/events");
   if (distinct.length > MAX_EVENTS) throw invalid(`events may list at most ${MAX_EVENTS} distinct kinds.`, "/events");
   for (const event of distinct) {
-    if ((PLANNED_EVENTS as readonly string[]).includes(event)) {
-      throw new ApiError("unsupported_event", `The event kind "${event}" is planned but not available yet.`, {
-        event,
-        planned: true,
-      });
-    }
     if (!(SUPPORTED_EVENTS as readonly string[]).includes(event)) {
       throw new ApiError("unsupported_event", `The event kind "${event}" is not supported.`, { event });
     }

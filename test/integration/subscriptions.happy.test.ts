@@ -69,6 +69,13 @@ describe("POST /v1/subscriptions", () => {
     expect(sub.events).toEqual(["service.ping", "wallet.transfer.broadcasted"]);
   });
 
+  test("the transfer lifecycle kinds are accepted: confirmed and failed, alone or with broadcasted", async () => {
+    const all = ["wallet.transfer.broadcasted", "wallet.transfer.confirmed", "wallet.transfer.failed", "service.ping"];
+    expect((await create({ events: all })).events).toEqual(all);
+    expect((await create({ events: ["wallet.transfer.confirmed"] })).events).toEqual(["wallet.transfer.confirmed"]);
+    expect((await create({ events: ["wallet.transfer.failed"] })).events).toEqual(["wallet.transfer.failed"]);
+  });
+
   test("a description of exactly 512 code points (astral characters count once) is accepted", async () => {
     const description = "😀".repeat(512);
     const sub = await create({ description });
