@@ -11,6 +11,7 @@ let keyId: string;
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const SUB_ID = /^sub_[0-9A-HJKMNP-TV-Z]{26}$/;
 const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
+const DEFAULT_MATCH: SubscriptionJson["match"] = { assets: null, directions: ["incoming", "outgoing"], includeZeroValue: false };
 
 beforeAll(async () => {
   stack = await startStack();
@@ -41,12 +42,13 @@ describe("POST /v1/subscriptions", () => {
     });
     expectStatus(res, 201);
     const sub = res.json<SubscriptionJson>();
-    expect(Object.keys(sub)).toEqual(["id", "destination", "events", "filters", "status", "description", "dateCreated", "dateUpdated"]);
+    expect(Object.keys(sub)).toEqual(["id", "destination", "events", "filters", "match", "status", "description", "dateCreated", "dateUpdated"]);
     expect(sub).toEqual({
       id: expect.stringMatching(SUB_ID),
       destination: { type: "https", url: TEST_DESTINATION, secret: expect.stringMatching(SECRET) },
       events: ["wallet.transfer.broadcasted", "service.ping"],
       filters: { addresses: [], hasMore: false },
+      match: DEFAULT_MATCH,
       status: "enabled",
       description: "",
       dateCreated: expect.stringMatching(ISO_MS),
@@ -180,6 +182,7 @@ describe("PUT /v1/subscriptions/:id", () => {
       destination: { type: "https", url: "https://receiver.example.org/new" },
       events: ["service.ping"],
       filters: { addresses: [] },
+      match: DEFAULT_MATCH,
       status: "disabled",
       description: "after",
       dateCreated: created.dateCreated,
