@@ -268,3 +268,77 @@ describe("POST /v1/subscriptions/:id/secrets/rotate", () => {
     expectStatus(await api.post(`/v1/subscriptions/${created.id}/secrets/rotate`, { gracePeriodSeconds: 604800 }), 200);
   });
 });
+
+describe("match conditions", () => {
+  const USDT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
+  const given = {
+    assets: [
+      { standard: "TRC20", contract: USDT, minAmount: "1000000" },
+      { standard: "TRX" },
+      { standard: "TRC10", tokenId: "1002000", minAmount: "000250" },
+    ],
+    directions: ["incoming", "incoming"],
+    includeZeroValue: true,
+    unknownField: "ignored",
+  };
+  // Normalized: minAmount filled ("0") and canonical, duplicate directions collapsed, unknown fields dropped.
+  const stored: SubscriptionJson["match"] = {
+    assets: [
+      { standard: "TRC20", contract: USDT, minAmount: "1000000" },
+      { standard: "TRX", minAmount: "0" },
+      { standard: "TRC10", tokenId: "1002000", minAmount: "250" },
+    ],
+    directions: ["incoming"],
+    includeZeroValue: true,
+  };
+
+  test("given on create: returned normalized by create, GET, list items, PUT, rotate and the PATCH result", async () => {
+    const sub = await create({ match: given });
+    expect(sub.match).toEqual(stored);
+    expect((await api.get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionJson>().match).toEqual(stored);
+    const listed = (await api.get("/v1/subscriptions?limit=200")).json<{ items: SubscriptionJson[] }>().items;
+    expect(listed.find((s) => s.id === sub.id)!.match).toEqual(stored);
+    const rotated = await api.post(`/v1/subscriptions/${sub.id}/secrets/rotate`);
+    expectStatus(rotated, 200);
+    expect(rotated.json<SubscriptionJson>().match).toEqual(stored);
+    const patched = await api.request("PATCH", `/v1/subscriptions/${sub.id}/filters/addresses`, { body: { add: [{ chainId: "tron:mainnet", address: USDT }] } });
+    expectStatus(patched, 200);
+    expect(patched.json<{ subscription: SubscriptionJson }>().subscription.match).toEqual(stored);
+    const put = await api.put(`/v1/subscriptions/${sub.id}`, { destination: { type: "https", url: TEST_DESTINATION }, events: ["wallet.transfer.failed"], match: given });
+    expectStatus(put, 200);
+    expect(put.json<SubscriptionJson>().match).toEqual(stored);
+  });
+
+  test("omitted or null on create is the default; null assets means every asset; partial conditions keep the other defaults", async () => {
+    expect((await create()).match).toEqual(DEFAULT_MATCH);
+    expect((await create({ match: null })).match).toEqual(DEFAULT_MATCH);
+    expect((await create({ match: {} })).match).toEqual(DEFAULT_MATCH);
+    expect((await create({ match: { assets: null, directions: ["outgoing", "incoming"] } })).match).toEqual({ ...DEFAULT_MATCH, directions: ["outgoing", "incoming"] });
+    expect((await create({ match: { includeZeroValue: true } })).match).toEqual({ ...DEFAULT_MATCH, includeZeroValue: true });
+    const hundred = Array.from({ length: 100 }, (_, i) => ({ standard: "TRC10", tokenId: String(1_000_001 + i) }));
+    expect((await create({ match: { assets: hundred } })).match.assets).toHaveLength(100);
+  });
+
+  test("PUT without match resets it to the default; PUT with match replaces it", async () => {
+    const sub = await create({ match: given });
+    const body = { destination: { type: "https", url: TEST_DESTINATION }, events: ["wallet.transfer.broadcasted"] };
+    const reset = await api.put(`/v1/subscriptions/${sub.id}`, body);
+    expectStatus(reset, 200);
+    expect(reset.json<SubscriptionJson>().match).toEqual(DEFAULT_MATCH);
+    expect((await api.get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionJson>().match).toEqual(DEFAULT_MATCH);
+    const outgoing = await api.put(`/v1/subscriptions/${sub.id}`, { ...body, match: { directions: ["outgoing"] } });
+    expect(outgoing.json<SubscriptionJson>().match).toEqual({ ...DEFAULT_MATCH, directions: ["outgoing"] });
+    expect((await api.get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionJson>().match).toEqual({ ...DEFAULT_MATCH, directions: ["outgoing"] });
+  });
+
+  test("an idempotent replay of a create returns the same conditions", async () => {
+    const headers = { "idempotency-key": `match-${Date.now()}` };
+    const body = { destination: { type: "https", url: TEST_DESTINATION }, events: ["wallet.transfer.confirmed"], match: given };
+    const first = await api.post("/v1/subscriptions", body, { headers });
+    const again = await api.post("/v1/subscriptions", body, { headers });
+    expectStatus(again, 201);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.json<SubscriptionJson>().match).toEqual(stored);
+    expect(again.json<SubscriptionJson>().id).toBe(first.json<SubscriptionJson>().id);
+  });
+});
