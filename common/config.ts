@@ -74,6 +74,8 @@ export interface Config {
   rateLimitRps: number;
   rateLimitBurst: number;
   matcherPollMs: number | undefined;
+  /** MATCHER_CONFIRMATIONS: finality = head − this many blocks, instead of the node's solidified head. */
+  matcherConfirmations: number | undefined;
   maxAddressesPerSubscription: number;
   matcherChains: ChainId[];
   logLevel: string;
@@ -113,6 +115,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitRps: int(env, "RATE_LIMIT_RPS", 50),
     rateLimitBurst: int(env, "RATE_LIMIT_BURST", 100),
     matcherPollMs: env.MATCHER_POLL_MS ? int(env, "MATCHER_POLL_MS", 0) : undefined,
+    matcherConfirmations: env.MATCHER_CONFIRMATIONS ? int(env, "MATCHER_CONFIRMATIONS", 19) : undefined,
     maxAddressesPerSubscription: int(env, "MAX_ADDRESSES_PER_SUBSCRIPTION", 1_000_000),
     matcherChains: env.MATCHER_CHAINS ? parseChainList(env.MATCHER_CHAINS) : [...TRON_CHAINS],
     logLevel: str(env, "LOG_LEVEL", "info"),

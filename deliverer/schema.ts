@@ -1,17 +1,12 @@
 // The deliverer's tables (its own migrations folder and journal, __deliverer_migrations). Row types come from here.
 import { idempotencyTable } from "../common/idempotency.ts";
 import { sql } from "drizzle-orm";
-import { boolean, customType, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { jsonb } from "../common/jsonb.ts";
+import { boolean, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
 const ms = (name: string) => timestamp(name, { precision: 3, withTimezone: true, mode: "date" });
 
-// jsonb holding an object. Bun SQL binds a string parameter to jsonb as a JSON *string* (drizzle's jsonb() then
-// stores '"{...}"'), so the value goes through text explicitly.
-const jsonObject = customType<{ data: Record<string, unknown>; driverData: unknown }>({
-  dataType: () => "jsonb",
-  toDriver: (value) => sql`${JSON.stringify(value)}::text::jsonb`,
-  fromDriver: (value) => (typeof value === "string" ? JSON.parse(value) : value) as Record<string, unknown>,
-});
+const jsonObject = jsonb<Record<string, unknown>>();
 
 export const EVENT_STATUSES = ["pending", "delivered", "failed"] as const;
 export type EventStatus = (typeof EVENT_STATUSES)[number];
@@ -27,6 +22,8 @@ export const events = pgTable(
     chainId: text("chain_id"),
     txId: text("tx_id"),
     logIndex: integer("log_index"),
+    // Position in the transaction info's internal_transactions; -1 for every other transfer (and service.ping).
+    internalIndex: integer("internal_index").notNull().default(-1),
     payload: jsonObject("payload").notNull(),
     status: text("status").$type<EventStatus>().notNull(),
     // Attempts in the current dispatch cycle (a manual retry starts a new cycle at 0).
@@ -42,8 +39,9 @@ export const events = pgTable(
     updatedAt: ms("updated_at").notNull(),
   },
   (t) => [
-    // One event per (subscription, chain, transaction, transfer index): a re-read block makes no second event.
-    uniqueIndex("events_transfer_uq").on(t.subscriptionId, t.chainId, t.txId, t.logIndex),
+    // One event per (subscription, kind, transfer): a re-read block or the second stream over the same block makes
+    // no second event; a transfer is (chain, transaction, log index, internal index).
+    uniqueIndex("events_transfer_kind_uq").on(t.subscriptionId, t.kind, t.chainId, t.txId, t.logIndex, t.internalIndex),
     index("events_subscription_page_idx").on(t.subscriptionId, t.createdAt.desc(), t.id.desc()),
     index("events_subscription_status_page_idx").on(t.subscriptionId, t.status, t.createdAt.desc(), t.id.desc()),
     // The schedule rebuild reads only pending rows; the reconciliation reads their overdue range by due time.

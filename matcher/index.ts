@@ -1,5 +1,6 @@
-// createMatcher: one stream per chain in MATCHER_CHAINS, each behind its chain's lease (a second replica waits for
-// it), reading a java-tron node, matching through the Redis watch index and handing events to the deliverer.
+// createMatcher: two streams per chain in MATCHER_CHAINS — the head (broadcasted) and the solidified head
+// (confirmed, failed) sharing a block cache — both behind the chain's lease (a second replica waits for it),
+// reading a java-tron node, matching through the Redis watch index and handing events to the deliverer.
 // `bun run matcher` serves it alone (main.ts); `npm start` and the tests run it in-process.
 import { createClient, type Transport } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
@@ -9,9 +10,11 @@ import { log as rootLog } from "../common/logger.ts";
 import { openRedis, type Redis } from "../common/redis.ts";
 import type { ServiceHandle } from "../common/service.ts";
 import { lookup } from "../common/watch-index.ts";
+import { StreamLink } from "./block-cache.ts";
 import { acquireChainLease, type ChainLease } from "./lease.ts";
 import type { WatchLookup } from "./match.ts";
 import * as m from "./metrics.ts";
+import { SolidifiedStream, type SolidProgress } from "./solid-stream.ts";
 import { ChainStream, type Progress } from "./stream.ts";
 import { LeaseLostError, openMatcherDatabase, type MatcherDb } from "./store.ts";
 import { TronClient } from "./tron-client.ts";
@@ -21,8 +24,8 @@ export interface MatcherDeps {
   deliverer: Transport;
   /** Overrides of config.tronNodeUrls (tests and the demo point chains at tools/tron-sim). */
   nodeUrls?: Partial<Record<ChainId, string>>;
-  /** Stream tuning (tests, benchmark). */
-  stream?: { batchSize?: number; concurrency?: number; blockIntervalMs?: number; leaseRetryMs?: number };
+  /** Stream tuning (tests, benchmark); `solidified: false` runs the head stream alone (the benchmark's baseline). */
+  stream?: { batchSize?: number; concurrency?: number; blockIntervalMs?: number; leaseRetryMs?: number; solidified?: boolean };
 }
 
 export interface MatcherHandle extends ServiceHandle {
@@ -32,6 +35,40 @@ export interface MatcherHandle extends ServiceHandle {
   progress(chainId: ChainId): Progress | null;
   /** Resolves once the chain's checkpoint reaches `number` (rejects after `timeoutMs`). */
   waitForBlock(chainId: ChainId, number: number, timeoutMs?: number): Promise<Progress>;
+  /** Where each chain's solidified stream stands (null until it has processed a block). */
+  solidProgress(chainId: ChainId): SolidProgress | null;
+  /** Resolves once the chain's solidified checkpoint reaches `number` (rejects after `timeoutMs`). */
+  waitForSolidified(chainId: ChainId, number: number, timeoutMs?: number): Promise<SolidProgress>;
+}
+
+/** Per chain, the newest progress of a stream and who waits for it to reach a block. */
+function progressBoard<P extends { number: number }>(what: string) {
+  const progress = new Map<ChainId, P>();
+  const waiters = new Set<{ chainId: ChainId; number: number; resolve: (p: P) => void }>();
+  return {
+    get: (chainId: ChainId) => progress.get(chainId) ?? null,
+    set(chainId: ChainId, p: P) {
+      progress.set(chainId, p);
+      for (const w of waiters) {
+        if (w.chainId === chainId && p.number >= w.number) {
+          waiters.delete(w);
+          w.resolve(p);
+        }
+      }
+    },
+    wait(chainId: ChainId, number: number, timeoutMs = 30_000): Promise<P> {
+      const now = progress.get(chainId);
+      if (now && now.number >= number) return Promise.resolve(now);
+      return new Promise((resolve, reject) => {
+        const w = { chainId, number, resolve: (p: P) => (clearTimeout(t), resolve(p)) };
+        const t = setTimeout(() => {
+          waiters.delete(w);
+          reject(new Error(`the matcher's ${what} did not reach block ${number} of ${chainId} within ${timeoutMs} ms`));
+        }, timeoutMs);
+        waiters.add(w);
+      });
+    },
+  };
 }
 
 export async function createMatcher(config: Config, deps: MatcherDeps): Promise<MatcherHandle> {
@@ -40,23 +77,14 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
   const redis = openRedis(config.redisUrl);
   const deliverer = createClient(DeliveryService, deps.deliverer);
   const stop = new AbortController();
-  const progress = new Map<ChainId, Progress>();
-  const waiters = new Set<{ chainId: ChainId; number: number; resolve: (p: Progress) => void }>();
+  const heads = progressBoard<Progress>("head stream");
+  const solids = progressBoard<SolidProgress>("solidified stream");
 
   const watchLookup: WatchLookup = (chainId, addresses) => lookup(redis, config.redisPrefix, chainId, addresses);
   const enqueue = async (events: NewEvent[]) => {
     await deliverer.enqueue({ events });
   };
 
-  const onCheckpoint = (chainId: ChainId, p: Progress) => {
-    progress.set(chainId, p);
-    for (const w of waiters) {
-      if (w.chainId === chainId && p.number >= w.number) {
-        waiters.delete(w);
-        w.resolve(p);
-      }
-    }
-  };
 
   const runChain = async (chainId: ChainId) => {
     const chainLog = log.child({ chain: chainId });
@@ -83,35 +111,54 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
     };
     const client = new TronClient({ ...clientOptions, observe });
 
-    const streamTuning = deps.stream ?? {};
+    const { solidified = true, leaseRetryMs = 1_000, ...tuning } = deps.stream ?? {};
+    const pollMs = config.matcherPollMs !== undefined ? { pollMs: config.matcherPollMs } : {};
     while (!stop.signal.aborted) {
       m.leaseHeld.set({ chain: chainId }, 0);
       const lease: ChainLease | null = await acquireChainLease(db.$client, chainId, {
         signal: stop.signal,
-        retryMs: deps.stream?.leaseRetryMs ?? 1_000,
+        retryMs: leaseRetryMs,
         onWait: () => chainLog.info("another replica streams this chain; waiting for its lease"),
       });
       if (!lease) break;
       m.leaseHeld.set({ chain: chainId }, 1);
       chainLog.info("lease acquired; streaming");
+      // Both streams run under the lease; either one losing it (or failing for good) stops the other.
+      const both = new AbortController();
+      const onStop = () => both.abort();
+      stop.signal.addEventListener("abort", onStop, { once: true });
+      const link = solidified ? new StreamLink(chainId) : undefined;
+      const common = { chainId, client, db, lookup: watchLookup, enqueue, ...pollMs, ...tuning };
       const stream = new ChainStream({
-        chainId,
-        client,
-        db,
-        lookup: watchLookup,
-        enqueue,
-        log: chainLog,
-        ...(config.matcherPollMs !== undefined ? { pollMs: config.matcherPollMs } : {}),
-        ...streamTuning,
-        onCheckpoint: (p) => onCheckpoint(chainId, p),
+        ...common,
+        log: chainLog.child({ stream: "head" }),
+        ...(link ? { link } : {}),
+        onCheckpoint: (p) => heads.set(chainId, p),
       });
+      const solid = link
+        ? new SolidifiedStream({
+            ...common,
+            log: chainLog.child({ stream: "solidified" }),
+            link,
+            ...(config.matcherConfirmations !== undefined ? { confirmations: config.matcherConfirmations } : {}),
+            onCheckpoint: (p) => solids.set(chainId, p),
+          })
+        : undefined;
+      const runOne = async (run: () => Promise<void>) => {
+        try {
+          await run();
+        } finally {
+          both.abort();
+        }
+      };
       try {
-        await stream.run(lease, stop.signal);
+        await Promise.all([runOne(() => stream.run(lease, both.signal)), ...(solid ? [runOne(() => solid.run(lease, both.signal))] : [])]);
       } catch (err) {
         if (err instanceof LeaseLostError) chainLog.warn("lease lost; waiting to re-acquire");
         else chainLog.error("stream stopped unexpectedly; restarting", { err });
         await Bun.sleep(500);
       } finally {
+        stop.signal.removeEventListener("abort", onStop);
         await lease.release();
         m.leaseHeld.set({ chain: chainId }, 0);
       }
@@ -136,19 +183,10 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
     },
     db,
     redis,
-    progress: (chainId) => progress.get(chainId) ?? null,
-    waitForBlock(chainId, number, timeoutMs = 30_000) {
-      const now = progress.get(chainId);
-      if (now && now.number >= number) return Promise.resolve(now);
-      return new Promise((resolve, reject) => {
-        const w = { chainId, number, resolve: (p: Progress) => (clearTimeout(t), resolve(p)) };
-        const t = setTimeout(() => {
-          waiters.delete(w);
-          reject(new Error(`matcher did not reach block ${number} of ${chainId} within ${timeoutMs} ms`));
-        }, timeoutMs);
-        waiters.add(w);
-      });
-    },
+    progress: heads.get,
+    waitForBlock: heads.wait,
+    solidProgress: solids.get,
+    waitForSolidified: solids.wait,
     async close() {
       stop.abort();
       // A request to an unreachable node may still be retrying: give the streams a moment, then close anyway (closing

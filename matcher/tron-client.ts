@@ -68,6 +68,16 @@ export class TronClient {
     return body;
   }
 
+  /**
+   * The solidified head block (/walletsolidity/getnowblock), tried once: a node without the solidity API answers
+   * 404 or an error, and the caller falls back to counting confirmations instead of waiting through retries.
+   */
+  async getSolidifiedNowBlock(): Promise<TronBlock> {
+    const body = await this.call("getnowblock", {}, { api: "walletsolidity", attempts: 1 });
+    if (!isBlock(body)) throw new TronNodeError("walletsolidity/getnowblock returned no block", "walletsolidity/getnowblock");
+    return body;
+  }
+
   /** Block `num` with its transactions, or null when the node has not reached it. */
   async getBlockByNum(num: number): Promise<TronBlock | null> {
     const body = await this.call("getblockbynum", { num });
@@ -114,11 +124,19 @@ export class TronClient {
     return infos;
   }
 
-  private async call(endpoint: string, params: Record<string, unknown>): Promise<unknown> {
-    const url = `${this.baseUrl}/wallet/${endpoint}`;
+  private async call(
+    path: string,
+    params: Record<string, unknown>,
+    opts: { api?: "wallet" | "walletsolidity"; attempts?: number } = {},
+  ): Promise<unknown> {
+    const api = opts.api ?? "wallet";
+    const url = `${this.baseUrl}/${api}/${path}`;
+    // Metrics and errors name solidity endpoints by their prefix; full-node ones keep their bare names.
+    const endpoint = api === "wallet" ? path : `${api}/${path}`;
     const payload = JSON.stringify({ ...params, visible: this.visible });
     let lastError: unknown;
-    for (let attempt = 0; attempt < this.attempts; attempt++) {
+    const attempts = opts.attempts ?? this.attempts;
+    for (let attempt = 0; attempt < attempts; attempt++) {
       if (attempt > 0) await Bun.sleep(this.delay(attempt));
       const started = performance.now();
       try {

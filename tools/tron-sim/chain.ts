@@ -35,7 +35,12 @@ export interface ChainOptions {
   startNumber?: number;
   /** Generated blocks before the head at start, timestamps spaced 3 s apart, ending now. */
   backlog?: number;
+  /** How many blocks the solidified head trails the head (java-tron: about 19). */
+  solidLag?: number;
 }
+
+/** Why a fork was refused (the server answers it as a 400). */
+export class ForkRefused extends Error {}
 
 function loadJson(name: string): { text: string; value: unknown } {
   const text = readFileSync(join(FIXTURES_DIR, name), "utf8");
@@ -48,6 +53,12 @@ export class SimChain {
   txPerBlock: number;
   /** Serve only part of the newest block's infos for this long after it appears (models a lagging node). */
   infoLagMs = 0;
+  /** Blocks between the head and the solidified head. */
+  solidLag: number;
+  /** False: the node has no solidity API (/walletsolidity/* answer 404), as some full nodes are deployed. */
+  solidityApi = true;
+  /** Added to the wall clock for new blocks and transactions: lets a test pass a transaction's expiration at once. */
+  clockOffsetMs = 0;
   private readonly canonical: StoredBlock[] = [];
   private readonly archive = new Map<number, StoredBlock>();
   private readonly byId = new Map<string, StoredBlock>();
@@ -57,6 +68,7 @@ export class SimChain {
 
   constructor(opts: ChainOptions = {}) {
     this.txPerBlock = opts.txPerBlock ?? 300;
+    this.solidLag = opts.solidLag ?? 19;
     this.pool = addressPool(opts.poolSize ?? 2_000, opts.seed ?? 1);
     this.generator = new BlockGenerator({ pool: this.pool, mix: opts.mix ?? MAINNET_MIX, seed: (opts.seed ?? 1) + 7 });
     if (opts.recorded ?? true) {
@@ -108,12 +120,22 @@ export class SimChain {
     return this.canonical[0]!;
   }
 
+  /** The solidified head: `solidLag` blocks below the head, never below the first block. */
+  solid(): StoredBlock {
+    return this.canonical[Math.max(0, this.canonical.length - 1 - this.solidLag)]!;
+  }
+
+  /** The simulator's clock (ms): the wall clock plus the offset tests may add. */
+  now(): number {
+    return Date.now() + this.clockOffsetMs;
+  }
+
   private ref(stored: StoredBlock) {
     return { number: stored.block.block_header.raw_data.number, blockID: stored.block.blockID };
   }
 
   /** Makes the next block: queued transfers first, then random transactions. */
-  produce(timestamp = Date.now()): StoredBlock {
+  produce(timestamp = this.now()): StoredBlock {
     const parent = this.head();
     const extra = this.pending;
     this.pending = [];
@@ -132,7 +154,7 @@ export class SimChain {
         to: addressToHex(spec.to),
         ...(spec.contract ? { contract: addressToHex(spec.contract) } : {}),
       };
-      const tx = transferTransaction(hexSpec, this.ref(parent), Date.now(), this.generator.rand);
+      const tx = transferTransaction(hexSpec, this.ref(parent), this.now(), this.generator.rand);
       this.pending.push(tx);
       ids.push(tx.txID);
     }
@@ -141,19 +163,28 @@ export class SimChain {
 
   /**
    * Replaces the newest `depth` blocks with a new branch of `length` blocks (default depth) from the same parent.
-   * With `reinclude` (default) the old blocks' transactions reappear in the new branch, as on a real chain.
+   * `reinclude`: true (default) puts the old blocks' transactions back in the new branch, as on a real chain; false
+   * drops them all; a list of txIds re-includes only those (the rest vanish, as a transaction that expired in a
+   * node's pool does). A fork that would replace the solidified head or anything below it is refused: solidified
+   * blocks are final on TRON.
    */
-  fork(depth: number, length = depth, reinclude = true): { ancestor: number; removed: string[]; added: string[] } {
+  fork(depth: number, length = depth, reinclude: boolean | readonly string[] = true): { ancestor: number; removed: string[]; added: string[] } {
     if (!Number.isInteger(depth) || depth < 1 || depth >= this.canonical.length) {
-      throw new Error(`fork depth must be 1..${this.canonical.length - 1}`);
+      throw new ForkRefused(`fork depth must be 1..${this.canonical.length - 1}`);
+    }
+    if (!Number.isInteger(length) || length < 0) throw new ForkRefused("fork length must be a whole number ≥ 0");
+    const solidIndex = Math.max(0, this.canonical.length - 1 - this.solidLag);
+    if (this.canonical.length - depth <= solidIndex) {
+      throw new ForkRefused(`a fork of depth ${depth} would replace solidified block ${this.ref(this.solid()).number}`);
     }
     const removed = this.canonical.splice(this.canonical.length - depth, depth);
     for (const r of removed) for (const tx of r.block.transactions ?? []) this.txIndex.delete(tx.txID);
+    const keep = (tx: TronTransaction) => (typeof reinclude === "boolean" ? reinclude : reinclude.includes(tx.txID));
     const added: string[] = [];
-    const now = Date.now();
+    const now = this.now();
     for (let i = 0; i < length; i++) {
       const parent = this.head();
-      const old = reinclude ? (removed[i]?.block.transactions ?? []) : [];
+      const old = (removed[i]?.block.transactions ?? []).filter(keep);
       const ts = removed[i]?.block.block_header.raw_data.timestamp ?? now;
       const fresh: TronTransaction[] = [];
       for (let j = 0; j < Math.min(this.txPerBlock, 20); j++) fresh.push(this.generator.randomTransaction(this.ref(parent), ts));
