@@ -9,7 +9,8 @@ import { TRANSFER_TOPIC } from "../../matcher/decode.ts";
 
 const word = (hex: string) => hex.padStart(64, "0");
 
-function transferFromCalldata(tx: TronTransaction): { from: string; to: string; amount: string } | null {
+/** The TRC-20 transfer a `transfer`/`transferFrom` call encodes (20-byte hex addresses, hex amount word). */
+export function transferFromCalldata(tx: TronTransaction): { from: string; to: string; amount: string } | null {
   const v = tx.raw_data.contract[0]?.parameter.value;
   const data = typeof v?.data === "string" ? v.data.toLowerCase() : "";
   const owner = typeof v?.owner_address === "string" ? v.owner_address : "";
