@@ -31,7 +31,7 @@
 // profile the matcher itself with `bun --cpu-prof bench/run.ts matcher`).
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createRequire } from "node:module";
 import { loadConfig, type Config } from "../common/config.ts";
 import { setLogLevel } from "../common/logger.ts";
@@ -303,7 +303,16 @@ export default async function benchMatcher(): Promise<void> {
       [0, 1].map(async () => {
         while (next < chunks.length) {
           const c = chunks[next++]!;
-          await subs.patchAddresses({ keyId, id: c.sub, add: c.addresses.map((address) => ({ chainId: CHAIN, address })) });
+          // A loaded shared machine can make the registry answer `unavailable` (nothing changed): try again.
+          for (let attempt = 1; ; attempt++) {
+            try {
+              await subs.patchAddresses({ keyId, id: c.sub, add: c.addresses.map((address) => ({ chainId: CHAIN, address })) });
+              break;
+            } catch (err) {
+              if (!(err instanceof ConnectError) || err.code !== Code.Unavailable || attempt >= 5) throw err;
+              await Bun.sleep(1_000 * attempt);
+            }
+          }
         }
       }),
     );
