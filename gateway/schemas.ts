@@ -35,6 +35,65 @@ export const AddressEntrySchema = t.Object(
   { title: "AddressEntry" },
 );
 
+const AMOUNT_DESCRIPTION = "Smallest amount that makes an event, in the asset's base units (decimal string; sun for TRX).";
+const STANDARD = t.Union([t.Literal("TRX"), t.Literal("TRC10"), t.Literal("TRC20")], {
+  description: "TRX; TRC10 with tokenId; TRC20 with contract.",
+});
+const DIRECTION = t.Union([t.Literal("incoming"), t.Literal("outgoing")], {
+  description: "incoming: a watched address is the receiver (to); outgoing: the sender (from).",
+});
+
+export const AssetConditionSchema = t.Object(
+  {
+    standard: STANDARD,
+    tokenId: t.Optional(t.String({ description: "TRC-10 token id (TRC10 only).", examples: ["1002000"] })),
+    contract: t.Optional(t.String({ description: "TRC-20 contract, base58check (TRC20 only).", examples: ["TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"] })),
+    minAmount: t.String({ description: `${AMOUNT_DESCRIPTION} "0" when none was given.` }),
+  },
+  { title: "AssetCondition" },
+);
+
+export const MatchSchema = t.Object(
+  {
+    assets: t.Union([t.Null(), t.Array(AssetConditionSchema)], { description: "null: every asset; otherwise only these." }),
+    directions: t.Array(DIRECTION),
+    includeZeroValue: t.Boolean({ description: "Whether transfers of amount 0 make events." }),
+  },
+  { title: "MatchConditions", description: "Which transfers of the watched addresses make events; defaults filled in." },
+);
+
+export const AssetConditionInput = InputObject({
+  standard: STANDARD,
+  tokenId: t.Optional(t.String({ description: "TRC-10 token id, decimal (required for TRC10, only there)." })),
+  contract: t.Optional(t.String({ description: "TRC-20 contract, base58check (required for TRC20, only there)." })),
+  minAmount: t.Optional(t.String({ description: `${AMOUNT_DESCRIPTION} Default "0".`, examples: ["1000000"] })),
+});
+
+export const MatchInput = t.Union(
+  [
+    t.Null(),
+    InputObject(
+      {
+        assets: t.Optional(
+          t.Union([t.Null(), t.Array(AssetConditionInput)], {
+            description: "null or omitted: every asset. Otherwise 1 to 100 distinct assets, each at or above its minAmount.",
+          }),
+        ),
+        directions: t.Optional(t.Array(DIRECTION, { description: 'Default both. Not empty; duplicates collapse.' })),
+        includeZeroValue: t.Optional(
+          t.Boolean({ description: "Default false: transfers of amount 0 (address poisoning) make no event." }),
+        ),
+      },
+      { title: "MatchConditionsInput" },
+    ),
+  ],
+  {
+    description:
+      "Which transfers of the watched addresses make events, for every transfer kind. Omitted or null: the default " +
+      '{"assets": null, "directions": ["incoming", "outgoing"], "includeZeroValue": false} (on PUT too).',
+  },
+);
+
 export const SubscriptionSchema = t.Object(
   {
     id: t.String({ description: "sub_ + ULID." }),
@@ -50,6 +109,7 @@ export const SubscriptionSchema = t.Object(
       addresses: t.Array(AddressEntrySchema, { description: "Up to 200 inlined addresses, oldest first, where the endpoint inlines them." }),
       hasMore: t.Optional(t.Boolean({ description: "More than the inlined addresses exist." })),
     }),
+    match: MatchSchema,
     status: t.Union([t.Literal("enabled"), t.Literal("disabled")]),
     description: t.String(),
     dateCreated: t.String({ format: "date-time" }),

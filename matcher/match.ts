@@ -1,13 +1,15 @@
 // One block's transfers against the watch index: one lookup for every address the block touches, then one event of
 // the kind being made per (subscription, transfer) with the roles the subscription's addresses played (both for a
 // transfer from a watched address to itself). Disabled subscriptions, revoked keys and chains switched off are
-// filtered by the index; subscriptions without the kind are filtered here, so each kind reaches only those that
-// list it, when the stream that emits it processes the block.
+// filtered by the index; subscriptions without the kind, and roles their match conditions reject
+// (matcher/conditions.ts), are filtered here, so each kind reaches only those that list it, when the stream that
+// emits it processes the block.
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { AssetSchema, NewEventSchema, type Asset, type NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { ChainId } from "../common/config.ts";
 import type { Watcher } from "../common/watch-index.ts";
 import type { DecodedTransfer } from "./decode.ts";
+import { rolePasses } from "./conditions.ts";
 import { knownToken } from "./tokens.ts";
 
 /** The head stream's kind: a successful transfer appeared in a new block. */
@@ -83,7 +85,7 @@ export function buildEvents(
       [toWatchers, "to"],
     ] as const) {
       for (const w of list ?? []) {
-        if (!w.active || !w.events.includes(kind)) continue;
+        if (!w.active || !w.events.includes(kind) || !rolePasses(w.match, t, role)) continue;
         const r = roles.get(w.subscriptionId);
         if (!r) roles.set(w.subscriptionId, [role]);
         else if (!r.includes(role)) r.push(role);
@@ -103,14 +105,14 @@ export function buildEvents(
             blockTimestampMs: BigInt(block.timestampMs),
             txId: t.txId,
             logIndex: t.logIndex,
+            internalIndex: t.internalIndex,
             from: t.from,
             to: t.to,
             amount: t.amount,
             asset,
-            matchedAddresses: rs.map((role) => ({ chainId: block.chainId, address: role === "from" ? t.from : t.to, role })),
-            internalIndex: t.internalIndex,
             fee: t.fee,
-            ...(t.memo !== null ? { memo: t.memo } : {}),
+            memo: t.memo ?? undefined,
+            matchedAddresses: rs.map((role) => ({ chainId: block.chainId, address: role === "from" ? t.from : t.to, role })),
             ...(kind === FAILED ? { reason: finality?.reason ?? t.result } : {}),
             ...(finality ? { solidifiedBlockNumber: BigInt(finality.solidifiedBlockNumber) } : {}),
           },

@@ -1,6 +1,7 @@
 // The registry's tables (its own migrations folder and journal, __registry_migrations). Row types come from here.
 import { idempotencyTable } from "../common/idempotency.ts";
-import { bigint, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, index, integer, jsonb, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { defaultMatch, type MatchConditions } from "../common/match-conditions.ts";
 
 const ms = (name: string) => timestamp(name, { precision: 3, withTimezone: true, mode: "date" });
 
@@ -31,6 +32,8 @@ export const subscriptions = pgTable(
     previousSecret: text("previous_secret"),
     previousSecretExpiresAt: ms("previous_secret_expires_at"),
     addressCount: integer("address_count").notNull().default(0),
+    // Match conditions, normalized with every default filled in (common/match-conditions.ts).
+    match: jsonb("match").$type<MatchConditions>().notNull().default(defaultMatch()),
     createdAt: ms("created_at").notNull(),
     updatedAt: ms("updated_at").notNull(),
   },

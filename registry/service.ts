@@ -14,8 +14,11 @@ import {
   type Destination,
   type SubscriptionResponse,
   type DeliveryTargetSchema,
+  type MatchConditions as MatchConditionsMessage,
+  type MatchConditionsSchema,
   type SubscriptionSchema,
 } from "../gen/webhooks/registry/v1/registry_pb.ts";
+import type { MatchConditions } from "../common/match-conditions.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
 import type { Logger } from "../common/logger.ts";
@@ -29,6 +32,7 @@ import {
   checkGracePeriod,
   checkKeyChains,
   checkLimit,
+  checkMatch,
   checkStatus,
   generateSigningSecret,
 } from "./rules.ts";
@@ -74,6 +78,15 @@ export interface SubscriptionView {
   hasMore?: boolean;
 }
 
+/** Stored conditions as the message every representation carries: every field set, `assets` unset for "every asset". */
+export function matchMessage(m: MatchConditions): MessageInitShape<typeof MatchConditionsSchema> {
+  return {
+    assets: m.assets ? { items: m.assets.map((a) => ({ ...a })) } : undefined,
+    directions: { items: [...m.directions] },
+    includeZeroValue: m.includeZeroValue,
+  };
+}
+
 export function subscriptionMessage(row: SubscriptionRow, view: SubscriptionView = {}): SubscriptionInit {
   return {
     id: row.id,
@@ -85,6 +98,7 @@ export function subscriptionMessage(row: SubscriptionRow, view: SubscriptionView
     description: row.description,
     dateCreatedMs: BigInt(row.createdAt.getTime()),
     dateUpdatedMs: BigInt(row.updatedAt.getTime()),
+    match: matchMessage(row.match),
   };
 }
 
@@ -122,7 +136,7 @@ function isCursor(value: unknown): value is SubscriptionCursor {
 /** The checks create and PUT share; `checkDestination` (DNS) runs last, after every cheap check passed. */
 async function checkSubscriptionFields(
   ctx: RegistryContext,
-  input: { destination?: Destination; events: string[]; status: string; description: string },
+  input: { destination?: Destination; events: string[]; status: string; description: string; match?: MatchConditionsMessage },
 ): Promise<SubscriptionFields> {
   if (!input.destination) {
     throw new ApiError("invalid_request", "destination is required.", { param: "/destination" });
@@ -131,9 +145,10 @@ async function checkSubscriptionFields(
   const events = checkEvents(input.events);
   const status = checkStatus(input.status);
   const description = checkDescription(input.description);
+  const match = checkMatch(input.match);
   const url = input.destination.url;
   await ctx.checkDestination(url);
-  return { url, events, status, description };
+  return { url, events, status, description, match };
 }
 
 async function runHook(ctx: RegistryContext, name: string, fn: () => Promise<void>): Promise<void> {

@@ -10,6 +10,7 @@ import { decrypt, encrypt, sha256Hex } from "../common/crypto.ts";
 import { openDatabase, runMigrations, withDatabase, type Database, type DbOptions } from "../common/db.ts";
 import { ApiError } from "../common/errors.ts";
 import { newId } from "../common/ids.ts";
+import type { MatchConditions } from "../common/match-conditions.ts";
 import { databaseUnavailable } from "./metrics.ts";
 import {
   apiKeys,
@@ -103,6 +104,7 @@ export interface NewSubscription {
   events: string[];
   status: string;
   description: string;
+  match: MatchConditions;
   /** Plain "whsec_..." secret; stored encrypted. */
   secret: string;
 }
@@ -112,6 +114,7 @@ export interface SubscriptionFields {
   events: string[];
   status: string;
   description: string;
+  match: MatchConditions;
 }
 
 export interface SubscriptionCursor {
@@ -183,6 +186,7 @@ function prepareHotQueries(db: RegistryDb, readDb: RegistryDb) {
         events: sql.placeholder("events"),
         status: sql.placeholder("status"),
         description: sql.placeholder("description"),
+        match: sql.placeholder("match"),
         secret: sql.placeholder("secret"),
         createdAt: sql.placeholder("now"),
         updatedAt: sql.placeholder("now"),
@@ -287,6 +291,7 @@ export class RegistryStore {
       events: input.events,
       status: input.status,
       description: input.description,
+      match: input.match,
       secret: this.seal(input.secret),
       createdAt: now,
       updatedAt: now,

@@ -10,12 +10,13 @@ import { principalOf } from "../context.ts";
 import { RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
 import { notFound } from "../errors.ts";
 import { idempotencyFor, replayHeaders } from "../idempotency.ts";
-import { renderSubscription, type SubscriptionJson } from "../render.ts";
+import { matchRequest, renderSubscription, type SubscriptionJson } from "../render.ts";
 import {
   DestinationInput,
   EventsInput,
   IdempotencyHeaders,
   InputObject,
+  MatchInput,
   PageQuery,
   StatusInput,
   SubscriptionIdParams,
@@ -56,6 +57,7 @@ const SubscriptionInput = {
   events: EventsInput,
   status: t.Optional(StatusInput),
   description: t.Optional(t.String({ description: "Free label, at most 512 characters. Empty when omitted." })),
+  match: t.Optional(MatchInput),
 };
 
 const RotateInput = t.Optional(
@@ -99,6 +101,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
               events: body.events,
               status: body.status ?? "",
               description: body.description ?? "",
+              match: matchRequest(body.match),
               idempotency,
             },
             RPC_OPTIONS,
@@ -168,6 +171,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
               // A full replacement: what is omitted returns to its default.
               status: body.status ?? "enabled",
               description: body.description ?? "",
+              match: matchRequest(body.match),
             },
             RPC_OPTIONS,
           ),
@@ -179,8 +183,9 @@ export function subscriptionRoutes(deps: GatewayDeps) {
         body: InputObject(SubscriptionInput),
         response: { 200: SubscriptionSchema, ...errorResponses(400, 401, 404, 413, 415, 429, 503) },
         detail: {
-          summary: "Replace a subscription's destination, events, status and description",
-          description: "Omitted status becomes enabled and omitted description becomes empty. Address filters and the secret are untouched.",
+          summary: "Replace a subscription's destination, events, status, description and match conditions",
+          description:
+            "Omitted status becomes enabled, omitted description becomes empty and omitted match becomes the default. Address filters and the secret are untouched.",
           tags: TAGS,
           security: SECURITY,
         },

@@ -297,7 +297,7 @@ describe("OpenAPI document and docs page", () => {
     const createBody = ops["/v1/subscriptions"]!.post!.requestBody as Body;
     expect(createBody.required).toBe(true);
     expect(Object.keys(createBody.content)).toEqual(["application/json"]);
-    expect(Object.keys(createBody.content["application/json"]!.schema.properties!).sort()).toEqual(["description", "destination", "events", "status"]);
+    expect(Object.keys(createBody.content["application/json"]!.schema.properties!).sort()).toEqual(["description", "destination", "events", "match", "status"]);
     expect(createBody.content["application/json"]!.schema.additionalProperties).toBe(true);
     expect((ops["/v1/subscriptions/{id}"]!.put!.requestBody as Body).required).toBe(true);
     const rotateBody = ops["/v1/subscriptions/{id}/secrets/rotate"]!.post!.requestBody as Body;

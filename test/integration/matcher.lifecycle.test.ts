@@ -125,7 +125,7 @@ test("a fork above the solidified head: the re-included transfer gets one broadc
   sim.produce(LAG + 1);
   const head = sim.chain.head().block.block_header.raw_data.number;
   await t.matcher!.waitForSolidified(CHAIN, head - LAG);
-  await t.bed.receiver.waitForCount("/life-fork", 4).catch(() => console.log("DEBUG", JSON.stringify(payloads("/life-fork").map((p) => [p.kind, p.data.blockNumber, p.data.txId]))));
+  await t.bed.receiver.waitForCount("/life-fork", 4);
   await Bun.sleep(500);
 
   const got = payloads("/life-fork");
