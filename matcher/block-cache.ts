@@ -17,7 +17,7 @@ export class StreamLink {
   private readonly miss: { inc(v?: number): void };
   /** The node's head as the head stream last saw it (0: not yet). */
   head = 0;
-  /** The highest block number the head stream has fetched into the cache. */
+  /** The highest block number the head stream has fetched into the cache, or has passed (its checkpoint). */
   fetchedTo = 0;
   /** The next block the solidified stream needs, and the newest solidified head it knows (0: not yet). */
   solidNext = 0;
@@ -51,6 +51,12 @@ export class StreamLink {
     const b = this.blocks.get(n);
     (b ? this.hit : this.miss).inc();
     return b;
+  }
+
+  /** The head stream resumes after `n`: it will not fetch blocks up to there, so nobody should wait for them. */
+  resumeAfter(n: number): void {
+    this.fetchedTo = n;
+    this.notify();
   }
 
   /** A fork: blocks above the common ancestor belong to the abandoned branch. */

@@ -118,6 +118,7 @@ export class ChainStream {
           const cp = await loadCheckpoint(db, this.chain);
           if (cp) {
             this.last = { ...cp, timestampMs: 0 };
+            this.opts.link?.resumeAfter(cp.number);
             log.info("resuming from checkpoint", { block: cp.number });
           } else {
             // First start: begin at the node's head (the head block itself included).

@@ -198,7 +198,7 @@ describe("the zero-value poisoning transfer 9dbf4757… (mainnet block 60836289)
 
   test("transferFrom(victim, look-alike, 0) decodes as a zero-value transfer from the victim", () => {
     // Its info is synthesized like the block's others: the Transfer log the call data implies.
-    const infos = synthesizeTransactionInfos(toHexForm({ ...block, transactions: [tx] }), new Map());
+    const infos = synthesizeTransactionInfos(toHexForm({ ...block, transactions: [tx] }), () => undefined);
     const [d, ...rest] = decodeBlock({ ...block, transactions: [tx] }, infos.map((i) => renderVisible(i)));
     expect(rest).toEqual([]);
     expect(d).toMatchObject({ ...expected(), logIndex: 0, result: "SUCCESS" });

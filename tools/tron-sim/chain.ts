@@ -3,10 +3,21 @@
 // form on request; the recorded blocks render to their original bytes in the form they were recorded in.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { TronBlock, TronTransaction, TronTransactionInfo } from "../../matcher/tron-types.ts";
+import type { TronBlock, TronInternalTransaction, TronTransaction, TronTransactionInfo } from "../../matcher/tron-types.ts";
 import { renderVisible, toHexForm } from "./forms.ts";
-import { BlockGenerator, MAINNET_MIX, addressPool, assembleBlock, transferTransaction, type TransferSpec, type TxMix } from "./generate.ts";
-import { synthesizeTransactionInfos } from "./txinfo.ts";
+import {
+  BlockGenerator,
+  MAINNET_MIX,
+  USDT_HEX,
+  addressPool,
+  assembleBlock,
+  internalSpecs,
+  transferTransaction,
+  type TransferSpec,
+  type TxMix,
+} from "./generate.ts";
+import { blockTxFromTronGrid, infoFromTronGrid, loadTestnetInfos, loadTronGridTransactions } from "./recorded.ts";
+import { internalTransactions, synthesizeTransactionInfos } from "./txinfo.ts";
 import { addressToHex } from "./forms.ts";
 
 export const FIXTURES_DIR = join(import.meta.dir, "../../../shared/fixtures/tron");
@@ -64,6 +75,10 @@ export class SimChain {
   private readonly byId = new Map<string, StoredBlock>();
   private readonly txIndex = new Map<string, StoredBlock>();
   private readonly recordedInfos = new Map<string, TronTransactionInfo>();
+  /** Synthesized infos of placed recorded transactions (the TronGrid ones: their infos were never recorded). */
+  private readonly placedInfos = new Map<string, TronTransactionInfo>();
+  /** The internal transactions asked for with a transfer spec, by txID. */
+  private readonly internalMoves = new Map<string, TronInternalTransaction[]>();
   private pending: TronTransaction[] = [];
 
   constructor(opts: ChainOptions = {}) {
@@ -97,7 +112,11 @@ export class SimChain {
   }
 
   private store(block: TronBlock, availableAt: number, recorded?: StoredBlock["recorded"]): StoredBlock {
-    const infos = synthesizeTransactionInfos(block, this.recordedInfos);
+    const infos = synthesizeTransactionInfos(
+      block,
+      (id) => this.recordedInfos.get(id) ?? this.placedInfos.get(id),
+      this.internalMoves,
+    );
     const synthesized = infos.some((i) => !this.recordedInfos.has(i.id));
     const stored: StoredBlock = { block, infos, synthesized, availableAt, rendered: new Map() };
     if (recorded) stored.recorded = recorded;
@@ -153,12 +172,43 @@ export class SimChain {
         from: addressToHex(spec.from),
         to: addressToHex(spec.to),
         ...(spec.contract ? { contract: addressToHex(spec.contract) } : {}),
+        ...(spec.internal ? { internal: spec.internal.map((m) => ({ ...m, to: addressToHex(m.to) })) } : {}),
       };
       const tx = transferTransaction(hexSpec, this.ref(parent), this.now(), this.generator.rand);
+      const moves = internalSpecs(hexSpec);
+      if (moves.length > 0) this.internalMoves.set(tx.txID, internalTransactions(tx.txID, hexSpec.contract ?? USDT_HEX, moves));
       this.pending.push(tx);
       ids.push(tx.txID);
     }
     return ids;
+  }
+
+  /**
+   * Queues recorded lifecycle transactions for the next block (see fixtures/tron/PROVENANCE.md):
+   * - `failed-usdt`: the transactions of mainnet block 50568556 in the TronGrid capture (4 × REVERT, 1 ×
+   *   OUT_OF_ENERGY and the SUCCESS of the same USDT transfer, then TRX transfers), with synthesized infos;
+   * - `internal`: the real infos of testnet block 1,000,000 (internal TRX transfers), each beside a synthesized
+   *   contract call carrying its txID.
+   * Their infos are served with the number and timestamp of the block they land in. Returns the txIds.
+   */
+  place(fixture: "failed-usdt" | "internal"): string[] {
+    const parent = this.head();
+    const txs: TronTransaction[] = [];
+    if (fixture === "failed-usdt") {
+      for (const r of loadTronGridTransactions().filter((r) => r.blockNumber === 50568556)) {
+        this.placedInfos.set(r.txID, infoFromTronGrid(r));
+        txs.push(blockTxFromTronGrid(r));
+      }
+    } else {
+      for (const info of loadTestnetInfos()) {
+        this.recordedInfos.set(info.id, info);
+        const caller = info.contract_address ?? USDT_HEX;
+        const call = transferTransaction({ type: "call", from: this.pool[0]!, to: caller, amount: 0, contract: caller }, this.ref(parent), this.now(), this.generator.rand);
+        txs.push({ ...call, txID: info.id });
+      }
+    }
+    this.pending.push(...txs);
+    return txs.map((t) => t.txID);
   }
 
   /**
@@ -204,6 +254,11 @@ export class SimChain {
     if (!s) return undefined;
     // Orphaned blocks are no longer served once a fork replaced them.
     return this.byNumber(s.block.block_header.raw_data.number) === s ? s : undefined;
+  }
+
+  /** Whether the info of `txId` is recorded node output (else the simulator made it up). */
+  isRecordedInfo(txId: string): boolean {
+    return this.recordedInfos.has(txId);
   }
 
   byTxId(txId: string): StoredBlock | undefined {

@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { TRANSFER_TOPIC } from "../../matcher/decode.ts";
 import type { TronTransaction, TronTransactionInfo } from "../../matcher/tron-types.ts";
-import { transferFromCalldata } from "./txinfo.ts";
+import { failureMessage, transferFromCalldata } from "./txinfo.ts";
 
 export const LIFECYCLE_FIXTURES_DIR = join(import.meta.dir, "../../fixtures/tron");
 export const TRONGRID_ACCOUNT_FILE = "mainnet-account-TPcUx2iw-transactions.trongrid-v1.truncated.json";
@@ -54,16 +54,6 @@ export function blockTxFromTronGrid(r: TronGridTransaction): TronTransaction {
 }
 
 const word = (hex: string) => hex.padStart(64, "0");
-
-/** java-tron's resMessage (hex of the text) for a failed contract call. */
-export function failureMessage(result: string): string {
-  const text = result === "OUT_OF_ENERGY"
-    ? "Not enough energy for 'SSTORE' operation executing: curInvokeEnergyLimit[0], curOpEnergy[20000], usedEnergy[0]"
-    : result === "REVERT"
-      ? "REVERT opcode executed"
-      : result;
-  return Buffer.from(text, "utf8").toString("hex");
-}
 
 /**
  * SYNTHESIZED: the transaction info java-tron would serve for a TronGrid record, from its recorded fee and resource

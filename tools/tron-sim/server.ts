@@ -164,7 +164,7 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
         const s = limit(chain.byTxId(id));
         const info = s?.infos.find((i) => i.id === id);
         if (!s || !info) return text("{}");
-        return text(JSON.stringify(visible ? renderVisible(info) : info), s.synthesized && info.log !== undefined && id !== "661f1df88ce02b746efe7449c3c7a04d6d21a7fc019723c92679228d8275ad57");
+        return text(JSON.stringify(visible ? renderVisible(info) : info), !chain.isRecordedInfo(id));
       }
       case "gettransactionbyid": {
         const id = String(p.value ?? "");
@@ -200,6 +200,15 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
       case "POST transfers": {
         const specs = (p.transfers ?? []) as TransferSpec[];
         const txIds = chain.enqueue(specs);
+        if (flag(p.produce)) produce(1);
+        return Response.json({ txIds });
+      }
+      case "POST place": {
+        const fixture = p.fixture;
+        if (fixture !== "failed-usdt" && fixture !== "internal") {
+          return Response.json({ error: 'fixture must be "failed-usdt" or "internal"' }, { status: 400 });
+        }
+        const txIds = chain.place(fixture);
         if (flag(p.produce)) produce(1);
         return Response.json({ txIds });
       }
