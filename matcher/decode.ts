@@ -146,7 +146,11 @@ function decodeTokenId(assetName: string, visible: boolean): string {
 
 /** A non-negative integer amount as a decimal string (zero included), or null when it is not one. */
 function toAmount(value: unknown): string | null {
-  if (typeof value === "number") return Number.isInteger(value) && value >= 0 ? String(value) : null;
+  if (typeof value === "number") {
+    if (!Number.isInteger(value) || value < 0) return null;
+    // Past 2^53 String() would print an exponent; BigInt prints every digit the double holds.
+    return Number.isSafeInteger(value) ? String(value) : BigInt(value).toString();
+  }
   if (typeof value === "string" && /^\d+$/.test(value)) return BigInt(value).toString();
   return null;
 }
