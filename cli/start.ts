@@ -10,7 +10,7 @@ import { ensureDatabase } from "../common/db.ts";
 import type { ReadinessChecks } from "../common/http-service.ts";
 import { log } from "../common/logger.ts";
 import { inProcessTransport } from "../common/rpc.ts";
-import { serveService, type ServedService, type ServiceHandle } from "../common/service.ts";
+import { serveOptions, serveService, type ServedService, type ServiceHandle } from "../common/service.ts";
 import { createDeliverer } from "../deliverer/index.ts";
 import { createMatcher } from "../matcher/index.ts";
 import { createGatewayApp } from "../gateway/app.ts";
@@ -30,6 +30,7 @@ function prefixed(service: string, checks: ReadinessChecks): ReadinessChecks {
 const config = loadConfig();
 await ensureDatabase(config.databaseUrl);
 const host = config.bindHost;
+const serving = serveOptions(config);
 
 const handles: ServiceHandle[] = [];
 const served: ServedService[] = [];
@@ -40,7 +41,7 @@ async function serveInternal(name: string, handle: ServiceHandle, asked: boolean
     log.info(`${name} running in-process`, { rpcPorts: "none (INTERNAL_RPC=1 serves them)" });
     return;
   }
-  const s = await serveService(handle, httpPort, grpc, { hostname: host });
+  const s = await serveService(handle, httpPort, grpc, serving);
   served.push(s);
   log.info(`${name} listening`, { host, port: s.http.port, grpcPort: grpcPort(s) });
 }
@@ -55,7 +56,7 @@ await serveInternal("deliverer", deliverer, config.internalRpc.deliverer, config
 
 const matcher = await createMatcher(config, { deliverer: inProcessTransport(deliverer.routes) });
 handles.push(matcher);
-const matcherServed = await serveService(matcher, config.matcherPort, undefined, { hostname: host });
+const matcherServed = await serveService(matcher, config.matcherPort, undefined, serving);
 served.push(matcherServed);
 log.info("matcher listening", { host, port: matcherServed.http.port, chains: config.matcherChains });
 

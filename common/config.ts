@@ -78,6 +78,11 @@ export interface Config {
    * variables set). Services run alone always serve theirs.
    */
   internalRpc: { registry: boolean; deliverer: boolean };
+  /**
+   * mTLS on the gRPC ports (GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE, GRPC_TLS_CLIENT_CA_FILE, all three or none): the
+   * port then speaks TLS only, requires a client certificate signed by the CA, and such a client needs no token.
+   */
+  grpcTls: { certFile: string; keyFile: string; clientCaFile: string } | undefined;
   /** base64 of >= 32 bytes; undefined means "generate once and keep it in the database". */
   appSecret: string | undefined;
   tronNodeUrls: Record<ChainId, string>;
@@ -103,6 +108,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (internalToken !== undefined && Buffer.byteLength(internalToken) < MIN_INTERNAL_TOKEN_BYTES) {
     throw new Error(`INTERNAL_TOKEN must be at least ${MIN_INTERNAL_TOKEN_BYTES} bytes (e.g. openssl rand -base64 32)`);
   }
+  const tlsFiles = [env.GRPC_TLS_CERT_FILE, env.GRPC_TLS_KEY_FILE, env.GRPC_TLS_CLIENT_CA_FILE].filter(Boolean);
+  if (tlsFiles.length !== 0 && tlsFiles.length !== 3) {
+    throw new Error("GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE and GRPC_TLS_CLIENT_CA_FILE go together: set all three or none");
+  }
   const allRpc = env.INTERNAL_RPC === "1" || env.INTERNAL_RPC === "true";
   const isSet = (name: string) => env[name] !== undefined && env[name] !== "";
   return {
@@ -123,6 +132,10 @@ export function loadConfig(env: Env = process.env): Config {
       registry: allRpc || isSet("REGISTRY_PORT") || isSet("REGISTRY_GRPC_PORT"),
       deliverer: allRpc || isSet("DELIVERER_PORT") || isSet("DELIVERER_GRPC_PORT"),
     },
+    grpcTls:
+      tlsFiles.length === 3
+        ? { certFile: env.GRPC_TLS_CERT_FILE!, keyFile: env.GRPC_TLS_KEY_FILE!, clientCaFile: env.GRPC_TLS_CLIENT_CA_FILE! }
+        : undefined,
     appSecret,
     tronNodeUrls: {
       "tron:mainnet": str(env, "TRON_MAINNET_NODE_URL", "https://api.trongrid.io"),

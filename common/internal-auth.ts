@@ -15,6 +15,9 @@ import { log as rootLog, type Logger } from "./logger.ts";
 /** The caller's address, set by each server (Bun.serve's requestIP, the HTTP/2 socket) for the refusal log. */
 export const peerAddress = createContextKey<string>("unknown", { description: "the RPC caller's address" });
 
+/** True when the call came over mTLS with a client certificate the configured CA verified: that is the credential. */
+export const verifiedClientCertificate = createContextKey<boolean>(false, { description: "mTLS client verified" });
+
 /** `package.Service/Method`, the name a public method is listed and logged under. */
 export function methodName(method: Pick<DescMethod, "name"> & { parent: { typeName: string } }): string {
   return `${method.parent.typeName}/${method.name}`;
@@ -49,7 +52,7 @@ export function requireInternalToken(opts: InternalAuthOptions): Interceptor {
   const logger = opts.logger ?? rootLog;
   return (next) => async (req) => {
     const method = methodName(req.method);
-    if (open.has(method)) return next(req);
+    if (open.has(method) || req.contextValues.get(verifiedClientCertificate)) return next(req);
     const presented = bearerToken(req.header.get("authorization"));
     if (presented !== undefined && timingSafeEqual(sha256(presented), expected)) return next(req);
     logger.warn("internal rpc refused", {

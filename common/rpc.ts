@@ -2,6 +2,7 @@
 // internal hops), gRPC over HTTP/2 through connect-node on node:http2 (for any real gRPC client), and an
 // in-process transport for `npm start`, so single-process and split deployments run the same handlers.
 import http2 from "node:http2";
+import type { TLSSocket } from "node:tls";
 import { create, type DescMessage, type DescService } from "@bufbuild/protobuf";
 import {
   Code,
@@ -22,7 +23,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { universalServerRequestFromFetch, universalServerResponseToFetch, type UniversalHandler } from "@connectrpc/connect/protocol";
 import { ApiError, toConnectError } from "./errors.ts";
-import { peerAddress, sendInternalToken } from "./internal-auth.ts";
+import { peerAddress, sendInternalToken, verifiedClientCertificate } from "./internal-auth.ts";
 import { log } from "./logger.ts";
 
 export type RegisterRoutes = (router: ConnectRouter) => void;
@@ -63,15 +64,33 @@ export function createRpcFetchHandler(routes: RegisterRoutes, auth: Interceptor)
   };
 }
 
-/** gRPC (HTTP/2 cleartext, prior knowledge) for platform services that speak plain gRPC. */
-export function serveGrpc(routes: RegisterRoutes, port: number, hostname: string, auth: Interceptor): Promise<http2.Http2Server> {
-  const server = http2.createServer(
-    connectNodeAdapter({
-      routes,
-      ...routerOptions(auth),
-      contextValues: (req) => createContextValues().set(peerAddress, req.socket?.remoteAddress ?? "unknown"),
-    }),
-  );
+/** PEM material of an mTLS gRPC port: its certificate and key, and the CA its clients' certificates must chain to. */
+export interface GrpcTls {
+  cert: string;
+  key: string;
+  clientCa: string;
+}
+
+export type GrpcServer = http2.Http2Server | http2.Http2SecureServer;
+
+/**
+ * gRPC for platform services that speak plain gRPC: HTTP/2 cleartext (prior knowledge), or with `tls` HTTP/2 over
+ * TLS that only clients with a certificate from `tls.clientCa` can connect to (their certificate is the credential).
+ */
+export function serveGrpc(routes: RegisterRoutes, port: number, hostname: string, auth: Interceptor, tls?: GrpcTls): Promise<GrpcServer> {
+  const handler = connectNodeAdapter({
+    routes,
+    ...routerOptions(auth),
+    contextValues: (req) => {
+      const socket = req.socket as Partial<TLSSocket> | undefined;
+      return createContextValues()
+        .set(peerAddress, socket?.remoteAddress ?? "unknown")
+        .set(verifiedClientCertificate, tls !== undefined && socket?.authorized === true);
+    },
+  });
+  const server = tls
+    ? http2.createSecureServer({ cert: tls.cert, key: tls.key, ca: tls.clientCa, requestCert: true, rejectUnauthorized: true }, handler)
+    : http2.createServer(handler);
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, hostname, () => {
@@ -81,7 +100,7 @@ export function serveGrpc(routes: RegisterRoutes, port: number, hostname: string
   });
 }
 
-export function closeGrpc(server: http2.Http2Server): Promise<void> {
+export function closeGrpc(server: GrpcServer): Promise<void> {
   return new Promise((resolve) => server.close(() => resolve()));
 }
 

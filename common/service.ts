@@ -1,13 +1,14 @@
 // The shape every internal service shares, so `npm start` (all in one process) and `bun run <service>` (alone)
 // wire the same code: create the handle, then serve it on its ports and/or hand its routes to an in-process transport.
 import type { Server } from "bun";
-import type http2 from "node:http2";
+import { readFileSync } from "node:fs";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { createConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { serveServiceHttp, type ReadinessChecks } from "./http-service.ts";
 import { requireInternalToken } from "./internal-auth.ts";
 import { log } from "./logger.ts";
-import { closeGrpc, createRpcFetchHandler, serveGrpc, type RegisterRoutes } from "./rpc.ts";
+import type { Config } from "./config.ts";
+import { closeGrpc, createRpcFetchHandler, serveGrpc, type GrpcServer, type GrpcTls, type RegisterRoutes } from "./rpc.ts";
 
 export interface ServiceHandle {
   /** Registers the service's Connect handlers (empty for a service without RPCs, like the matcher). */
@@ -30,13 +31,25 @@ export interface ServiceHandle {
 
 export interface ServedService {
   http: Server<undefined>;
-  grpc: http2.Http2Server | undefined;
+  grpc: GrpcServer | undefined;
   stop(): Promise<void>;
 }
 
 export interface ServeOptions {
   /** The address every listener binds (BIND_HOST); default 127.0.0.1. */
   hostname?: string;
+  /** mTLS on the gRPC port (a verified client certificate is then the credential); default cleartext. */
+  grpcTls?: GrpcTls;
+}
+
+/** How a service is served from its configuration: BIND_HOST, and the gRPC port's mTLS files when set. */
+export function serveOptions(config: Pick<Config, "bindHost" | "grpcTls">): ServeOptions {
+  const files = config.grpcTls;
+  const read = (path: string) => readFileSync(path, "utf8");
+  return {
+    hostname: config.bindHost,
+    grpcTls: files && { cert: read(files.certFile), key: read(files.keyFile), clientCa: read(files.clientCaFile) },
+  };
 }
 
 /** The handle's token check; a service with RPCs but no token is a wiring mistake, refused before anything is served. */
@@ -59,7 +72,7 @@ export async function serveService(handle: ServiceHandle, httpPort: number, grpc
   const auth = internalAuth(handle);
   const rpc = createRpcFetchHandler(handle.routes, auth);
   const http = serveServiceHttp({ port: httpPort, hostname, checks: handle.checks, handle: rpc });
-  const grpc = grpcPort === undefined ? undefined : await serveGrpc(handle.routes, grpcPort, hostname, auth);
+  const grpc = grpcPort === undefined ? undefined : await serveGrpc(handle.routes, grpcPort, hostname, auth, opts.grpcTls);
   return {
     http,
     grpc,

@@ -5,14 +5,14 @@ import { ensureDatabase } from "../common/db.ts";
 import { internalTokenOrExit } from "../common/internal-auth.ts";
 import { log } from "../common/logger.ts";
 import { networkTransport } from "../common/rpc.ts";
-import { serveService, stopOnSignals } from "../common/service.ts";
+import { serveOptions, serveService, stopOnSignals } from "../common/service.ts";
 import { createDeliverer } from "./index.ts";
 
 const config = loadConfig();
 const token = internalTokenOrExit(config, "deliverer");
 await ensureDatabase(config.databaseUrl);
 const handle = await createDeliverer(config, { registry: networkTransport(config.registryUrl, { token }) });
-const served = await serveService(handle, config.delivererPort, config.delivererGrpcPort, { hostname: config.bindHost });
+const served = await serveService(handle, config.delivererPort, config.delivererGrpcPort, serveOptions(config));
 log.info("deliverer listening", { host: config.bindHost, port: config.delivererPort, grpcPort: config.delivererGrpcPort });
 
 // Stop taking requests, then let attempts in flight finish (or hand their events back) before exiting.

@@ -5,14 +5,14 @@ import { ensureDatabase } from "../common/db.ts";
 import { internalTokenOrExit } from "../common/internal-auth.ts";
 import { log } from "../common/logger.ts";
 import { networkTransport } from "../common/rpc.ts";
-import { serveService, stopOnSignals } from "../common/service.ts";
+import { serveOptions, serveService, stopOnSignals } from "../common/service.ts";
 import { createMatcher } from "./index.ts";
 
 const config = loadConfig();
 const token = internalTokenOrExit(config, "matcher");
 await ensureDatabase(config.databaseUrl);
 const handle = await createMatcher(config, { deliverer: networkTransport(config.delivererUrl, { token }) });
-const served = await serveService(handle, config.matcherPort, undefined, { hostname: config.bindHost });
+const served = await serveService(handle, config.matcherPort, undefined, serveOptions(config));
 log.info("matcher listening", { host: config.bindHost, port: config.matcherPort, chains: config.matcherChains });
 
 stopOnSignals("matcher", () => served.stop(), () => handle.close());

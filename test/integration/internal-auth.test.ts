@@ -1,12 +1,13 @@
 // The internal token on every served RPC: the registry and the deliverer, over Connect (plain fetch, as curl would)
 // and over real gRPC (@grpc/grpc-js). No credential or a wrong one is Unauthenticated (HTTP 401 / gRPC status 16),
 // changes nothing and is logged at warn with the peer address (never the token); the right one is served. Health,
-// readiness and metrics stay open; a method listed in a handle's publicMethods skips the check; a service run alone
-// refuses to start without INTERNAL_TOKEN.
+// readiness and metrics stay open; a method listed in a handle's publicMethods skips the check; on an mTLS gRPC port a
+// verified client certificate is the credential; a service run alone refuses to start without INTERNAL_TOKEN.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { toJson } from "@bufbuild/protobuf";
+import { loadConfig } from "../../common/config.ts";
 import { bearerToken } from "../../common/internal-auth.ts";
 import { setLogSink } from "../../common/logger.ts";
 import { serveService, type ServedService } from "../../common/service.ts";
@@ -184,9 +185,52 @@ test("a method in publicMethods is served without the token; every other method 
   }
 });
 
+test("mTLS on the gRPC port: a client certificate from the configured CA is the credential; others cannot connect", async () => {
+  const pki = bed.pki;
+  const mtls = await serveService(bed.registry, 0, 0, { grpcTls: { cert: pki.cert, key: pki.key, clientCa: pki.caPem } });
+  const port = (mtls.grpc!.address() as { port: number }).port;
+  const schemas = { input: CreateApiKeyRequestSchema, output: CreateApiKeyResponseSchema };
+  const clients: grpc.Client[] = [];
+  const client = (creds: grpc.ChannelCredentials) => {
+    // The certificate names localhost; grpc-js will not send an IP address as the TLS server name.
+    const c = new grpc.Client(`127.0.0.1:${port}`, creds, { "grpc.ssl_target_name_override": "localhost" });
+    clients.push(c);
+    return c;
+  };
+  try {
+    const ca = Buffer.from(pki.caPem);
+    const trusted = client(grpc.credentials.createSsl(ca, Buffer.from(pki.key), Buffer.from(pki.cert)));
+    expect((await grpcUnary(trusted, ApiKeyService, "CreateApiKey", schemas, { name: "mtls" }, undefined)).secret).toMatch(/^whk_/);
+
+    const before = await count("api_keys");
+    const rogue = client(grpc.credentials.createSsl(ca, Buffer.from(pki.untrustedKey), Buffer.from(pki.untrustedCert)));
+    const anonymous = client(grpc.credentials.createSsl(ca));
+    const cleartext = client(grpc.credentials.createInsecure());
+    for (const c of [rogue, anonymous, cleartext]) {
+      const err = (await grpcUnary(c, ApiKeyService, "CreateApiKey", schemas, { name: "x" }, undefined).catch((e: unknown) => e)) as grpc.ServiceError;
+      expect(err.code).toBe(grpc.status.UNAVAILABLE);
+    }
+    expect(await count("api_keys")).toBe(before);
+    // The Connect port is not the gRPC port: it still requires the token.
+    await expectRefusedOverConnect(await connectCall(mtls, `${ApiKeyService.typeName}/CreateApiKey`, { name: "x" }));
+  } finally {
+    for (const c of clients) c.close();
+    await mtls.stop();
+  }
+});
+
 test("a handle with RPCs and no token is never served", async () => {
   const { internalToken: _, ...tokenless } = bed.registry;
   await expect(serveService(tokenless, 0)).rejects.toThrow(/internalToken/);
+});
+
+test("the mTLS files go together", () => {
+  expect(() => loadConfig({ GRPC_TLS_CERT_FILE: "/c.pem" })).toThrow(/set all three or none/);
+  expect(loadConfig({ GRPC_TLS_CERT_FILE: "/c.pem", GRPC_TLS_KEY_FILE: "/k.pem", GRPC_TLS_CLIENT_CA_FILE: "/ca.pem" }).grpcTls).toEqual({
+    certFile: "/c.pem",
+    keyFile: "/k.pem",
+    clientCaFile: "/ca.pem",
+  });
 });
 
 test("the Authorization header is read as a bearer token and nothing else", () => {
