@@ -32,6 +32,8 @@ export interface DelivererDeps {
 }
 
 export interface DelivererHandle extends ServiceHandle {
+  /** What its RPCs require when served on a port: INTERNAL_TOKEN, or the one kept in the database. */
+  internalToken: string;
   store: DelivererStore;
   schedule: Schedule;
   worker: DeliveryWorker;

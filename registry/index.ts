@@ -22,6 +22,8 @@ export interface RegistryHandle extends ServiceHandle {
   store: RegistryStore;
   redis: Redis;
   appKeys: AppKeys;
+  /** What its RPCs require when served on a port: INTERNAL_TOKEN, or the one kept in the database. */
+  internalToken: string;
   /** The handler context; address filters and the watch index plug in here. */
   context: RegistryContext;
   watchIndex: WatchIndex;
