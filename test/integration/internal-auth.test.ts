@@ -224,6 +224,18 @@ test("a handle with RPCs and no token is never served", async () => {
   await expect(serveService(tokenless, 0)).rejects.toThrow(/internalToken/);
 });
 
+test("npm start serves a service's RPC ports only when asked; listeners bind loopback unless BIND_HOST says otherwise", () => {
+  const none = loadConfig({});
+  expect(none.internalRpc).toEqual({ registry: false, deliverer: false });
+  expect(none.bindHost).toBe("127.0.0.1");
+  expect(loadConfig({ INTERNAL_RPC: "1" }).internalRpc).toEqual({ registry: true, deliverer: true });
+  expect(loadConfig({ REGISTRY_GRPC_PORT: "50051" }).internalRpc).toEqual({ registry: true, deliverer: false });
+  expect(loadConfig({ DELIVERER_PORT: "3002" }).internalRpc).toEqual({ registry: false, deliverer: true });
+  expect(loadConfig({ BIND_HOST: "0.0.0.0" }).bindHost).toBe("0.0.0.0");
+  expect(loadConfig({ INTERNAL_TOKEN: "a".repeat(32) }).internalToken).toBe("a".repeat(32));
+  expect(() => loadConfig({ INTERNAL_TOKEN: "a".repeat(31) })).toThrow(/at least 32 bytes/);
+});
+
 test("the mTLS files go together", () => {
   expect(() => loadConfig({ GRPC_TLS_CERT_FILE: "/c.pem" })).toThrow(/set all three or none/);
   expect(loadConfig({ GRPC_TLS_CERT_FILE: "/c.pem", GRPC_TLS_KEY_FILE: "/k.pem", GRPC_TLS_CLIENT_CA_FILE: "/ca.pem" }).grpcTls).toEqual({
