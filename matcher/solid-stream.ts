@@ -162,17 +162,16 @@ export class SolidifiedStream {
     await this.process(lease, batch, fin.number, signal);
   }
 
-  /** Waits for a new head (the solidified head moves with it) or the polling interval, whichever allows. */
+  /**
+   * Waits for a new head (the solidified head moves with it; without one, 3 s at most), then keeps the polling
+   * interval (MATCHER_POLL_MS, else 500 ms) since the last request: one solidified-head request per new block.
+   */
   private async waitForPoll(signal: AbortSignal): Promise<void> {
     const { link, pollMs } = this.opts;
-    const earliest = this.lastPollAt + (pollMs ?? MIN_POLL_INTERVAL_MS);
     const headBefore = link.head;
-    if (pollMs === undefined) {
-      // A new block at the head is the moment the solidified head moves too; without one, poll every 3 s.
-      const deadline = Date.now() + 3_000;
-      while (link.head === headBefore && Date.now() < deadline && !signal.aborted) await link.changed(deadline - Date.now(), signal);
-    }
-    await sleep(earliest - Date.now(), signal);
+    const deadline = Date.now() + 3_000;
+    while (link.head === headBefore && Date.now() < deadline && !signal.aborted) await link.changed(deadline - Date.now(), signal);
+    await sleep(this.lastPollAt + (pollMs ?? MIN_POLL_INTERVAL_MS) - Date.now(), signal);
   }
 
   /** The solidified head now: the node's (solidity API), or the head minus the confirmations. */

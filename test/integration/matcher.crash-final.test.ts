@@ -1,6 +1,6 @@
-// The matcher as its own process, SIGKILLed four times while blocks keep coming — twice just after the head
-// stream's checkpoint moved, twice just after the solidified stream's, so the two checkpoints stand apart at each
-// kill — and restarted each time: every transfer of a solidified block touching a watched address has exactly one
+// The matcher as its own process, SIGKILLed twice while blocks keep coming — once just after the head stream's
+// checkpoint moved, once just after the solidified stream's, so the two checkpoints stand apart at each kill — and
+// restarted each time: every transfer of a solidified block touching a watched address has exactly one
 // confirmed (successful) or failed (REVERT) event — none lost, none doubled. The expected set is computed from the
 // simulator's blocks, independently of the matcher's streams.
 import { afterAll, beforeAll, expect, test } from "bun:test";
@@ -32,7 +32,7 @@ beforeAll(async () => {
   t = await startMatcherBed({
     chains: [CHAIN],
     matcher: false,
-    sim: { txPerBlock: 40, poolSize: 100, recorded: false, startNumber: 41_000_000, solidLag: LAG },
+    sim: { txPerBlock: 20, poolSize: 100, recorded: false, startNumber: 41_000_000, solidLag: LAG },
   });
   served = await serveService(t.bed.deliverer!, 0);
   db = await openMatcherDatabase(t.bed.env.DATABASE_URL!);
@@ -65,7 +65,7 @@ function spawnMatcher(): Subprocess {
 const headAt = async () => (await loadCheckpoint(db, CHAIN))!.number;
 const solidAt = async () => (await loadSolidifiedCheckpoint(db, CHAIN))!.number;
 
-test("SIGKILL between the two streams' checkpoints, four times → no confirmed or failed event lost or doubled", async () => {
+test("SIGKILL between the two streams' checkpoints, twice → no confirmed or failed event lost or doubled", async () => {
   const sim = t.sims[CHAIN]!;
   const sub = await t.subscribe("/crash-final", { events: ["wallet.transfer.confirmed", "wallet.transfer.failed"] });
   const watched = sim.poolAddresses(25);
@@ -88,9 +88,9 @@ test("SIGKILL between the two streams' checkpoints, four times → no confirmed 
     // Every third block also carries a reverted USDT transfer from a watched address (a failed event to make).
     if (produced++ % 3 === 0) sim.chain.enqueue([{ type: "trc20", from: watched[produced % watched.length]!, to: watched[0]!, amount: "5", result: "REVERT" }]);
     sim.produce(1);
-  }, 80);
+  }, 120);
   try {
-    for (let kill = 0; kill < 4; kill++) {
+    for (let kill = 0; kill < 2; kill++) {
       const which = kill % 2 === 0 ? headAt : solidAt;
       const before = await which();
       // Kill right after this stream's checkpoint moved: the other's stands elsewhere.
@@ -123,7 +123,7 @@ test("SIGKILL between the two streams' checkpoints, four times → no confirmed 
   }
   expect(finalSolid - startHead).toBeGreaterThan(20);
   expect([...expected].filter((k) => k.startsWith("wallet.transfer.failed")).length).toBeGreaterThan(3);
-  expect(expected.size).toBeGreaterThan(50);
+  expect(expected.size).toBeGreaterThan(20);
 
   const events = await t.events(sub);
   const keys = events.map((e) => {
@@ -132,4 +132,4 @@ test("SIGKILL between the two streams' checkpoints, four times → no confirmed 
   });
   expect(new Set(keys).size).toBe(keys.length); // no duplicate event
   expect(new Set(keys)).toEqual(expected); // none lost, none extra
-}, 180_000);
+}, 240_000);

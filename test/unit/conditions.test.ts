@@ -71,6 +71,10 @@ describe("passingRoles by example", () => {
     // 2^53 + 1 is not representable as a double: a Number comparison would call 9007199254740992 enough.
     expect(passingRoles(m, transfer({ amount: "9007199254740992" }), BOTH)).toEqual([]);
     expect(passingRoles(m, transfer({ amount: "9007199254740993" }), BOTH)).toEqual(BOTH);
+    // An amount with leading zeros (no decoder makes one, but a comparison by length would misjudge it).
+    expect(passingRoles(m, trc20("0001000000"), BOTH)).toEqual(BOTH);
+    expect(passingRoles(m, trc20("0000999999"), BOTH)).toEqual([]);
+    expect(passingRoles(DEFAULT_MATCH, trc20("000"), BOTH)).toEqual([]);
     // A listed minAmount of 0 does not let zero-value transfers through: that is includeZeroValue's job.
     expect(passingRoles(m, trc10("0"), BOTH)).toEqual([]);
     expect(passingRoles({ ...m, includeZeroValue: true }, trc10("0"), BOTH)).toEqual(BOTH);
