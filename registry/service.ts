@@ -58,8 +58,11 @@ export interface RegistryContext {
   store: RegistryStore;
   /** Signs page tokens (AppKeys.tokenKey). */
   tokenKey: Buffer;
-  /** The request-time check of a destination URL (shape, DNS, SSRF); throws the public ApiError. */
-  checkDestination(url: string): Promise<void>;
+  /**
+   * The request-time check of a destination URL (shape, DNS, SSRF); throws the public ApiError. Returns the URL's
+   * normalized form, which is what is stored and returned.
+   */
+  checkDestination(url: string): Promise<string>;
   hooks: WatchHooks;
   addresses?: AddressRpcs;
   log: Logger;
@@ -131,8 +134,7 @@ async function checkSubscriptionFields(
   const events = checkEvents(input.events);
   const status = checkStatus(input.status);
   const description = checkDescription(input.description);
-  const url = input.destination.url;
-  await ctx.checkDestination(url);
+  const url = await ctx.checkDestination(input.destination.url);
   return { url, events, status, description };
 }
 

@@ -208,7 +208,18 @@ describe("checkDestinationUrl rejects malformed URLs with invalid_request", () =
     ["https://user@public.customer.test/", "must not contain user-info"],
     ["https://:pass@public.customer.test/", "must not contain user-info"],
     ["https://@public.customer.test/", "must not contain user-info"],
-    ["https:\\\\user@public.customer.test\\hook", "must not contain user-info"],
+    ["https:\\\\user@public.customer.test\\hook", "must not contain a backslash"],
+    ["https:\\\\public.customer.test\\path", "must not contain a backslash"],
+    [" https://public.customer.test/", "must not start or end with white space"],
+    ["https://public.customer.test/ ", "must not start or end with white space"],
+    ["https://public.customer.test/a\n", "must not start or end with white space"],
+    ["https://public.cus\ttomer.test/", "must not contain control characters (tab, newline, NUL)"],
+    ["https://public.customer.test/a\nb", "must not contain control characters (tab, newline, NUL)"],
+    ["https://public.customer.test/\u0000", "must not contain control characters (tab, newline, NUL)"],
+    ["https://public.customer.test/a\u007f", "must not contain control characters (tab, newline, NUL)"],
+    ["https://public.customer.test/\ud800", "must be valid Unicode (it contains a lone surrogate)"],
+    ["https://public.customer.test/\udc00x", "must be valid Unicode (it contains a lone surrogate)"],
+    [`https://public.customer.test/${"ü".repeat(1000)}`, "is longer than 2048 characters once normalized"],
     ["not a url", "is not a valid URL"],
     ["https://", "is not a valid URL"],
     ["https://256.1.1.1/", "is not a valid URL"],
@@ -222,6 +233,21 @@ describe("checkDestinationUrl rejects malformed URLs with invalid_request", () =
       expect(err.detail).toEqual({ param: "/destination/url", reason });
     });
   }
+
+  test("the stored form is the parser's: host case, IDNA, percent-encoding, default port, dot segments", async () => {
+    const cases: [string, string][] = [
+      ["https://PUBLIC.customer.test:443/a/../b?x#y", "https://public.customer.test/b?x#y"],
+      ["https://public.customer.test", "https://public.customer.test/"],
+      ["https://public.customer.test/ü", "https://public.customer.test/%C3%BC"],
+      ["https://public.customer.test/🔥", "https://public.customer.test/%F0%9F%94%A5"],
+      ["https://ｐｕｂｌｉｃ.customer.test/x", "https://public.customer.test/x"],
+    ];
+    for (const [input, stored] of cases) {
+      expect((await checkDestinationUrl(policy, input)).url.href).toBe(stored);
+      // Idempotent: the stored form is accepted and stored unchanged.
+      expect((await checkDestinationUrl(policy, stored)).url.href).toBe(stored);
+    }
+  });
 
   test("a user-info-looking '@' in the path or query is fine", async () => {
     await checkDestinationUrl(policy, "https://public.customer.test/a@b?c=d@e");
