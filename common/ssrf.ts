@@ -121,10 +121,16 @@ const ABSENT_CODES = new Set(["ENOTFOUND", "ENODATA"]);
 /** A resolver over the system's DNS servers (or given ones), answering within timeoutMs or throwing. */
 export function createSystemResolver(options: { timeoutMs?: number; servers?: string[] } = {}): Resolver {
   const timeoutMs = options.timeoutMs ?? 3000;
-  const dns = new DnsResolver({ timeout: timeoutMs, tries: 1 });
-  if (options.servers) dns.setServers(options.servers);
+  // A fresh channel per lookup: a long-lived one keeps a query cache that held an empty AAAA answer past its TTL,
+  // so a name that gained an address was not judged by it. Both families are asked on every lookup; caching is
+  // left to the system's resolver, which honours TTLs.
+  const channel = () => {
+    const dns = new DnsResolver({ timeout: timeoutMs, tries: 1 });
+    if (options.servers) dns.setServers(options.servers);
+    return dns;
+  };
 
-  const query = async (family: "resolve4" | "resolve6", hostname: string): Promise<string[]> => {
+  const query = async (dns: DnsResolver, family: "resolve4" | "resolve6", hostname: string): Promise<string[]> => {
     try {
       return await dns[family](hostname);
     } catch (err) {
@@ -140,11 +146,13 @@ export function createSystemResolver(options: { timeoutMs?: number; servers?: st
       const deadline = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new ResolverError(`DNS lookup of ${hostname} timed out`, "ETIMEOUT")), timeoutMs);
       });
+      const dns = channel();
       try {
-        const [v4, v6] = await Promise.race([Promise.all([query("resolve4", hostname), query("resolve6", hostname)]), deadline]);
+        const [v4, v6] = await Promise.race([Promise.all([query(dns, "resolve4", hostname), query(dns, "resolve6", hostname)]), deadline]);
         return [...v4, ...v6];
       } finally {
         clearTimeout(timer);
+        dns.cancel();
       }
     },
   };

@@ -2,6 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { createSocket } from "node:dgram";
 import { ApiError } from "../../common/errors.ts";
+import { startDnsServer } from "../support/dns-server.ts";
 import {
   DestinationError,
   checkDestinationUrl,
@@ -301,6 +302,25 @@ describe("resolution failures", () => {
       expect(performance.now() - started).toBeLessThan(10_000);
     } finally {
       silent.close();
+    }
+  });
+
+  test("the system resolver asks both families on every lookup: an empty AAAA answer is not kept past its TTL", async () => {
+    const dns = await startDnsServer({ ttl: 1 });
+    try {
+      dns.records.set("gains-v6.customer.test", { a: ["8.8.8.8"] });
+      const system = createSystemResolver({ timeoutMs: 2_000, servers: [dns.address] });
+      const p = createSsrfPolicy({ allowCidrs: [], resolver: system });
+      await checkDestinationUrl(p, "https://gains-v6.customer.test/");
+      // The name gains a loopback AAAA; the empty answer's TTL (1 s) has passed by the next check.
+      dns.records.set("gains-v6.customer.test", { a: ["8.8.8.8"], aaaa: ["::1"] });
+      await Bun.sleep(1_100);
+      const err = await apiErrorOf(checkDestinationUrl(p, "https://gains-v6.customer.test/"));
+      expect(err.code).toBe("ssrf_blocked");
+      expect(err.detail).toEqual({ ip: "::1", cidr: "::1/128" });
+      expect(dns.queries.filter((q) => q === "AAAA gains-v6.customer.test").length).toBe(2);
+    } finally {
+      dns.close();
     }
   });
 
