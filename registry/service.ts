@@ -171,7 +171,6 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
     scope: string,
     idem: IdempotencyRequest | undefined,
     prepare: () => Promise<(ex: RegistryExecutor) => Promise<{ row: SubscriptionRow; view: SubscriptionView } | undefined>>,
-    singleStatement = false,
   ) {
     const early = await store.peekIdempotent(SubscriptionResponseSchema, keyId, scope, idem);
     if (early) return { response: withReplay(early) };
@@ -180,7 +179,7 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
       const done = await effect(tx);
       if (!done) throw notFound();
       return create(SubscriptionResponseSchema, { subscription: subscriptionMessage(done.row, done.view) });
-    }, { singleStatement });
+    });
     return { response: withReplay(outcome) };
   }
 
@@ -193,7 +192,7 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
           const row = await store.insertSubscription(tx, { keyId: req.keyId, ...fields, secret });
           return { row, view: { secret, addresses: [], hasMore: false } };
         };
-      }, true);
+      });
       // No watch-index write: the index only knows subscriptions that watch an address (the first PATCH/PUT of
       // addresses writes their status and kinds with them), and a new subscription watches none.
       return response;

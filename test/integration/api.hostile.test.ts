@@ -246,7 +246,7 @@ function rawRequest(bytes: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(stack.config.port, "127.0.0.1");
     const chunks: Buffer[] = [];
-    socket.on("data", (c) => chunks.push(c));
+    socket.on("data", (c: Buffer) => chunks.push(c));
     socket.on("error", reject);
     socket.on("close", () => resolve(Buffer.concat(chunks).toString("latin1")));
     socket.setTimeout(5_000, () => socket.destroy());
