@@ -235,21 +235,6 @@ function prepareHotQueries(db: RegistryDb, readDb: RegistryDb) {
       .from(apiKeys)
       .where(eq(apiKeys.secretHash, sql.placeholder("hash")))
       .prepare("registry_api_key_by_hash"),
-    insertSubscription: db
-      .insert(subscriptions)
-      .values({
-        id,
-        keyId,
-        url: sql.placeholder("url"),
-        events: sql.placeholder("events"),
-        status: sql.placeholder("status"),
-        description: sql.placeholder("description"),
-        secret: sql.placeholder("secret"),
-        createdAt: sql.placeholder("now"),
-        updatedAt: sql.placeholder("now"),
-      })
-      .returning()
-      .prepare("registry_insert_subscription"),
   };
 }
 
@@ -391,11 +376,7 @@ export class RegistryStore {
       createdAt: now,
       updatedAt: now,
     };
-    // The prepared statement runs on the pool: only a caller outside any transaction may use it.
-    const [row] =
-      tx === this.db
-        ? await this.hot.insertSubscription.execute({ ...values, now })
-        : await tx.insert(subscriptions).values(values).returning();
+    const [row] = await tx.insert(subscriptions).values(values).returning();
     return row!;
   }
 
