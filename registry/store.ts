@@ -203,7 +203,7 @@ export interface RegistryStoreOptions {
  * The hot queries, built once: drizzle assembling the SQL text on every call cost about half the registry's CPU on
  * GET and create (bench api). Prepared on the pool, so they serve callers outside a transaction only.
  */
-function prepareHotQueries(db: RegistryDb, readDb: RegistryDb) {
+function prepareHotQueries(readDb: RegistryDb) {
   const id = sql.placeholder("id");
   const keyId = sql.placeholder("keyId");
   return {
@@ -249,7 +249,7 @@ export class RegistryStore {
   constructor(db: RegistryDb, opts: RegistryStoreOptions) {
     this.db = db;
     this.readDb = opts.readDb ?? db;
-    this.hot = prepareHotQueries(db, this.readDb);
+    this.hot = prepareHotQueries(this.readDb);
     this.encryptionKey = opts.encryptionKey;
     this.ledger = new IdempotencyLedger(idempotencyRecords, opts.encryptionKey);
     this.deadlineMs = opts.deadlineMs ?? DEFAULT_DEADLINE_MS;
