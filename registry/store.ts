@@ -200,7 +200,7 @@ export interface RegistryStoreOptions {
 }
 
 /**
- * The hot queries, built once: drizzle assembling the SQL text on every call cost about half the registry's CPU on
+ * The hot reads, built once: drizzle assembling the SQL text on every call cost about half the registry's CPU on
  * GET and create (bench api). Prepared on the pool, so they serve callers outside a transaction only.
  */
 function prepareHotQueries(readDb: RegistryDb) {
