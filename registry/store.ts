@@ -201,7 +201,7 @@ export interface RegistryStoreOptions {
 
 /**
  * The hot reads, built once: drizzle assembling the SQL text on every call cost about half the registry's CPU on
- * GET and create (bench api). Prepared on the pool, so they serve callers outside a transaction only.
+ * GET (bench api). Prepared on the pool, so they serve callers outside a transaction only.
  */
 function prepareHotQueries(readDb: RegistryDb) {
   const id = sql.placeholder("id");
