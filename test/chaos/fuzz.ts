@@ -31,6 +31,8 @@ export interface ChaosSummary {
   byStatus: Record<number, number>;
   violations: Violation[];
   slowestMs: number;
+  /** Answers over the limit that were within it when sent again (the machine, not the input). */
+  slowOnce: number;
   p99Ms: number;
   health: { polls: number; slowestMs: number; p90Ms: number; p99Ms: number; failures: number; top: number[] };
   seconds: number;
@@ -374,6 +376,7 @@ export async function runAgainst(stack: Stack, opts: ChaosOptions): Promise<Chao
   const byStatus: Record<number, number> = {};
   const violations: Violation[] = [];
   const durations: number[] = [];
+  let slowOnce = 0;
 
   const health = { polls: 0, failures: 0, durations: [] as number[] };
   let running = true;
@@ -417,7 +420,20 @@ export async function runAgainst(stack: Stack, opts: ChaosOptions): Promise<Chao
       const ms = performance.now() - t0;
       durations.push(ms);
       byStatus[status] = (byStatus[status] ?? 0) + 1;
-      const problem = judge(req, status, text, headers, ms, slowMs);
+      let problem = judge(req, status, text, headers, ms, slowMs);
+      if (problem?.startsWith("slow")) {
+        // A shared machine stalls now and then: an input that is slow because of what it is stays slow when sent
+        // again, one that met a busy moment does not (counted, not a violation).
+        const t1 = performance.now();
+        await (await fetch(stack.baseUrl + req.path, { method: req.method, headers: req.headers, body: req.body })).arrayBuffer();
+        const retryMs = performance.now() - t1;
+        if (retryMs <= slowMs) {
+          slowOnce++;
+          problem = null;
+        } else {
+          problem = `slow twice: ${Math.round(ms)} ms, then ${Math.round(retryMs)} ms`;
+        }
+      }
       if (problem) violations.push({ request: req, status, ms, problem, body: text.slice(0, 500) });
       done++;
       if (opts.onProgress && done % 1000 === 0) opts.onProgress(done);
@@ -434,6 +450,7 @@ export async function runAgainst(stack: Stack, opts: ChaosOptions): Promise<Chao
     byStatus,
     violations,
     slowestMs: durations.at(-1) ?? 0,
+    slowOnce,
     p99Ms: percentile(durations, 99),
     health: { polls: health.polls, slowestMs: hd.at(-1) ?? 0, p90Ms: percentile(hd, 90), p99Ms: percentile(hd, 99), failures: health.failures, top: hd.slice(-8).map(Math.round) },
     seconds: (performance.now() - started) / 1000,

@@ -11,7 +11,7 @@ const statuses = Object.entries(summary.byStatus)
   .join(" ");
 console.log(`requests      ${summary.requests} in ${summary.seconds.toFixed(1)} s (${Math.round(summary.requests / summary.seconds)}/s)`);
 console.log(`statuses      ${statuses}`);
-console.log(`latency       p99 ${summary.p99Ms.toFixed(1)} ms, slowest ${summary.slowestMs.toFixed(1)} ms (limit 1000 ms)`);
+console.log(`latency       p99 ${summary.p99Ms.toFixed(1)} ms, slowest ${summary.slowestMs.toFixed(1)} ms (limit 1000 ms); ${summary.slowOnce} over it once but not when sent again`);
 console.log(
   `/healthz      ${summary.health.polls} polls, p90 ${summary.health.p90Ms.toFixed(1)} ms, p99 ${summary.health.p99Ms.toFixed(1)} ms, slowest ${summary.health.slowestMs.toFixed(1)} ms (limit 100 ms), ${summary.health.failures} failed; slowest polls ${summary.health.top.join(", ")} ms`,
 );
