@@ -9,7 +9,7 @@ import { BlockGenerator, MAINNET_MIX, addressPool, assembleBlock, transferTransa
 import { synthesizeTransactionInfos } from "./txinfo.ts";
 import { addressToHex } from "./forms.ts";
 
-export const FIXTURES_DIR = join(import.meta.dir, "../../../shared/fixtures/tron");
+export const FIXTURES_DIR = join(import.meta.dir, "../../fixtures/tron");
 
 export interface StoredBlock {
   block: TronBlock;
