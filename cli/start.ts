@@ -3,7 +3,6 @@
 // the same handlers and serialization, no socket.
 import { loadConfig } from "../common/config.ts";
 import { ensureDatabase } from "../common/db.ts";
-import type { ReadinessChecks } from "../common/http-service.ts";
 import { log } from "../common/logger.ts";
 import { inProcessTransport } from "../common/rpc.ts";
 import { serveService, type ServedService, type ServiceHandle } from "../common/service.ts";
@@ -16,11 +15,6 @@ import { createRegistry } from "../registry/index.ts";
 function grpcPort(s: ServedService): number | undefined {
   const address = s.grpc?.address();
   return typeof address === "object" && address ? address.port : undefined;
-}
-
-/** A handle's checks under "<service>.<check>" names, for the gateway's /readyz. */
-function prefixed(service: string, checks: ReadinessChecks): ReadinessChecks {
-  return Object.fromEntries(Object.entries(checks).map(([name, check]) => [`${service}.${name}`, check]));
 }
 
 const config = loadConfig();
@@ -51,7 +45,6 @@ const gateway = createGatewayApp({
   config,
   registry: inProcessTransport(registry.routes),
   deliverer: inProcessTransport(deliverer.routes),
-  dependencyChecks: { ...prefixed("registry", registry.checks), ...prefixed("deliverer", deliverer.checks) },
 });
 gateway.listen({ port: config.port, hostname: "0.0.0.0" });
 log.info("gateway listening", { port: gateway.server?.port, docs: `http://127.0.0.1:${gateway.server?.port}/docs` });

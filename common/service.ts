@@ -9,8 +9,10 @@ import { closeGrpc, createRpcFetchHandler, serveGrpc, type RegisterRoutes } from
 export interface ServiceHandle {
   /** Registers the service's Connect handlers (empty for a service without RPCs, like the matcher). */
   routes: RegisterRoutes;
-  /** Dependency checks behind /readyz. */
+  /** What the service cannot work without: /readyz is 503 while one fails. */
   checks: ReadinessChecks;
+  /** Dependencies it rides out: shown by /readyz, never a reason to be unready. */
+  informational?: ReadinessChecks;
   /** Stops background work and closes connections. */
   close(): Promise<void>;
 }
@@ -24,7 +26,11 @@ export interface ServedService {
 /** Serves Connect/gRPC-Web + health on `httpPort` and, when given, gRPC over HTTP/2 on `grpcPort`. */
 export async function serveService(handle: ServiceHandle, httpPort: number, grpcPort?: number): Promise<ServedService> {
   const rpc = createRpcFetchHandler(handle.routes);
-  const http = serveServiceHttp({ port: httpPort, checks: handle.checks, handle: rpc });
+  const http = serveServiceHttp({
+    port: httpPort,
+    readiness: { checks: handle.checks, ...(handle.informational ? { informational: handle.informational } : {}) },
+    handle: rpc,
+  });
   const grpc = grpcPort === undefined ? undefined : await serveGrpc(handle.routes, grpcPort);
   return {
     http,

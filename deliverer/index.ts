@@ -93,9 +93,13 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
       wake: () => worker.wake(),
       reserveMs: worker.leaseMs,
     }),
+    // The event log and the schedule are the deliverer's own job. The registry only refreshes delivery targets:
+    // while it is away the deliverer keeps delivering with what it has, so it is shown, not required.
     checks: {
       postgres: () => store.ping(),
       redis: async () => (await redis.ping()) === "PONG",
+    },
+    informational: {
       registry: () => targets.ping(),
     },
     store,

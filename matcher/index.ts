@@ -12,6 +12,7 @@ import { lookup } from "../common/watch-index.ts";
 import { acquireChainLease, type ChainLease } from "./lease.ts";
 import type { WatchLookup } from "./match.ts";
 import * as m from "./metrics.ts";
+import { NodeHealth } from "./node-health.ts";
 import { ChainStream, type Progress } from "./stream.ts";
 import { LeaseLostError, openMatcherDatabase, type MatcherDb } from "./store.ts";
 import { TronClient } from "./tron-client.ts";
@@ -43,6 +44,15 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
   const progress = new Map<ChainId, Progress>();
   const waiters = new Set<{ chainId: ChainId; number: number; resolve: (p: Progress) => void }>();
 
+  const nodes = new NodeHealth(log);
+  // Every series exists from the start: lag unknown (NaN) and the node down until it answers, so an alert on lag or
+  // on matcher_node_up fires for a matcher that never reached its node.
+  for (const chain of config.matcherChains) {
+    m.nodeUp.set({ chain }, 0);
+    m.lagBlocks.set({ chain }, Number.NaN);
+    m.lagSeconds.set({ chain }, Number.NaN);
+  }
+
   const watchLookup: WatchLookup = (chainId, addresses) => lookup(redis, config.redisPrefix, chainId, addresses);
   const enqueue = async (events: NewEvent[]) => {
     await deliverer.enqueue({ events });
@@ -62,6 +72,8 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
     const chainLog = log.child({ chain: chainId });
     // Label children bound once per endpoint: prom-client hashes a label object on every unbound call.
     const nodeUp = m.nodeUp.labels({ chain: chainId });
+    const nodeUrl = deps.nodeUrls?.[chainId] ?? config.tronNodeUrls[chainId];
+    const node = nodes.forChain(chainId, nodeUrl);
     const bound = new Map<string, { ok: { inc(): void }; error: { inc(): void }; latency: { observe(v: number): void } }>();
     const observe = (endpoint: string, ok: boolean, seconds: number) => {
       let b = bound.get(endpoint);
@@ -74,11 +86,12 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
         bound.set(endpoint, b);
       }
       nodeUp.set(ok ? 1 : 0);
+      node.observe(ok);
       (ok ? b.ok : b.error).inc();
       b.latency.observe(seconds);
     };
     const clientOptions = {
-      baseUrl: deps.nodeUrls?.[chainId] ?? config.tronNodeUrls[chainId],
+      baseUrl: nodeUrl,
       ...(config.trongridApiKey ? { apiKey: config.trongridApiKey } : {}),
     };
     const client = new TronClient({ ...clientOptions, observe });
@@ -104,6 +117,7 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
         ...(config.matcherPollMs !== undefined ? { pollMs: config.matcherPollMs } : {}),
         ...streamTuning,
         onCheckpoint: (p) => onCheckpoint(chainId, p),
+        onNodeError: (err) => node.failed(err),
       });
       try {
         await stream.run(lease, stop.signal);
@@ -122,12 +136,17 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
 
   return {
     routes: () => {},
+    // The matcher's job is following its chains: the checkpoint and lease (PostgreSQL), the watch index (Redis) and a
+    // node that has answered. A deliverer outage only holds the checkpoint back (nothing is lost), so it is shown.
     checks: {
       postgres: async () => {
         await db.execute(sql`SELECT 1`);
         return true;
       },
       redis: async () => (await redis.ping()) === "PONG",
+      node: async () => nodes.anyAnswered(),
+    },
+    informational: {
       // The deliverer answers an empty Enqueue without touching anything.
       deliverer: async () => {
         await deliverer.enqueue({ events: [] }, { timeoutMs: 1_500 });

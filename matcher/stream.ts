@@ -21,7 +21,7 @@ import {
   type BlockRef,
   type MatcherDb,
 } from "./store.ts";
-import { MAX_BLOCKS_PER_RANGE, type TronClient } from "./tron-client.ts";
+import { MAX_BLOCKS_PER_RANGE, TronNodeError, type TronClient } from "./tron-client.ts";
 
 export interface StreamOptions {
   chainId: ChainId;
@@ -41,6 +41,8 @@ export interface StreamOptions {
   concurrency?: number;
   /** Called after each checkpoint. */
   onCheckpoint?: (ref: Progress) => void;
+  /** Takes a step's failure when the node did not answer (it reports them, rate-limited); unset, they are logged. */
+  onNodeError?: (err: TronNodeError) => void;
 }
 
 export interface Progress extends BlockRef {
@@ -129,7 +131,8 @@ export class ChainStream {
         m.streamErrors.inc({ chain: this.chain });
         this.prefetch = null;
         const delay = Math.min(10_000, 250 * 2 ** Math.min(failures - 1, 6));
-        log.warn("stream step failed; retrying", { err, retryInMs: delay });
+        if (err instanceof TronNodeError && this.opts.onNodeError) this.opts.onNodeError(err);
+        else log.warn("stream step failed; retrying", { err, retryInMs: delay });
         await sleep(delay, signal);
       }
     }
