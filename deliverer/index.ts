@@ -47,15 +47,7 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
   const appKeys = await loadAppKeys(db.$client, config.appSecret);
   const store = new DelivererStore(db, appKeys.encryptionKey);
   const redis = openRedis(config.redisUrl);
-  // Connection errors surface on the calls that fail (and in /readyz); log them once per outage, not per retry.
-  let redisDown = false;
-  redis.on("error", (err) => {
-    if (!redisDown) logger.warn("redis unavailable", { err });
-    redisDown = true;
-  });
-  redis.on("ready", () => {
-    redisDown = false;
-  });
+  // Connection errors surface on the calls that fail (and in /readyz); openRedis reports them, rate-limited.
   const schedule = new Schedule(redis, { prefix: config.redisPrefix, shards: deps.shards ?? 8 });
   const targets = new TargetCache(deps.registry, deps.targetTtlMs ?? 1_000);
   const sender = createSender({

@@ -52,8 +52,9 @@ function record(request: Request, route: string, status: number): void {
   const state = stateOf(request);
   const seconds = state ? (performance.now() - state.startedAt) / 1000 : 0;
   observeRequest(request.method, route, status, seconds);
-  // Ids and outcome only: never headers, query strings or bodies (they carry keys and secrets).
-  gatewayLog.debug("request", {
+  // The access log, one line per request at info. Ids and outcome only: never headers, query strings or bodies
+  // (they carry keys and secrets).
+  gatewayLog.info("request", {
     requestId: state?.requestId,
     method: request.method,
     route,
@@ -178,8 +179,10 @@ export function createGatewayApp(opts: GatewayOptions) {
       set.status = apiErr.status;
       return errorResponse(apiErr, requestId, { ...stringHeaders(set.headers), ...extra });
     })
-    .onAfterResponse(({ request, route, set }) => {
-      record(request, route || "unmatched", typeof set.status === "number" ? set.status : 200);
+    .onAfterResponse(({ request, route, set, responseValue }) => {
+      // A handler that returns a Response (/readyz's 503, errors) sets its status there, not on `set`.
+      const status = responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200;
+      record(request, route || "unmatched", status);
     })
     .use(docsPlugin(() => whole))
     .get("/healthz", ({ request }) => operational(request), {

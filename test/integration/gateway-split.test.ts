@@ -97,6 +97,10 @@ test("gateway, registry and deliverer as separate processes; the registry going 
   expect(down.status).toBe(503);
   expect(((await down.json()) as { error: string }).error).toBe("service_unavailable");
   await waitFor(`${base}/readyz`, 503, 5_000);
+  // The deliverer rides the registry's outage out: it stays in rotation and says what it misses.
+  const deliverer = await fetch(`http://127.0.0.1:${delivererPort}/readyz`);
+  expect(deliverer.status).toBe(200);
+  expect(await deliverer.json()).toMatchObject({ status: "ready", informational: { registry: false } });
 
   gateway.kill("SIGTERM");
   expect(await gateway.exited).toBe(0);
