@@ -13,9 +13,9 @@ import { acquireChainLease, type ChainLease } from "./lease.ts";
 import type { WatchLookup } from "./match.ts";
 import * as m from "./metrics.ts";
 import { NodeHealth } from "./node-health.ts";
-import { ChainStream, type Progress } from "./stream.ts";
+import { ChainStream, sleep, type Progress } from "./stream.ts";
 import { LeaseLostError, openMatcherDatabase, type MatcherDb } from "./store.ts";
-import { TronClient } from "./tron-client.ts";
+import { TronClient, TronNodeError } from "./tron-client.ts";
 
 export interface MatcherDeps {
   /** Where Enqueue goes: in-process in `npm start`, networkTransport(config.delivererUrl) alone. */
@@ -34,6 +34,9 @@ export interface MatcherHandle extends ServiceHandle {
   /** Resolves once the chain's checkpoint reaches `number` (rejects after `timeoutMs`). */
   waitForBlock(chainId: ChainId, number: number, timeoutMs?: number): Promise<Progress>;
 }
+
+/** How often a replica whose node has not answered yet asks it again (besides the stream's own requests). */
+const NODE_PROBE_INTERVAL_MS = 10_000;
 
 export async function createMatcher(config: Config, deps: MatcherDeps): Promise<MatcherHandle> {
   const log = rootLog.child({ service: "matcher" });
@@ -95,6 +98,18 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
       ...(config.trongridApiKey ? { apiKey: config.trongridApiKey } : {}),
     };
     const client = new TronClient({ ...clientOptions, observe });
+    // A standby replica (another one holds the lease) asks the node nothing, yet must become ready — a rolling
+    // update waits for it: ask for the head until the node has answered once.
+    void (async () => {
+      while (!stop.signal.aborted && !node.answered) {
+        try {
+          await client.getNowBlock();
+        } catch (err) {
+          if (err instanceof TronNodeError) node.failed(err);
+        }
+        if (!node.answered) await sleep(NODE_PROBE_INTERVAL_MS, stop.signal);
+      }
+    })();
 
     const streamTuning = deps.stream ?? {};
     while (!stop.signal.aborted) {

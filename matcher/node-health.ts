@@ -17,6 +17,8 @@ function safeUrl(url: string): string {
 }
 
 export interface ChainNodeHealth {
+  /** True once this chain's node has answered. */
+  readonly answered: boolean;
   /** Called after every node request. */
   observe(ok: boolean): void;
   /** A stream step failed because the node did not answer. */
@@ -42,7 +44,11 @@ export class NodeHealth {
     let lastReport = -Infinity;
     let suppressed = 0;
     let down = false;
+    const answered = this.answered;
     return {
+      get answered() {
+        return answered.has(chainId);
+      },
       observe: (ok) => {
         if (!ok) return;
         this.answered.add(chainId);

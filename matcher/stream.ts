@@ -57,7 +57,8 @@ function blockRef(b: DecodedBlock): Progress {
   return { number: b.number, blockId: b.blockId, timestampMs: b.timestampMs };
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   if (ms <= 0 || signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const t = setTimeout(done, ms);

@@ -103,3 +103,16 @@ async function metricsOfProcess(name: string, chain: string): Promise<number | u
   const line = text.split("\n").find((l) => l.startsWith(`${name}{`) && l.includes(`chain="${chain}"`));
   return line === undefined ? undefined : Number(line.split(" ").pop());
 }
+
+test("a standby replica (the lease is held elsewhere) becomes ready once its node answers", async () => {
+  const sim = t.sims["tron:mainnet"]!;
+  // The first test's matcher still holds mainnet's lease: this one waits for it, streaming nothing.
+  const { handle, url } = await serve(sim.url, "tron:mainnet");
+  let ready = await fetch(`${url}/readyz`);
+  for (let i = 0; i < 100 && ready.status !== 200; i++) {
+    await Bun.sleep(100);
+    ready = await fetch(`${url}/readyz`);
+  }
+  expect(await ready.json()).toMatchObject({ status: "ready", checks: { node: true } });
+  expect(handle.progress("tron:mainnet")).toBeNull();
+});
