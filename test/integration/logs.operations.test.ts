@@ -11,6 +11,7 @@ import { createGatewayApp } from "../../gateway/app.ts";
 import { startDeliveryBed, waitForEvent, type DeliveryBed, enqueueTransfers } from "../support/delivery.ts";
 import { freePorts } from "../support/ports.ts";
 import { startStack, type Stack } from "../support/stack.ts";
+import { until } from "../support/wait.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 type Line = Record<string, unknown> & { level: string; msg: string };
@@ -32,13 +33,6 @@ afterAll(() => {
 const parsed = (): Line[] => lines.map((l) => JSON.parse(l) as Line);
 const deadPort = () => freePorts(1)[0]!;
 
-async function until(what: string, ok: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms; lines:\n${lines.join("\n")}`);
-    await Bun.sleep(20);
-  }
-}
 
 describe("access log", () => {
   let stack: Stack;
@@ -56,7 +50,7 @@ describe("access log", () => {
       headers: { authorization: `Bearer ${issued.key}`, "x-request-id": "access-log-1" },
     });
     expect(res.status).toBe(200);
-    await until("the access line", () => parsed().some((l) => l.requestId === "access-log-1"));
+    await until("the access line", async () => parsed().some((l) => l.requestId === "access-log-1"));
     const mine = parsed().filter((l) => l.requestId === "access-log-1");
     expect(mine).toHaveLength(1);
     expect(mine[0]).toMatchObject({ level: "info", msg: "request", method: "GET", route: "/v1/subscriptions", status: 200, keyId: issued.id });
@@ -71,7 +65,7 @@ describe("access log", () => {
       lines = [];
       const res = await fetch(`http://127.0.0.1:${gateway.server!.port}/readyz`, { headers: { "x-request-id": "readyz-503" } });
       expect(res.status).toBe(503);
-      await until("the access line", () => parsed().some((l) => l.requestId === "readyz-503"));
+      await until("the access line", async () => parsed().some((l) => l.requestId === "readyz-503"));
       expect(parsed().find((l) => l.requestId === "readyz-503")).toMatchObject({ route: "/readyz", status: 503 });
       expect(await metrics.metrics()).toMatch(/gateway_http_requests_total\{method="GET",route="\/readyz",status="503"\} [1-9]/);
     } finally {
@@ -119,7 +113,7 @@ describe("delivery attempts", () => {
       lines = [];
       const [id] = (await enqueueTransfers(bed, fine.subscriptionId, 1, 2)).ids;
       await waitForEvent(bed, { keyId: fine.keyId, subscriptionId: fine.subscriptionId, eventId: id! }, (e) => e.status === "delivered");
-      await until("the attempt line", () => parsed().some((l) => l.eventId === id && l.msg === "delivery attempt"));
+      await until("the attempt line", async () => parsed().some((l) => l.eventId === id && l.msg === "delivery attempt"));
       expect(parsed().find((l) => l.eventId === id && l.msg === "delivery attempt")).toMatchObject({ level: "debug", host: expect.stringMatching(/^localhost:\d+$/), status: 200 });
     } finally {
       setLogLevel(prev);
@@ -133,7 +127,7 @@ describe("unreachable dependencies", () => {
     lines = [];
     const clients = [openRedis(`redis://127.0.0.1:${port}`), openRedis(`redis://127.0.0.1:${port}/3`)];
     try {
-      await until("the Redis line", () => lines.some((l) => l.includes(`127.0.0.1:${port}`)));
+      await until("the Redis line", async () => lines.some((l) => l.includes(`127.0.0.1:${port}`)));
       // Several reconnect attempts later (retries every 100 ms–1 s), still one line.
       await Bun.sleep(1_500);
       const about = parsed().filter((l) => JSON.stringify(l).includes(String(port)));
