@@ -59,7 +59,7 @@ describe("access log", () => {
   });
 
   test("a /readyz answered 503 is logged and counted as 503", async () => {
-    const gateway = createGatewayApp({ config: stack.config, registry: networkTransport(`http://127.0.0.1:${deadPort()}`, 1_000) });
+    const gateway = createGatewayApp({ config: stack.config, registry: networkTransport(`http://127.0.0.1:${deadPort()}`, { token: undefined, timeoutMs: 1_000 }) });
     gateway.listen({ port: 0, hostname: "127.0.0.1" });
     try {
       lines = [];

@@ -64,7 +64,7 @@ describe("readiness per service", () => {
   });
 
   test("deliverer: stays ready while the registry is unreachable", async () => {
-    const deliverer = await createDeliverer(config, { registry: networkTransport(deadUrl, 1_000), startWorker: false });
+    const deliverer = await createDeliverer(config, { registry: networkTransport(deadUrl, { token: undefined, timeoutMs: 1_000 }), startWorker: false });
     cleanups.push(() => deliverer.close());
     expect(await readyz(await served(deliverer))).toEqual({
       status: 200,
@@ -76,7 +76,7 @@ describe("readiness per service", () => {
     const gateway = createGatewayApp({
       config: { ...config, redisUrl: "redis://127.0.0.1:1" },
       registry: inProcessTransport(registry.routes),
-      deliverer: networkTransport(deadUrl, 1_000),
+      deliverer: networkTransport(deadUrl, { token: undefined, timeoutMs: 1_000 }),
     });
     gateway.listen({ port: 0, hostname: "127.0.0.1" });
     cleanups.push(() => gateway.stop(true));
@@ -87,7 +87,7 @@ describe("readiness per service", () => {
   });
 
   test("gateway: unready when the registry cannot be reached", async () => {
-    const gateway = createGatewayApp({ config, registry: networkTransport(deadUrl, 1_000) });
+    const gateway = createGatewayApp({ config, registry: networkTransport(deadUrl, { token: undefined, timeoutMs: 1_000 }) });
     gateway.listen({ port: 0, hostname: "127.0.0.1" });
     cleanups.push(() => gateway.stop(true));
     expect(await readyz(`http://127.0.0.1:${gateway.server!.port}`)).toEqual({
