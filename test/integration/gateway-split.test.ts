@@ -68,6 +68,8 @@ test("gateway, registry and deliverer as separate processes; the registry going 
   const registry = spawn("registry/main.ts", env);
   await waitFor(`http://127.0.0.1:${registryPort}/readyz`, 200);
   spawn("deliverer/main.ts", env);
+  // The gateway is ready without the deliverer (it only shows it): wait for it, so the readiness below is complete.
+  await waitFor(`http://127.0.0.1:${delivererPort}/readyz`, 200);
   const gateway = spawn("gateway/main.ts", env);
   const base = `http://127.0.0.1:${gatewayPort}`;
   await waitFor(`${base}/readyz`, 200);
