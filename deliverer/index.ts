@@ -50,15 +50,7 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
   const internalToken = await loadInternalToken(db.$client, config.internalToken);
   const store = new DelivererStore(db, appKeys.encryptionKey);
   const redis = openRedis(config.redisUrl);
-  // Connection errors surface on the calls that fail (and in /readyz); log them once per outage, not per retry.
-  let redisDown = false;
-  redis.on("error", (err) => {
-    if (!redisDown) logger.warn("redis unavailable", { err });
-    redisDown = true;
-  });
-  redis.on("ready", () => {
-    redisDown = false;
-  });
+  // Connection errors surface on the calls that fail (and in /readyz); openRedis reports them, rate-limited.
   const schedule = new Schedule(redis, { prefix: config.redisPrefix, shards: deps.shards ?? 8 });
   const targets = new TargetCache(deps.registry, deps.targetTtlMs ?? 1_000);
   const sender = createSender({
@@ -97,9 +89,13 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
       reserveMs: worker.leaseMs,
     }),
     internalToken,
+    // The event log and the schedule are the deliverer's own job. The registry only refreshes delivery targets:
+    // while it is away the deliverer keeps delivering with what it has, so it is shown, not required.
     checks: {
       postgres: () => store.ping(),
       redis: async () => (await redis.ping()) === "PONG",
+    },
+    informational: {
       registry: () => targets.ping(),
     },
     store,

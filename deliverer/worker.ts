@@ -373,6 +373,18 @@ export class DeliveryWorker {
     if (!result.ok) destinationFailures.inc({ host, reason: label });
 
     const attempts = row.attempts + 1;
+    // One line per attempt: failures at info (what an operator looks for), successes at debug (the bulk). The
+    // destination's host only, never its path or query (they may carry the customer's tokens), nor response bodies.
+    const attemptFields = { eventId: row.id, host, status: result.status, ms: Math.round(result.durationMs), attempt: attempts };
+    if (result.ok) this.log.debug("delivery attempt", attemptFields);
+    else {
+      this.log.info("delivery attempt failed", {
+        ...attemptFields,
+        error: label,
+        // Without an HTTP answer the body is the sender's own reason ("connection refused", "TLS error: …").
+        ...(result.status === null ? { reason: result.body } : {}),
+      });
+    }
     let outcome: Outcome;
     if (result.ok) {
       outcome = { id: row.id, prevAttempts: row.attempts, status: "delivered", attempts, delivered: true, responseStatus: result.status, responseBody: result.body, nextAttemptAt: null };
