@@ -17,9 +17,11 @@ const post = async <T>(path: string, body: unknown): Promise<{ body: T; headers:
 };
 const sha256 = (hex: string) => new Bun.CryptoHasher("sha256").update(Buffer.from(hex, "hex")).digest("hex");
 
-async function headBlock(): Promise<{ block: TronBlock; infos: TronTransactionInfo[] }> {
-  const block = (await post<TronBlock>("/wallet/getnowblock", { visible: true })).body;
-  const infos = (await post<TronTransactionInfo[]>("/wallet/gettransactioninfobyblocknum", { num: block.block_header.raw_data.number, visible: true })).body;
+/** The block holding `txId` and its infos, as the node serves them (visible=true). */
+async function blockOf(txId: string): Promise<{ block: TronBlock; infos: TronTransactionInfo[] }> {
+  const num = sim.chain.byTxId(txId)!.block.block_header.raw_data.number;
+  const block = (await post<TronBlock>("/wallet/getblockbynum", { num, visible: true })).body;
+  const infos = (await post<TronTransactionInfo[]>("/wallet/gettransactioninfobyblocknum", { num, visible: true })).body;
   return { block, infos };
 }
 
@@ -34,7 +36,7 @@ test("a memo is raw_data field 10 inside raw_data_hex (txID its SHA-256), and de
     ],
     produce: true,
   });
-  const { block, infos } = await headBlock();
+  const { block, infos } = await blockOf(body.txIds[0]!);
   const tx = block.transactions!.find((t) => t.txID === body.txIds[0])!;
   expect(tx.raw_data.data).toBe(bytes);
   // protobuf: field 10, wire type 2 → tag 0x52, then the length, then the bytes.
@@ -55,7 +57,7 @@ test("failed calls: REVERT and OUT_OF_ENERGY with java-tron's receipt, result, r
     ],
     produce: true,
   });
-  const { block, infos } = await headBlock();
+  const { block, infos } = await blockOf(body.txIds[0]!);
   const info = (id: string) => infos.find((i) => i.id === id)!;
   expect(info(body.txIds[0]!)).toMatchObject({ fee: 2086320, result: "FAILED", receipt: { result: "REVERT", energy_fee: 1741320, net_fee: 345000 } });
   expect(Buffer.from(info(body.txIds[0]!).resMessage!, "hex").toString()).toBe("REVERT opcode executed");
@@ -77,7 +79,7 @@ test("internal transactions: a zero-value self-call, the move (TRX or TRC-10), a
     ],
     produce: true,
   });
-  const { block, infos } = await headBlock();
+  const { block, infos } = await blockOf(body.txIds[0]!);
   const trx = infos.find((i) => i.id === body.txIds[0])!;
   expect(trx.internal_transactions).toHaveLength(3);
   expect(trx.internal_transactions!.map((e) => [e.caller_address, e.transferTo_address, e.callValueInfo, e.rejected ?? false])).toEqual([
@@ -96,7 +98,7 @@ test("internal transactions: a zero-value self-call, the move (TRX or TRC-10), a
 test("the recorded failed USDT transfers placed in a block: their own txIDs, infos synthesized from their fees", async () => {
   const { body } = await post<{ txIds: string[] }>("/sim/place", { fixture: "failed-usdt", produce: true });
   expect(body.txIds).toHaveLength(11);
-  const { block, infos } = await headBlock();
+  const { block, infos } = await blockOf(body.txIds[0]!);
   for (const id of body.txIds) {
     const tx = block.transactions!.find((t) => t.txID === id)!;
     expect(sha256(tx.raw_data_hex!)).toBe(id);
@@ -112,7 +114,7 @@ test("the recorded failed USDT transfers placed in a block: their own txIDs, inf
 test("the recorded testnet infos placed in a block: served as recorded, in the block they landed in", async () => {
   const { body } = await post<{ txIds: string[] }>("/sim/place", { fixture: "internal", produce: true });
   expect(body.txIds).toHaveLength(6);
-  const { block, infos } = await headBlock();
+  const { block, infos } = await blockOf(body.txIds[0]!);
   const one = await post<TronTransactionInfo>("/wallet/gettransactioninfobyid", { value: body.txIds[1] });
   expect(one.headers.get("x-tron-sim-synthesized")).toBeNull();
   expect(one.body).toMatchObject({ id: body.txIds[1], blockNumber: block.block_header.raw_data.number, blockTimeStamp: block.block_header.raw_data.timestamp, fee: 433850 });
