@@ -21,9 +21,9 @@ import { isId } from "../common/ids.ts";
 import type { Logger } from "../common/logger.ts";
 import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
 import type { RegisterRoutes } from "../common/rpc.ts";
+import { checkDestinationType, checkExchange, checkRoutingKey, checkSubject, isBrokerName, type DestinationType } from "./destination.ts";
 import {
   checkDescription,
-  checkDestinationType,
   checkEvents,
   checkGivenSecret,
   checkGracePeriod,
@@ -37,6 +37,7 @@ import type { ApiKeyRow, SubscriptionRow } from "./schema.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
 import type {
   AddressRef,
+  DestinationFields,
   RegistryStore,
   RegistryExecutor,
   SubscriptionCursor,
@@ -77,7 +78,7 @@ export interface SubscriptionView {
 export function subscriptionMessage(row: SubscriptionRow, view: SubscriptionView = {}): SubscriptionInit {
   return {
     id: row.id,
-    destination: { type: "https", url: row.url, secret: view.secret ?? "" },
+    destination: { ...destinationMessage(row), secret: view.secret ?? "" },
     events: row.events,
     addresses: view.addresses ?? [],
     hasMore: view.hasMore ?? false,
@@ -86,6 +87,20 @@ export function subscriptionMessage(row: SubscriptionRow, view: SubscriptionView
     dateCreatedMs: BigInt(row.createdAt.getTime()),
     dateUpdatedMs: BigInt(row.updatedAt.getTime()),
   };
+}
+
+/** The destination as it was given: only the fields of its type. */
+type DestinationInit = { type: string; url?: string; broker?: string; exchange?: string; routingKey?: string; subject?: string };
+
+export function destinationMessage(row: SubscriptionRow): DestinationInit {
+  switch (row.destinationType) {
+    case "amqp":
+      return { type: "amqp", broker: row.broker ?? "", exchange: row.exchange ?? "", routingKey: row.routingKey ?? "" };
+    case "nats":
+      return { type: "nats", broker: row.broker ?? "", subject: row.subject ?? "" };
+    default:
+      return { type: "https", url: row.url };
+  }
 }
 
 export function apiKeyMessage(row: ApiKeyRow): MessageInitShape<typeof ApiKeySchema> {
@@ -119,7 +134,34 @@ function isCursor(value: unknown): value is SubscriptionCursor {
   return typeof c === "object" && c !== null && Number.isSafeInteger(c.t) && typeof c.id === "string" && isId("sub", c.id);
 }
 
-/** The checks create and PUT share; `checkDestination` (DNS) runs last, after every cheap check passed. */
+/** The destination's own fields, checked without I/O; the broker's existence and the URL's DNS come later. */
+function destinationShape(d: Destination): DestinationFields {
+  const type: DestinationType = checkDestinationType(d.type);
+  if (type === "https") return { destinationType: type, url: d.url, broker: null, exchange: null, routingKey: null, subject: null };
+  if (d.broker === "") throw new ApiError("invalid_request", "destination.broker is required.", { param: "/destination/broker" });
+  if (!isBrokerName(d.broker)) {
+    throw new ApiError("invalid_request", `No ${type} broker named "${d.broker}" is registered.`, { param: "/destination/broker" });
+  }
+  const base = { destinationType: type, url: "", broker: d.broker, exchange: null, routingKey: null, subject: null };
+  if (type === "amqp") return { ...base, exchange: checkExchange(d.exchange), routingKey: checkRoutingKey(d.routingKey) };
+  return { ...base, subject: checkSubject(d.subject) };
+}
+
+/** A queue destination's broker must be registered, and of the destination's type. */
+async function checkBroker(ctx: RegistryContext, type: string, name: string): Promise<void> {
+  const broker = await ctx.store.getBroker(name);
+  if (!broker) {
+    throw new ApiError("invalid_request", `No ${type} broker named "${name}" is registered.`, { param: "/destination/broker" });
+  }
+  if (broker.type !== type) {
+    throw new ApiError("invalid_request", `The broker "${name}" is a ${broker.type} broker, not ${type}.`, { param: "/destination/broker" });
+  }
+}
+
+/**
+ * The checks create and PUT share; the I/O (the broker lookup, or the URL's DNS and SSRF check) runs last, after
+ * every cheap check passed.
+ */
 async function checkSubscriptionFields(
   ctx: RegistryContext,
   input: { destination?: Destination; events: string[]; status: string; description: string },
@@ -127,13 +169,13 @@ async function checkSubscriptionFields(
   if (!input.destination) {
     throw new ApiError("invalid_request", "destination is required.", { param: "/destination" });
   }
-  checkDestinationType(input.destination.type);
+  const destination = destinationShape(input.destination);
   const events = checkEvents(input.events);
   const status = checkStatus(input.status);
   const description = checkDescription(input.description);
-  const url = input.destination.url;
-  await ctx.checkDestination(url);
-  return { url, events, status, description };
+  if (destination.broker !== null) await checkBroker(ctx, destination.destinationType, destination.broker);
+  else await ctx.checkDestination(destination.url);
+  return { ...destination, events, status, description };
 }
 
 async function runHook(ctx: RegistryContext, name: string, fn: () => Promise<void>): Promise<void> {
@@ -274,6 +316,8 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
           secrets: store.signingSecrets(t.subscription, now),
           keyId: t.key.id,
           chains: t.key.chains,
+          destination: destinationMessage(t.subscription),
+          brokerUrl: t.broker ? store.brokerUrl(t.broker) : "",
         };
       });
       return { targets };
