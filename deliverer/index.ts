@@ -10,7 +10,7 @@ import type { ServiceHandle } from "../common/service.ts";
 import { createSsrfPolicy, type Resolver } from "../common/ssrf.ts";
 import { watchSchedule } from "./metrics.ts";
 import { Schedule } from "./schedule.ts";
-import { createSender } from "./send.ts";
+import { createRoutingSender } from "./senders.ts";
 import { deliveryRoutes } from "./service.ts";
 import { DelivererStore, openDelivererDatabase } from "./store.ts";
 import { TargetCache } from "./targets.ts";
@@ -58,7 +58,7 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
   });
   const schedule = new Schedule(redis, { prefix: config.redisPrefix, shards: deps.shards ?? 8 });
   const targets = new TargetCache(deps.registry, deps.targetTtlMs ?? 1_000);
-  const sender = createSender({
+  const sender = createRoutingSender({
     policy: createSsrfPolicy({ allowCidrs: config.ssrfAllowCidrs, resolver: deps.resolver }),
     timeoutMs: config.deliveryTimeoutMs,
     caFile: config.deliveryCaFile,
@@ -105,6 +105,7 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
     async close() {
       clearInterval(timer);
       await worker.stop();
+      await sender.close();
       unwatch();
       redis.disconnect();
       await db.$client.close();
