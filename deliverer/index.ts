@@ -12,6 +12,7 @@ import { watchSchedule } from "./metrics.ts";
 import { Schedule } from "./schedule.ts";
 import { createRoutingSender } from "./senders.ts";
 import { deliveryRoutes } from "./service.ts";
+import { StreamWaker, streamEventsHandler, type StreamOptions } from "./stream.ts";
 import { DelivererStore, openDelivererDatabase } from "./store.ts";
 import { TargetCache } from "./targets.ts";
 import { DeliveryWorker, type WorkerOptions } from "./worker.ts";
@@ -29,6 +30,8 @@ export interface DelivererDeps {
   startWorker?: boolean;
   /** How long delivery targets are cached (default 1 s). */
   targetTtlMs?: number;
+  /** StreamEvents tuning (poll interval, page size, key re-check). */
+  stream?: StreamOptions;
 }
 
 export interface DelivererHandle extends ServiceHandle {
@@ -70,6 +73,7 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
     logger,
   });
   const unwatch = watchSchedule(schedule);
+  const waker = new StreamWaker();
   if (deps.startWorker !== false) worker.start();
 
   const purge = async () => {
@@ -90,8 +94,12 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
       targets,
       retrySchedule: config.retrySchedule,
       tokenKey: appKeys.tokenKey,
-      wake: () => worker.wake(),
+      wake: () => {
+        worker.wake();
+        waker.notify();
+      },
       reserveMs: worker.leaseMs,
+      streamEvents: streamEventsHandler(store, deps.registry, waker, deps.stream),
     }),
     checks: {
       postgres: () => store.ping(),
