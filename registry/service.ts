@@ -137,7 +137,10 @@ function isCursor(value: unknown): value is SubscriptionCursor {
 /** The destination's own fields, checked without I/O; the broker's existence and the URL's DNS come later. */
 function destinationShape(d: Destination): DestinationFields {
   const type: DestinationType = checkDestinationType(d.type);
-  if (type === "https") return { destinationType: type, url: d.url, broker: null, exchange: null, routingKey: null, subject: null };
+  if (type === "https") {
+    if (d.url === "") throw new ApiError("invalid_request", "destination.url is required.", { param: "/destination/url" });
+    return { destinationType: type, url: d.url, broker: null, exchange: null, routingKey: null, subject: null };
+  }
   if (d.broker === "") throw new ApiError("invalid_request", "destination.broker is required.", { param: "/destination/broker" });
   if (!isBrokerName(d.broker)) {
     throw new ApiError("invalid_request", `No ${type} broker named "${d.broker}" is registered.`, { param: "/destination/broker" });
