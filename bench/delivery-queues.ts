@@ -179,8 +179,9 @@ export async function queueBench(events: number): Promise<void> {
       let got = 0;
       t0 = performance.now();
       try {
-        for await (const _ of client.streamEvents({}, { headers: { authorization: `Bearer ${key.secret}` }, signal: abort.signal })) {
-          if (++got >= total) abort.abort();
+        for await (const r of client.streamEvents({}, { headers: { authorization: `Bearer ${key.secret}` }, signal: abort.signal })) {
+          got += r.events.length;
+          if (got >= total) abort.abort();
         }
       } catch (err) {
         if (!abort.signal.aborted) throw err;

@@ -14,7 +14,7 @@ import { createClient, type HandlerContext, type Transport } from "@connectrpc/c
 import { isChainId } from "../common/config.ts";
 import { ApiError, toConnectError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
-import { StreamedEventSchema, type StreamedEvent, type StreamEventsRequest } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
+import { StreamEventsResponseSchema, type StreamEventsRequest, type StreamEventsResponse } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { ApiKeyService } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import { toEventView } from "./payload.ts";
 import type { DelivererStore, StreamFilter, StreamPosition } from "./store.ts";
@@ -22,7 +22,7 @@ import type { DelivererStore, StreamFilter, StreamPosition } from "./store.ts";
 export interface StreamOptions {
   /** Poll interval for events made elsewhere (default 200 ms). */
   pollMs?: number;
-  /** Rows read per query (default 2,000). */
+  /** Rows read per query, and most events per streamed message (default 2,000). */
   batch?: number;
   /** How often the key is checked again during a stream (default 5 s). */
   authRecheckMs?: number;
@@ -96,7 +96,7 @@ export function streamEventsHandler(store: DelivererStore, registry: Transport, 
     return res.key.id;
   }
 
-  return async function* streamEvents(req: StreamEventsRequest, ctx: HandlerContext): AsyncGenerator<StreamedEvent> {
+  return async function* streamEvents(req: StreamEventsRequest, ctx: HandlerContext): AsyncGenerator<StreamEventsResponse> {
     try {
       const secret = bearer(ctx.requestHeader.get("authorization"));
       const keyId = await keyIdOf(secret);
@@ -105,9 +105,12 @@ export function streamEventsHandler(store: DelivererStore, registry: Transport, 
       let checkedAt = Date.now();
       while (!ctx.signal.aborted) {
         const rows = await store.streamPage(filter, position, batch);
-        for (const row of rows) {
-          position = { xid: row.xid, seq: row.seq };
-          yield create(StreamedEventSchema, { cursor: formatCursor(position), event: toEventView(row) });
+        if (rows.length > 0) {
+          // A page per message: one frame (and one flush) per page instead of per event.
+          const events = rows.map((row) => ({ cursor: formatCursor({ xid: row.xid, seq: row.seq }), event: toEventView(row) }));
+          const last = rows.at(-1)!;
+          position = { xid: last.xid, seq: last.seq };
+          yield create(StreamEventsResponseSchema, { events });
         }
         if (Date.now() - checkedAt >= recheckMs) {
           await keyIdOf(secret);

@@ -8,10 +8,11 @@ import { createConnectTransport } from "@connectrpc/connect-web";
 import { serveService, type ServedService } from "../../common/service.ts";
 import {
   DeliveryService,
-  StreamedEventSchema,
   StreamEventsRequestSchema,
+  StreamEventsResponseSchema,
   type StreamedEvent,
   type StreamEventsRequest,
+  type StreamEventsResponse,
 } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { enqueueTransfers, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
@@ -52,7 +53,7 @@ interface GrpcStream {
   events: StreamedEvent[];
   error: grpc.ServiceError | undefined;
   ended: Promise<void>;
-  call: grpc.ClientReadableStream<StreamedEvent>;
+  call: grpc.ClientReadableStream<StreamEventsResponse>;
 }
 
 function openGrpc(secret: string | undefined, req: MessageInitShape<typeof StreamEventsRequestSchema> = {}): GrpcStream {
@@ -61,12 +62,12 @@ function openGrpc(secret: string | undefined, req: MessageInitShape<typeof Strea
   const call = client.makeServerStreamRequest(
     `/${DeliveryService.typeName}/StreamEvents`,
     (m: StreamEventsRequest) => Buffer.from(toBinary(StreamEventsRequestSchema, m)),
-    (b: Buffer) => fromBinary(StreamedEventSchema, b),
+    (b: Buffer) => fromBinary(StreamEventsResponseSchema, b),
     create(StreamEventsRequestSchema, req),
     metadata,
   );
   const out: GrpcStream = { events: [], error: undefined, ended: Promise.resolve(), call };
-  call.on("data", (e: StreamedEvent) => out.events.push(e));
+  call.on("data", (r: StreamEventsResponse) => out.events.push(...r.events));
   out.ended = new Promise((resolve) => {
     call.on("error", (err: grpc.ServiceError) => {
       out.error = err;
@@ -171,9 +172,9 @@ test("Connect: the same stream over the deliverer's HTTP port", async () => {
   const abort = new AbortController();
   const got: string[] = [];
   try {
-    for await (const e of connect.streamEvents({}, { headers: { authorization: `Bearer ${k.secret}` }, signal: abort.signal })) {
-      got.push(e.event!.id);
-      if (got.length === 20) abort.abort();
+    for await (const r of connect.streamEvents({}, { headers: { authorization: `Bearer ${k.secret}` }, signal: abort.signal })) {
+      got.push(...r.events.map((e) => e.event!.id));
+      if (got.length >= 20) abort.abort();
     }
   } catch (err) {
     if (ConnectError.from(err).code !== Code.Canceled) throw err;
