@@ -25,6 +25,7 @@ import { ApiKeyService, SubscriptionService } from "../gen/webhooks/registry/v1/
 import { createRegistry } from "../registry/index.ts";
 import { createTestDatabase } from "../test/support/db.ts";
 import { allocateRedisDb } from "../test/support/redis.ts";
+import { queueBench } from "./delivery-queues.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const CLAIM_PENDING = Number(process.env.BENCH_CLAIM_PENDING ?? 1_000_000);
@@ -231,6 +232,9 @@ export default async function bench(): Promise<void> {
     await redisDb.release();
     await database.drop();
   }
+  // Then AMQP, NATS and StreamEvents (bench/delivery-queues.ts); BENCH_QUEUE_EVENTS=0 skips them.
+  const queueEvents = Number(process.env.BENCH_QUEUE_EVENTS ?? 20_000);
+  if (queueEvents > 0) await queueBench(queueEvents);
 }
 
 function cpuMicrosPer(u: NodeJS.CpuUsage, n: number): number {
