@@ -24,6 +24,7 @@ import { ApiKeyService, SubscriptionService } from "../gen/webhooks/registry/v1/
 import { createRegistry } from "../registry/index.ts";
 import { createTestDatabase } from "../test/support/db.ts";
 import { allocateRedisDb } from "../test/support/redis.ts";
+import { transfer } from "./transfers.ts";
 
 const RABBIT = process.env.BENCH_AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672/";
 const NATS = process.env.BENCH_NATS_URL ?? "nats://127.0.0.1:4222";
@@ -41,21 +42,6 @@ function line(label: string, ours: string, baseline: string, note = ""): void {
   console.log(`${label.padEnd(44)} ${ours.padStart(12)}   baseline ${baseline.padStart(12)}   ${note}`);
 }
 
-function transfer(i: number) {
-  return {
-    chainId: "tron:mainnet",
-    blockNumber: BigInt(70_000_000 + Math.floor(i / 50)),
-    blockHash: randomBytes(32).toString("hex"),
-    blockTimestampMs: BigInt(Date.now()),
-    txId: randomBytes(32).toString("hex"),
-    logIndex: i % 3,
-    from: "TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8",
-    to: "TNUC9Qb1rRpS5CbWLmNMxXBjyFoydXjWFR",
-    amount: String(1_000_000 + i),
-    asset: { type: "fungible", standard: "TRC20", contract: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", symbol: "USDT", decimals: 6 },
-    matchedAddresses: [{ chainId: "tron:mainnet", address: "TNUC9Qb1rRpS5CbWLmNMxXBjyFoydXjWFR", role: "to" }],
-  };
-}
 
 /** Runs `n` publishes with at most WINDOW in flight. */
 async function windowed(n: number, publish: (i: number) => Promise<unknown>): Promise<void> {

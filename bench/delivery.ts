@@ -26,6 +26,7 @@ import { createRegistry } from "../registry/index.ts";
 import { createTestDatabase } from "../test/support/db.ts";
 import { allocateRedisDb } from "../test/support/redis.ts";
 import { queueBench } from "./delivery-queues.ts";
+import { transfer } from "./transfers.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const CLAIM_PENDING = Number(process.env.BENCH_CLAIM_PENDING ?? 1_000_000);
@@ -52,21 +53,6 @@ async function waitDelivered(sql: SQL, subscriptionId: string, n: number, timeou
   }
 }
 
-function transfer(i: number, chainId: string) {
-  return {
-    chainId,
-    blockNumber: BigInt(70_000_000 + Math.floor(i / 50)),
-    blockHash: randomBytes(32).toString("hex"),
-    blockTimestampMs: BigInt(Date.now()),
-    txId: randomBytes(32).toString("hex"),
-    logIndex: i % 3,
-    from: "TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8",
-    to: "TNUC9Qb1rRpS5CbWLmNMxXBjyFoydXjWFR",
-    amount: String(1_000_000 + i),
-    asset: { type: "fungible", standard: "TRC20", contract: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", symbol: "USDT", decimals: 6 },
-    matchedAddresses: [{ chainId, address: "TNUC9Qb1rRpS5CbWLmNMxXBjyFoydXjWFR", role: "to" }],
-  };
-}
 
 export default async function bench(): Promise<void> {
   const events = Number(process.argv[3] ?? process.env.BENCH_EVENTS ?? 50_000);
