@@ -160,7 +160,7 @@ export async function queueBench(events: number): Promise<void> {
     const streamer = await createDeliverer(config, { registry: registryTransport, startWorker: false });
     const served = await serveService(streamer, 0, 0);
     try {
-      const client = createClient(DeliveryService, createConnectTransport({ baseUrl: `http://127.0.0.1:${served.http.port}` }));
+      const client = createClient(DeliveryService, createConnectTransport({ baseUrl: `http://127.0.0.1:${served.http.port}`, useBinaryFormat: true }));
       const abort = new AbortController();
       let got = 0;
       t0 = performance.now();
