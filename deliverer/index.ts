@@ -11,6 +11,7 @@ import { createSsrfPolicy, type Resolver } from "../common/ssrf.ts";
 import { watchSchedule } from "./metrics.ts";
 import { Schedule } from "./schedule.ts";
 import { createRoutingSender } from "./senders.ts";
+import { DeliveryService } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { deliveryRoutes } from "./service.ts";
 import { StreamWaker, streamEventsHandler, type StreamOptions } from "./stream.ts";
 import { DelivererStore, openDelivererDatabase } from "./store.ts";
@@ -105,6 +106,9 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
       streamEvents: streamEventsHandler(store, deps.registry, waker, deps.stream),
     }),
     internalToken,
+    // StreamEvents is for platform services holding a customer API key, not the internal token: its handler
+    // authenticates the key itself (deliverer/stream.ts).
+    publicMethods: [DeliveryService.method.streamEvents],
     checks: {
       postgres: () => store.ping(),
       redis: async () => (await redis.ping()) === "PONG",

@@ -14,6 +14,7 @@ import { createClient, type HandlerContext, type Transport } from "@connectrpc/c
 import { isChainId } from "../common/config.ts";
 import { ApiError, toConnectError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
+import { bearerToken } from "../common/internal-auth.ts";
 import { StreamEventsResponseSchema, type StreamEventsRequest, type StreamEventsResponse } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { ApiKeyService } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import { toEventView } from "./payload.ts";
@@ -79,9 +80,9 @@ function checkFilter(req: StreamEventsRequest, keyId: string): StreamFilter {
 }
 
 function bearer(header: string | null): string {
-  const m = header ? /^bearer\s+(\S+)\s*$/i.exec(header) : null;
-  if (!m) throw new ApiError("unauthorized", "StreamEvents needs the API key as `authorization: Bearer whk_…` metadata.");
-  return m[1]!;
+  const token = bearerToken(header);
+  if (token === undefined) throw new ApiError("unauthorized", "StreamEvents needs the API key as `authorization: Bearer whk_…` metadata.");
+  return token;
 }
 
 export function streamEventsHandler(store: DelivererStore, registry: Transport, waker: StreamWaker, opts: StreamOptions = {}) {

@@ -1,5 +1,6 @@
 // StreamEvents as platform services use it: a real gRPC client (@grpc/grpc-js over HTTP/2) and a Connect client
-// against the deliverer's served ports, authenticated with the API key in metadata.
+// against the deliverer's served ports, authenticated with the API key in metadata (and nothing else: the method
+// is listed in the handle's publicMethods, so no internal token is sent here).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import * as grpc from "@grpc/grpc-js";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
