@@ -40,7 +40,13 @@ const SecretField = t.Optional(
 );
 
 export const HttpsDestination = t.Object(
-  { type: t.Literal("https"), url: t.String({ format: "uri" }), secret: SecretField },
+  {
+    type: t.Literal("https"),
+    // No `format` check on the way out: a response is never refused over a stored URL (rows written before URLs
+    // were normalized may hold forms a strict URI check rejects), so a list or GET always renders.
+    url: t.String({ description: "The destination URL in its normalized form (WHATWG URL href), exactly as stored." }),
+    secret: SecretField,
+  },
   { title: "HttpsDestination" },
 );
 

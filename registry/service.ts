@@ -59,8 +59,11 @@ export interface RegistryContext {
   store: RegistryStore;
   /** Signs page tokens (AppKeys.tokenKey). */
   tokenKey: Buffer;
-  /** The request-time check of a destination URL (shape, DNS, SSRF); throws the public ApiError. */
-  checkDestination(url: string): Promise<void>;
+  /**
+   * The request-time check of a destination URL (shape, DNS, SSRF); throws the public ApiError. Returns the URL's
+   * normalized form, which is what is stored and returned.
+   */
+  checkDestination(url: string): Promise<string>;
   hooks: WatchHooks;
   addresses?: AddressRpcs;
   log: Logger;
@@ -176,9 +179,13 @@ async function checkSubscriptionFields(
   const events = checkEvents(input.events);
   const status = checkStatus(input.status);
   const description = checkDescription(input.description);
-  if (destination.broker !== null) await checkBroker(ctx, destination.destinationType, destination.broker);
-  else await ctx.checkDestination(destination.url);
-  return { ...destination, events, status, description };
+  if (destination.broker !== null) {
+    await checkBroker(ctx, destination.destinationType, destination.broker);
+    return { ...destination, events, status, description };
+  }
+  // The URL as stored and returned: normalized once by the check (common/ssrf.ts).
+  const url = await ctx.checkDestination(destination.url);
+  return { ...destination, url, events, status, description };
 }
 
 async function runHook(ctx: RegistryContext, name: string, fn: () => Promise<void>): Promise<void> {
@@ -214,7 +221,6 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
     scope: string,
     idem: IdempotencyRequest | undefined,
     prepare: () => Promise<(ex: RegistryExecutor) => Promise<{ row: SubscriptionRow; view: SubscriptionView } | undefined>>,
-    singleStatement = false,
   ) {
     const early = await store.peekIdempotent(SubscriptionResponseSchema, keyId, scope, idem);
     if (early) return { response: withReplay(early) };
@@ -223,7 +229,7 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
       const done = await effect(tx);
       if (!done) throw notFound();
       return create(SubscriptionResponseSchema, { subscription: subscriptionMessage(done.row, done.view) });
-    }, { singleStatement });
+    });
     return { response: withReplay(outcome) };
   }
 
@@ -236,7 +242,7 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
           const row = await store.insertSubscription(tx, { keyId: req.keyId, ...fields, secret });
           return { row, view: { secret, addresses: [], hasMore: false } };
         };
-      }, true);
+      });
       // No watch-index write: the index only knows subscriptions that watch an address (the first PATCH/PUT of
       // addresses writes their status and kinds with them), and a new subscription watches none.
       return response;
