@@ -40,14 +40,14 @@ const transferFields = {
   logIndex: t.Integer({
     description: "0-based position of the TRC-20 Transfer log in the transaction's log array; -1 for TRX, TRC-10, internal and failed transfers.",
   }),
-  internalIndex: t.Integer({
-    description: "0-based position in the transaction info's internal_transactions for a transfer made by a contract; -1 otherwise.",
-  }),
   from: Address,
   to: Address,
   amount: t.String({ description: "Decimal string in the asset's base units (sun for TRX).", examples: ["6868769"] }),
   asset: AssetSchema,
   matchedAddresses: t.Array(MatchedAddressSchema, { description: "The watched addresses this transfer touched, with their role." }),
+  internalIndex: t.Integer({
+    description: "0-based position in the transaction info's internal_transactions for a transfer made by a contract; -1 otherwise.",
+  }),
   fee: t.String({ description: "The transaction's fee in sun, as a decimal string; \"0\" when none." }),
   memo: Nullable(t.String(), "The transaction's memo (raw_data.data) as UTF-8 text, \"0x...\" hex when it is not valid UTF-8, or null."),
   test: t.Optional(t.Literal(true, { description: "Present (true) only on samples sent by POST /v1/subscriptions/{id}/test." })),
@@ -110,12 +110,12 @@ const payment = {
   ...BLOCK,
   txId: "b9ddf01476960571422ad5b62da29f4100aad44a295307b0c3ea728dacc3fdcb",
   logIndex: 0,
-  internalIndex: -1,
   from: PAYER,
   to: PAYEE,
   amount: "6868769",
   asset: USDT,
   matchedAddresses: [{ chainId: "tron:mainnet", address: PAYEE, role: "to" as const }],
+  internalIndex: -1,
   fee: "13395900",
   memo: null,
 };
@@ -159,7 +159,7 @@ export const EXAMPLE_PAYLOADS: {
     kind: "service.ping",
     date: "2026-11-24T03:30:00.000Z",
     subscriptionId: SUBSCRIPTION_ID,
-    data: { message: "This is a test event from TRON webhooks." },
+    data: { message: "This is a test event from the TRON webhook service." },
   },
 };
 

@@ -55,8 +55,8 @@ describe("webhooks section", () => {
       return deref(envelope.properties.data);
     };
     const transfer = [
-      "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "internalIndex", "from", "to", "amount",
-      "asset", "matchedAddresses", "fee", "memo",
+      "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "from", "to", "amount", "asset",
+      "matchedAddresses", "internalIndex", "fee", "memo",
     ];
     const broadcasted = dataOf("wallet.transfer.broadcasted");
     expect(broadcasted.required).toEqual(transfer);
@@ -107,7 +107,7 @@ describe("operations", () => {
         expect(codes.length).toBeGreaterThan(0);
         expect(response.description).toBe(`Error codes: ${codes.join(", ")}.`);
         for (const code of codes) {
-          expect(ERROR_STATUS[code]).toBe(Number(status));
+          expect<number>(ERROR_STATUS[code]).toBe(Number(status));
           expect(Object.keys(json.examples[code].value)).toEqual(["error", "message", "detail", "requestId"]);
           expect(json.examples[code].value.error).toBe(code);
         }
@@ -206,6 +206,18 @@ describe("redocly lint", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
+});
+
+describe("README", () => {
+  test("its Events section shows the catalog's example payload of every kind, in full", () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const events = readme.slice(readme.indexOf("\n## Events\n"), readme.indexOf("\n## ", readme.indexOf("\n## Events\n") + 1));
+    const shown = [...events.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1]!) as unknown);
+    expect(shown).toEqual(EVENT_KINDS.map((kind) => EXAMPLE_PAYLOADS[kind]));
+    for (const words of ["provisional", "never contradict", "`confirmed`\n  before `broadcasted`", "`(chainId, txId, logIndex, internalIndex)`", "`webhook-id`"]) {
+      expect(events).toContain(words);
+    }
+  });
 });
 
 describe("signature verification example", () => {
