@@ -6,9 +6,9 @@ import { toOpenAPISchema, unwrapSchema } from "@elysiajs/openapi/openapi";
 import { Elysia, type AnyElysia, type TSchema } from "elysia";
 import { errorResponsesFor } from "./docs-errors.ts";
 import { OPERATION_EXAMPLES, PARAMETER_EXAMPLES } from "./docs-examples.ts";
+import { plainSchema, webhooksSection, WEBHOOK_SCHEMAS, WEBHOOKS_TAG } from "./docs-webhooks.ts";
 import { notFound } from "./errors.ts";
 import { ErrorBodySchema } from "./schemas.ts";
-import { plainSchema, webhooksSection, WEBHOOK_SCHEMAS, WEBHOOKS_TAG } from "./docs-webhooks.ts";
 
 const OPENAPI_VERSION = "3.1.0";
 const ASSET_BASE = "/docs/assets";
@@ -102,7 +102,8 @@ function enrich(key: string, op: Operation): void {
 /**
  * The OpenAPI document of every route of `app` not marked hidden. Two corrections to the generator: request
  * bodies are JSON (the gateway's own body parser hides the media type from it) and required only when the schema
- * is not optional; a response without a body has no content.
+ * is not optional; a response without a body has no content. Then what the routes' schemas do not say (enrich),
+ * and the webhooks section: what a customer's endpoint receives.
  */
 export function openApiDocument(app: AnyElysia): Record<string, unknown> {
   const { paths, components } = toOpenAPISchema(app, undefined, undefined, undefined, OPENAPI_VERSION) as {
