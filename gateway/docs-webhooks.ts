@@ -61,6 +61,9 @@ export const WEBHOOK_SCHEMAS: Record<string, Record<string, unknown>> = Object.f
   ]),
 );
 
+/** One reference per payload schema (the event log's payload is one of them). */
+export const WEBHOOK_PAYLOAD_REFS = EVENT_KINDS.map((kind) => ({ $ref: `#/components/schemas/${payloadName(kind)}` }));
+
 export const WEBHOOKS_TAG = {
   name: "webhooks",
   description: [

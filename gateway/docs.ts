@@ -6,7 +6,7 @@ import { toOpenAPISchema, unwrapSchema } from "@elysiajs/openapi/openapi";
 import { Elysia, type AnyElysia, type TSchema } from "elysia";
 import { errorResponsesFor } from "./docs-errors.ts";
 import { OPERATION_EXAMPLES, PARAMETER_EXAMPLES } from "./docs-examples.ts";
-import { plainSchema, webhooksSection, WEBHOOK_SCHEMAS, WEBHOOKS_TAG } from "./docs-webhooks.ts";
+import { plainSchema, webhooksSection, WEBHOOK_PAYLOAD_REFS, WEBHOOK_SCHEMAS, WEBHOOKS_TAG } from "./docs-webhooks.ts";
 import { notFound } from "./errors.ts";
 import { ErrorBodySchema } from "./schemas.ts";
 
@@ -99,6 +99,16 @@ function enrich(key: string, op: Operation): void {
   if (key.includes(" /v1/")) Object.assign(responses, errorResponsesFor(key, ERROR_REF, declaredErrors));
 }
 
+/** The event log's `payload` is one of the webhook payloads: point every EventView at their schemas. */
+function linkEventPayloads(node: unknown): void {
+  if (!node || typeof node !== "object") return;
+  const schema = node as { title?: unknown; properties?: Record<string, unknown> };
+  if (schema.title === "EventView" && schema.properties?.payload) {
+    schema.properties.payload = { description: "The webhook payload, as delivered.", oneOf: WEBHOOK_PAYLOAD_REFS };
+  }
+  for (const child of Object.values(node)) linkEventPayloads(child);
+}
+
 /**
  * The OpenAPI document of every route of `app` not marked hidden. Two corrections to the generator: request
  * bodies are JSON (the gateway's own body parser hides the media type from it) and required only when the schema
@@ -127,6 +137,7 @@ export function openApiDocument(app: AnyElysia): Record<string, unknown> {
     }
     enrich(`${method} ${path}`, op);
   }
+  linkEventPayloads(paths);
   return {
     openapi: OPENAPI_VERSION,
     info: INFO,

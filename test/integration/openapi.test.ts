@@ -89,6 +89,9 @@ describe("webhooks section", () => {
       expect(tag.description).toContain(words);
     }
     expect(tag.description).toContain(VERIFY_EXAMPLE);
+    // The event log shows the same payloads.
+    const view = doc.paths["/v1/subscriptions/{id}/events/{eventId}"].get.responses["200"].content["application/json"].schema;
+    expect(view.properties.payload.oneOf.map((r: Json) => deref(r).properties.kind.const)).toEqual([...EVENT_KINDS]);
   });
 });
 
