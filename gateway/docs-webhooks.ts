@@ -101,7 +101,7 @@ function webhookOperation(kind: EventKind): Record<string, unknown> {
     post: {
       operationId: identifier(kind),
       summary: `${kind}: ${summary}`,
-      description: `${when}\n\nSee the webhooks tag for the guarantees (finality, ordering, identity, deduplication) and signature verification.`,
+      description: `${when}\n\n${GUARANTEES}\n\nVerify the signature before acting on a delivery: see the webhooks tag.`,
       tags: [WEBHOOKS_TAG.name],
       security: [],
       parameters: Object.entries(DELIVERY_HEADERS).map(([name, description]) => ({

@@ -72,6 +72,7 @@ describe("webhooks section", () => {
     for (const kind of EVENT_KINDS) {
       const op = doc.webhooks[kind].post;
       expect(op.description.length).toBeGreaterThan(80);
+      expect(op.description).toContain("never contradict");
       const headers = Object.fromEntries((op.parameters as Json[]).map((p) => [p.name, p]));
       expect(Object.keys(headers).sort()).toEqual(["user-agent", "webhook-id", "webhook-signature", "webhook-timestamp", "x-subscription-id"]);
       for (const h of Object.values(headers)) expect(h).toMatchObject({ in: "header", required: true });
