@@ -116,7 +116,9 @@ function linkEventPayloads(node: unknown): void {
  * and the webhooks section: what a customer's endpoint receives.
  */
 export function openApiDocument(app: AnyElysia): Record<string, unknown> {
-  const { paths, components } = toOpenAPISchema(app, undefined, undefined, undefined, OPENAPI_VERSION) as {
+  const generated = toOpenAPISchema(app, undefined, undefined, undefined, OPENAPI_VERSION);
+  // A copy: the document is edited below and must never share an object with the schemas the routes validate with.
+  const { paths, components } = JSON.parse(JSON.stringify(generated)) as {
     paths: Record<string, Record<string, Operation>>;
     components: { schemas: Record<string, unknown> };
   };
