@@ -8,6 +8,8 @@ RUN bun install --production --ignore-scripts
 FROM oven/bun:1.4.5-slim
 WORKDIR /app
 ENV NODE_ENV=production
+# In a container every listener must take traffic from outside it (loopback is the default elsewhere).
+ENV BIND_HOST=0.0.0.0
 COPY --from=deps /app/node_modules ./node_modules
 COPY . .
 USER bun

@@ -222,6 +222,7 @@ export default async function benchMatcher(): Promise<void> {
       REDIS_URL: testRedis.url,
       REDIS_PREFIX: "bench:",
       APP_SECRET: randomBytes(32).toString("base64"),
+      INTERNAL_TOKEN: randomBytes(32).toString("base64"),
       DELIVERY_CA_FILE: pki.caFile,
       SSRF_ALLOW_CIDRS: "127.0.0.1/32",
       MATCHER_CHAINS: CHAIN,
@@ -230,12 +231,12 @@ export default async function benchMatcher(): Promise<void> {
     const config = loadConfig(env);
     const registry = await startServiceProcess("registry", env);
     cleanups.push(() => stopProcess(registry.proc));
-    const registryTransport = networkTransport(registry.url, 60_000);
+    const registryTransport = networkTransport(registry.url, { token: env.INTERNAL_TOKEN, timeoutMs: 60_000 });
     const keys = createClient(ApiKeyService, registryTransport);
     const subs = createClient(SubscriptionService, registryTransport);
     const deliverer = await startServiceProcess("deliverer", { ...env, REGISTRY_URL: registry.url });
     cleanups.push(() => stopProcess(deliverer.proc));
-    const delivererTransport = networkTransport(deliverer.url);
+    const delivererTransport = networkTransport(deliverer.url, { token: env.INTERNAL_TOKEN });
 
     const sim = await simPromise;
     cleanups.push(() => stopProcess(sim.proc));

@@ -1,12 +1,16 @@
-// `npm start`: the whole stack in one process. Each service still serves its own HTTP/gRPC ports (so operators and
-// other platform services reach them as in Kubernetes), while the gateway calls them through in-process transports:
-// the same handlers and serialization, no socket.
+// `npm start`: the whole stack in one process. The gateway calls the registry and the deliverer through in-process
+// transports (the same handlers, no socket), so by default their RPC ports are not served at all: nothing to reach,
+// nothing to protect. INTERNAL_RPC=1, or a service's port variable, serves that service's Connect/gRPC ports too
+// (every RPC then requires the internal token: INTERNAL_TOKEN, or the one generated and kept in the database).
+// The gateway's /readyz carries the registry's and the deliverer's checks and its /metrics the process's one
+// Prometheus registry (every service's metrics); the matcher keeps its own health port (MATCHER_PORT), because its
+// readiness (a TRON node answering) must not take the API out of rotation. Every listener binds BIND_HOST.
 import { loadConfig } from "../common/config.ts";
 import { ensureDatabase } from "../common/db.ts";
 import type { ReadinessChecks } from "../common/http-service.ts";
 import { log } from "../common/logger.ts";
 import { inProcessTransport } from "../common/rpc.ts";
-import { serveService, type ServedService, type ServiceHandle } from "../common/service.ts";
+import { serveOptions, serveService, type ServedService, type ServiceHandle } from "../common/service.ts";
 import { createDeliverer } from "../deliverer/index.ts";
 import { createMatcher } from "../matcher/index.ts";
 import { createGatewayApp } from "../gateway/app.ts";
@@ -25,27 +29,36 @@ function prefixed(service: string, checks: ReadinessChecks): ReadinessChecks {
 
 const config = loadConfig();
 await ensureDatabase(config.databaseUrl);
+const host = config.bindHost;
+const serving = serveOptions(config);
 
 const handles: ServiceHandle[] = [];
 const served: ServedService[] = [];
 
+/** Serves a service's RPC ports only when asked (config.internalRpc); logs where it runs either way. */
+async function serveInternal(name: string, handle: ServiceHandle, asked: boolean, httpPort: number, grpc: number): Promise<void> {
+  if (!asked) {
+    log.info(`${name} running in-process`, { rpcPorts: "none (INTERNAL_RPC=1 serves them)" });
+    return;
+  }
+  const s = await serveService(handle, httpPort, grpc, serving);
+  served.push(s);
+  log.info(`${name} listening`, { host, port: s.http.port, grpcPort: grpcPort(s) });
+}
+
 const registry = await createRegistry(config);
 handles.push(registry);
-const registryServed = await serveService(registry, config.registryPort, config.registryGrpcPort);
-served.push(registryServed);
-log.info("registry listening", { port: registryServed.http.port, grpcPort: grpcPort(registryServed) });
+await serveInternal("registry", registry, config.internalRpc.registry, config.registryPort, config.registryGrpcPort);
 
 const deliverer = await createDeliverer(config, { registry: inProcessTransport(registry.routes) });
 handles.push(deliverer);
-const delivererServed = await serveService(deliverer, config.delivererPort, config.delivererGrpcPort);
-served.push(delivererServed);
-log.info("deliverer listening", { port: delivererServed.http.port, grpcPort: grpcPort(delivererServed) });
+await serveInternal("deliverer", deliverer, config.internalRpc.deliverer, config.delivererPort, config.delivererGrpcPort);
 
 const matcher = await createMatcher(config, { deliverer: inProcessTransport(deliverer.routes) });
 handles.push(matcher);
-const matcherServed = await serveService(matcher, config.matcherPort);
+const matcherServed = await serveService(matcher, config.matcherPort, undefined, serving);
 served.push(matcherServed);
-log.info("matcher listening", { port: matcherServed.http.port, chains: config.matcherChains });
+log.info("matcher listening", { host, port: matcherServed.http.port, chains: config.matcherChains });
 
 const gateway = createGatewayApp({
   config,
@@ -53,8 +66,8 @@ const gateway = createGatewayApp({
   deliverer: inProcessTransport(deliverer.routes),
   dependencyChecks: { ...prefixed("registry", registry.checks), ...prefixed("deliverer", deliverer.checks) },
 });
-gateway.listen({ port: config.port, hostname: "0.0.0.0" });
-log.info("gateway listening", { port: gateway.server?.port, docs: `http://127.0.0.1:${gateway.server?.port}/docs` });
+gateway.listen({ port: config.port, hostname: host });
+log.info("gateway listening", { host, port: gateway.server?.port, docs: `http://127.0.0.1:${gateway.server?.port}/docs` });
 
 let stopping = false;
 async function shutdown(signal: string) {

@@ -1,14 +1,27 @@
-// APP_SECRET: from the environment, or generated once and kept in the database so every replica and every
-// restart agrees on it (CONTRACT.md "Running it").
+// APP_SECRET and INTERNAL_TOKEN: from the environment, or generated once and kept in the database so every replica
+// and every restart agrees on them (CONTRACT.md "Running it").
 import { randomBytes } from "node:crypto";
 import type { SQL } from "bun";
 import { deriveKeys, type AppKeys } from "./crypto.ts";
 
+/** The value kept under `name`: the first writer's candidate wins, every later reader gets the same one. */
+async function keptSetting(sql: SQL, name: string, candidate: string): Promise<string> {
+  await sql`CREATE TABLE IF NOT EXISTS app_settings (name text PRIMARY KEY, value text NOT NULL)`;
+  await sql`INSERT INTO app_settings (name, value) VALUES (${name}, ${candidate}) ON CONFLICT (name) DO NOTHING`;
+  const [row] = await sql`SELECT value FROM app_settings WHERE name = ${name}`;
+  return (row as { value: string }).value;
+}
+
 export async function loadAppKeys(sql: SQL, fromEnv: string | undefined): Promise<AppKeys> {
   if (fromEnv) return deriveKeys(fromEnv);
-  await sql`CREATE TABLE IF NOT EXISTS app_settings (name text PRIMARY KEY, value text NOT NULL)`;
-  const candidate = randomBytes(32).toString("base64");
-  await sql`INSERT INTO app_settings (name, value) VALUES ('app_secret', ${candidate}) ON CONFLICT (name) DO NOTHING`;
-  const [row] = await sql`SELECT value FROM app_settings WHERE name = 'app_secret'`;
-  return deriveKeys((row as { value: string }).value);
+  return deriveKeys(await keptSetting(sql, "app_secret", randomBytes(32).toString("base64")));
+}
+
+/**
+ * The internal RPC credential: INTERNAL_TOKEN, or (under `npm start`, where nothing else is configured) one generated
+ * once and kept in the database, so a service split off later on the same database can be given the same value.
+ */
+export async function loadInternalToken(sql: SQL, fromEnv: string | undefined): Promise<string> {
+  if (fromEnv) return fromEnv;
+  return keptSetting(sql, "internal_token", randomBytes(32).toString("base64url"));
 }

@@ -35,6 +35,9 @@ export function parseRetrySchedule(text: string): number[] {
   return delays;
 }
 
+/** The shortest INTERNAL_TOKEN accepted: a bearer credential guessable in fewer bytes is no credential. */
+export const MIN_INTERNAL_TOKEN_BYTES = 32;
+
 type Env = Record<string, string | undefined>;
 
 function int(env: Env, name: string, fallback: number): number {
@@ -63,6 +66,23 @@ export interface Config {
   matcherPort: number;
   registryUrl: string;
   delivererUrl: string;
+  /** The address every listener binds (BIND_HOST): loopback unless a container or pod asks for 0.0.0.0. */
+  bindHost: string;
+  /**
+   * The bearer credential of every internal RPC (INTERNAL_TOKEN, >= 32 bytes). Undefined means "generate once and
+   * keep it in the database" under `npm start`; a service run alone refuses to start without it.
+   */
+  internalToken: string | undefined;
+  /**
+   * Whether `npm start` serves each internal service's RPC ports (INTERNAL_RPC=1, or one of the service's port
+   * variables set). Services run alone always serve theirs.
+   */
+  internalRpc: { registry: boolean; deliverer: boolean };
+  /**
+   * mTLS on the gRPC ports (GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE, GRPC_TLS_CLIENT_CA_FILE, all three or none): the
+   * port then speaks TLS only, requires a client certificate signed by the CA, and such a client needs no token.
+   */
+  grpcTls: { certFile: string; keyFile: string; clientCaFile: string } | undefined;
   /** base64 of >= 32 bytes; undefined means "generate once and keep it in the database". */
   appSecret: string | undefined;
   tronNodeUrls: Record<ChainId, string>;
@@ -84,6 +104,16 @@ export function loadConfig(env: Env = process.env): Config {
   if (appSecret !== undefined && Buffer.from(appSecret, "base64").length < 32) {
     throw new Error("APP_SECRET must be base64 of at least 32 bytes");
   }
+  const internalToken = env.INTERNAL_TOKEN || undefined;
+  if (internalToken !== undefined && Buffer.byteLength(internalToken) < MIN_INTERNAL_TOKEN_BYTES) {
+    throw new Error(`INTERNAL_TOKEN must be at least ${MIN_INTERNAL_TOKEN_BYTES} bytes (e.g. openssl rand -base64 32)`);
+  }
+  const tlsFiles = [env.GRPC_TLS_CERT_FILE, env.GRPC_TLS_KEY_FILE, env.GRPC_TLS_CLIENT_CA_FILE].filter(Boolean);
+  if (tlsFiles.length !== 0 && tlsFiles.length !== 3) {
+    throw new Error("GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE and GRPC_TLS_CLIENT_CA_FILE go together: set all three or none");
+  }
+  const allRpc = env.INTERNAL_RPC === "1" || env.INTERNAL_RPC === "true";
+  const isSet = (name: string) => env[name] !== undefined && env[name] !== "";
   return {
     databaseUrl: str(env, "DATABASE_URL", "postgres://postgres@127.0.0.1:5432/webhooks"),
     redisUrl: str(env, "REDIS_URL", "redis://127.0.0.1:6379"),
@@ -96,6 +126,16 @@ export function loadConfig(env: Env = process.env): Config {
     matcherPort: int(env, "MATCHER_PORT", 3003),
     registryUrl: str(env, "REGISTRY_URL", "http://127.0.0.1:3001"),
     delivererUrl: str(env, "DELIVERER_URL", "http://127.0.0.1:3002"),
+    bindHost: str(env, "BIND_HOST", "127.0.0.1"),
+    internalToken,
+    internalRpc: {
+      registry: allRpc || isSet("REGISTRY_PORT") || isSet("REGISTRY_GRPC_PORT"),
+      deliverer: allRpc || isSet("DELIVERER_PORT") || isSet("DELIVERER_GRPC_PORT"),
+    },
+    grpcTls:
+      tlsFiles.length === 3
+        ? { certFile: env.GRPC_TLS_CERT_FILE!, keyFile: env.GRPC_TLS_KEY_FILE!, clientCaFile: env.GRPC_TLS_CLIENT_CA_FILE! }
+        : undefined,
     appSecret,
     tronNodeUrls: {
       "tron:mainnet": str(env, "TRON_MAINNET_NODE_URL", "https://api.trongrid.io"),

@@ -40,19 +40,20 @@ export async function operationalResponse(req: Request, checks: ReadinessChecks)
 
 export interface ServiceHttpOptions {
   port: number;
-  hostname?: string;
+  /** The address to bind (BIND_HOST). */
+  hostname: string;
   checks: ReadinessChecks;
-  /** The service's own handler; undefined means 404. */
-  handle?: (req: Request) => Promise<Response> | Response | undefined;
+  /** The service's own handler, given the caller's address; undefined means 404. */
+  handle?: (req: Request, peer: string | undefined) => Promise<Response> | Response | undefined;
 }
 
 /** Serves an internal service (registry, deliverer, matcher) over HTTP/1.1 with keep-alive. */
 export function serveServiceHttp(opts: ServiceHttpOptions): Server<undefined> {
   return Bun.serve({
     port: opts.port,
-    hostname: opts.hostname ?? "0.0.0.0",
-    async fetch(req) {
-      const own = await opts.handle?.(req);
+    hostname: opts.hostname,
+    async fetch(req, server) {
+      const own = await opts.handle?.(req, server.requestIP(req)?.address);
       if (own) return own;
       return (await operationalResponse(req, opts.checks)) ?? Response.json({ error: "not_found" }, { status: 404 });
     },

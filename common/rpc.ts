@@ -2,6 +2,7 @@
 // internal hops), gRPC over HTTP/2 through connect-node on node:http2 (for any real gRPC client), and an
 // in-process transport for `npm start`, so single-process and split deployments run the same handlers.
 import http2 from "node:http2";
+import type { TLSSocket } from "node:tls";
 import { create, type DescMessage, type DescService } from "@bufbuild/protobuf";
 import {
   Code,
@@ -20,8 +21,9 @@ import {
 } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import { createFetchHandler } from "@connectrpc/connect/protocol";
+import { universalServerRequestFromFetch, universalServerResponseToFetch, type UniversalHandler } from "@connectrpc/connect/protocol";
 import { ApiError, toConnectError } from "./errors.ts";
+import { peerAddress, sendInternalToken, verifiedClientCertificate } from "./internal-auth.ts";
 import { log } from "./logger.ts";
 
 export type RegisterRoutes = (router: ConnectRouter) => void;
@@ -38,25 +40,57 @@ const errorInterceptor: Interceptor = (next) => async (req) => {
   }
 };
 
-function routerOptions() {
-  return { interceptors: [errorInterceptor] };
+// `auth` (the internal-token check, common/internal-auth.ts) runs first, so a refused call never reaches a handler
+// and is not logged as a handler failure. In-process calls have none.
+function routerOptions(auth?: Interceptor) {
+  return { interceptors: auth ? [auth, errorInterceptor] : [errorInterceptor] };
 }
 
+/** An RPC request as the Bun server sees it, with the caller's address (for the refusal log). */
+export type RpcFetchHandler = (req: Request, peer?: string) => Promise<Response> | undefined;
+
 /** A fetch-style handler answering Connect and gRPC-Web for the given routes; undefined for other paths. */
-export function createRpcFetchHandler(routes: RegisterRoutes): (req: Request) => Promise<Response> | undefined {
-  const router = createConnectRouter(routerOptions());
+export function createRpcFetchHandler(routes: RegisterRoutes, auth: Interceptor): RpcFetchHandler {
+  const router = createConnectRouter(routerOptions(auth));
   routes(router);
-  const byPath = new Map<string, (req: Request) => Promise<Response>>();
-  for (const handler of router.handlers) byPath.set(handler.requestPath, createFetchHandler(handler));
-  return (req) => {
+  const byPath = new Map<string, UniversalHandler>();
+  for (const handler of router.handlers) byPath.set(handler.requestPath, handler);
+  return (req, peer) => {
     const handler = byPath.get(new URL(req.url).pathname);
-    return handler ? handler(req) : undefined;
+    if (!handler) return undefined;
+    // createFetchHandler, plus the peer address in the context values.
+    const uReq = { ...universalServerRequestFromFetch(req, {}), contextValues: createContextValues().set(peerAddress, peer ?? "unknown") };
+    return handler(uReq).then(universalServerResponseToFetch);
   };
 }
 
-/** gRPC (HTTP/2 cleartext, prior knowledge) for platform services that speak plain gRPC. */
-export function serveGrpc(routes: RegisterRoutes, port: number, hostname = "0.0.0.0"): Promise<http2.Http2Server> {
-  const server = http2.createServer(connectNodeAdapter({ routes, ...routerOptions() }));
+/** PEM material of an mTLS gRPC port: its certificate and key, and the CA its clients' certificates must chain to. */
+export interface GrpcTls {
+  cert: string;
+  key: string;
+  clientCa: string;
+}
+
+export type GrpcServer = http2.Http2Server | http2.Http2SecureServer;
+
+/**
+ * gRPC for platform services that speak plain gRPC: HTTP/2 cleartext (prior knowledge), or with `tls` HTTP/2 over
+ * TLS that only clients with a certificate from `tls.clientCa` can connect to (their certificate is the credential).
+ */
+export function serveGrpc(routes: RegisterRoutes, port: number, hostname: string, auth: Interceptor, tls?: GrpcTls): Promise<GrpcServer> {
+  const handler = connectNodeAdapter({
+    routes,
+    ...routerOptions(auth),
+    contextValues: (req) => {
+      const socket = req.socket as Partial<TLSSocket> | undefined;
+      return createContextValues()
+        .set(peerAddress, socket?.remoteAddress ?? "unknown")
+        .set(verifiedClientCertificate, tls !== undefined && socket?.authorized === true);
+    },
+  });
+  const server = tls
+    ? http2.createSecureServer({ cert: tls.cert, key: tls.key, ca: tls.clientCa, requestCert: true, rejectUnauthorized: true }, handler)
+    : http2.createServer(handler);
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, hostname, () => {
@@ -66,7 +100,7 @@ export function serveGrpc(routes: RegisterRoutes, port: number, hostname = "0.0.
   });
 }
 
-export function closeGrpc(server: http2.Http2Server): Promise<void> {
+export function closeGrpc(server: GrpcServer): Promise<void> {
   return new Promise((resolve) => server.close(() => resolve()));
 }
 
@@ -86,13 +120,19 @@ const unreachableAsUnavailable: Interceptor = (next) => async (req) => {
   }
 };
 
+export interface NetworkTransportOptions {
+  /** The internal token sent on every call (INTERNAL_TOKEN); every internal RPC served on a port requires it. */
+  token: string | undefined;
+  timeoutMs?: number;
+}
+
 /** A transport to a service over the network (Connect protocol, binary, keep-alive). */
-export function networkTransport(baseUrl: string, timeoutMs = 10_000): Transport {
+export function networkTransport(baseUrl: string, opts: NetworkTransportOptions): Transport {
   return createConnectTransport({
     baseUrl,
     useBinaryFormat: true,
-    defaultTimeoutMs: timeoutMs,
-    interceptors: [unreachableAsUnavailable],
+    defaultTimeoutMs: opts.timeoutMs ?? 10_000,
+    interceptors: opts.token === undefined ? [unreachableAsUnavailable] : [unreachableAsUnavailable, sendInternalToken(opts.token)],
   });
 }
 

@@ -1,31 +1,78 @@
 // The shape every internal service shares, so `npm start` (all in one process) and `bun run <service>` (alone)
 // wire the same code: create the handle, then serve it on its ports and/or hand its routes to an in-process transport.
 import type { Server } from "bun";
-import type http2 from "node:http2";
+import { readFileSync } from "node:fs";
+import type { DescMethod } from "@bufbuild/protobuf";
+import { createConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { serveServiceHttp, type ReadinessChecks } from "./http-service.ts";
+import { requireInternalToken } from "./internal-auth.ts";
 import { log } from "./logger.ts";
-import { closeGrpc, createRpcFetchHandler, serveGrpc, type RegisterRoutes } from "./rpc.ts";
+import type { Config } from "./config.ts";
+import { closeGrpc, createRpcFetchHandler, serveGrpc, type GrpcServer, type GrpcTls, type RegisterRoutes } from "./rpc.ts";
 
 export interface ServiceHandle {
   /** Registers the service's Connect handlers (empty for a service without RPCs, like the matcher). */
   routes: RegisterRoutes;
   /** Dependency checks behind /readyz. */
   checks: ReadinessChecks;
+  /**
+   * The credential its RPCs require when served on a port (INTERNAL_TOKEN, or the one kept in the database; see
+   * common/internal-auth.ts). Absent only for a service without RPCs.
+   */
+  internalToken?: string;
+  /**
+   * Methods served without the internal token, because their handlers authenticate the caller themselves (e.g. with
+   * a customer API key). Everything not listed requires the token.
+   */
+  publicMethods?: readonly DescMethod[];
   /** Stops background work and closes connections. */
   close(): Promise<void>;
 }
 
 export interface ServedService {
   http: Server<undefined>;
-  grpc: http2.Http2Server | undefined;
+  grpc: GrpcServer | undefined;
   stop(): Promise<void>;
 }
 
-/** Serves Connect/gRPC-Web + health on `httpPort` and, when given, gRPC over HTTP/2 on `grpcPort`. */
-export async function serveService(handle: ServiceHandle, httpPort: number, grpcPort?: number): Promise<ServedService> {
-  const rpc = createRpcFetchHandler(handle.routes);
-  const http = serveServiceHttp({ port: httpPort, checks: handle.checks, handle: rpc });
-  const grpc = grpcPort === undefined ? undefined : await serveGrpc(handle.routes, grpcPort);
+export interface ServeOptions {
+  /** The address every listener binds (BIND_HOST); default 127.0.0.1. */
+  hostname?: string;
+  /** mTLS on the gRPC port (a verified client certificate is then the credential); default cleartext. */
+  grpcTls?: GrpcTls;
+}
+
+/** How a service is served from its configuration: BIND_HOST, and the gRPC port's mTLS files when set. */
+export function serveOptions(config: Pick<Config, "bindHost" | "grpcTls">): ServeOptions {
+  const files = config.grpcTls;
+  const read = (path: string) => readFileSync(path, "utf8");
+  return {
+    hostname: config.bindHost,
+    grpcTls: files && { cert: read(files.certFile), key: read(files.keyFile), clientCa: read(files.clientCaFile) },
+  };
+}
+
+/** The handle's token check; a service with RPCs but no token is a wiring mistake, refused before anything is served. */
+function internalAuth(handle: ServiceHandle): Interceptor {
+  if (handle.internalToken !== undefined) {
+    return requireInternalToken({ token: handle.internalToken, publicMethods: handle.publicMethods });
+  }
+  const router = createConnectRouter();
+  handle.routes(router);
+  if (router.handlers.length > 0) throw new Error("serveService: a service with RPCs needs its internalToken");
+  return (next) => next;
+}
+
+/**
+ * Serves Connect/gRPC-Web + health on `httpPort` and, when given, gRPC over HTTP/2 on `grpcPort`. Every RPC but the
+ * handle's public methods requires its internal token; a handle with RPCs and no token is refused.
+ */
+export async function serveService(handle: ServiceHandle, httpPort: number, grpcPort?: number, opts: ServeOptions = {}): Promise<ServedService> {
+  const hostname = opts.hostname ?? "127.0.0.1";
+  const auth = internalAuth(handle);
+  const rpc = createRpcFetchHandler(handle.routes, auth);
+  const http = serveServiceHttp({ port: httpPort, hostname, checks: handle.checks, handle: rpc });
+  const grpc = grpcPort === undefined ? undefined : await serveGrpc(handle.routes, grpcPort, hostname, auth, opts.grpcTls);
   return {
     http,
     grpc,

@@ -2,7 +2,7 @@
 // returns its RPC routes and readiness checks. `bun run deliverer` serves it alone (main.ts); `npm start` and the
 // tests run it in-process.
 import type { Transport } from "@connectrpc/connect";
-import { loadAppKeys } from "../common/app-secret.ts";
+import { loadAppKeys, loadInternalToken } from "../common/app-secret.ts";
 import type { Config } from "../common/config.ts";
 import { log } from "../common/logger.ts";
 import { openRedis, type Redis } from "../common/redis.ts";
@@ -32,6 +32,8 @@ export interface DelivererDeps {
 }
 
 export interface DelivererHandle extends ServiceHandle {
+  /** What its RPCs require when served on a port: INTERNAL_TOKEN, or the one kept in the database. */
+  internalToken: string;
   store: DelivererStore;
   schedule: Schedule;
   worker: DeliveryWorker;
@@ -45,6 +47,7 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
   // Writes are batched: a small pool serves thousands of deliveries per second.
   const db = await openDelivererDatabase(config.databaseUrl, { max: 10 });
   const appKeys = await loadAppKeys(db.$client, config.appSecret);
+  const internalToken = await loadInternalToken(db.$client, config.internalToken);
   const store = new DelivererStore(db, appKeys.encryptionKey);
   const redis = openRedis(config.redisUrl);
   // Connection errors surface on the calls that fail (and in /readyz); log them once per outage, not per retry.
@@ -93,6 +96,7 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
       wake: () => worker.wake(),
       reserveMs: worker.leaseMs,
     }),
+    internalToken,
     checks: {
       postgres: () => store.ping(),
       redis: async () => (await redis.ping()) === "PONG",

@@ -1,17 +1,19 @@
 // `bun run deliverer`: the deliverer alone, as it runs in its own pod (Connect + health/metrics on DELIVERER_PORT,
-// gRPC on DELIVERER_GRPC_PORT). It calls the registry at REGISTRY_URL.
+// gRPC on DELIVERER_GRPC_PORT). It calls the registry at REGISTRY_URL; both ways carry INTERNAL_TOKEN.
 import { loadConfig } from "../common/config.ts";
 import { ensureDatabase } from "../common/db.ts";
+import { internalTokenOrExit } from "../common/internal-auth.ts";
 import { log } from "../common/logger.ts";
 import { networkTransport } from "../common/rpc.ts";
-import { serveService, stopOnSignals } from "../common/service.ts";
+import { serveOptions, serveService, stopOnSignals } from "../common/service.ts";
 import { createDeliverer } from "./index.ts";
 
 const config = loadConfig();
+const token = internalTokenOrExit(config, "deliverer");
 await ensureDatabase(config.databaseUrl);
-const handle = await createDeliverer(config, { registry: networkTransport(config.registryUrl) });
-const served = await serveService(handle, config.delivererPort, config.delivererGrpcPort);
-log.info("deliverer listening", { port: config.delivererPort, grpcPort: config.delivererGrpcPort });
+const handle = await createDeliverer(config, { registry: networkTransport(config.registryUrl, { token }) });
+const served = await serveService(handle, config.delivererPort, config.delivererGrpcPort, serveOptions(config));
+log.info("deliverer listening", { host: config.bindHost, port: config.delivererPort, grpcPort: config.delivererGrpcPort });
 
 // Stop taking requests, then let attempts in flight finish (or hand their events back) before exiting.
 stopOnSignals("deliverer", () => served.stop(), () => handle.close());

@@ -1,18 +1,20 @@
 // `bun run gateway`: the public API alone, as it runs in its own pod, calling the registry and the deliverer over
-// the network (REGISTRY_URL, DELIVERER_URL); /readyz checks both through their own /readyz.
+// the network (REGISTRY_URL, DELIVERER_URL, with INTERNAL_TOKEN); /readyz checks both through their own /readyz.
 import { loadConfig } from "../common/config.ts";
+import { internalTokenOrExit } from "../common/internal-auth.ts";
 import { log } from "../common/logger.ts";
 import { networkTransport } from "../common/rpc.ts";
 import { stopOnSignals } from "../common/service.ts";
 import { createGatewayApp } from "./app.ts";
 
 const config = loadConfig();
+const token = internalTokenOrExit(config, "gateway");
 const app = createGatewayApp({
   config,
-  registry: networkTransport(config.registryUrl),
-  deliverer: networkTransport(config.delivererUrl),
+  registry: networkTransport(config.registryUrl, { token }),
+  deliverer: networkTransport(config.delivererUrl, { token }),
 });
-app.listen({ port: config.port, hostname: "0.0.0.0" });
-log.info("gateway listening", { port: app.server?.port, registryUrl: config.registryUrl });
+app.listen({ port: config.port, hostname: config.bindHost });
+log.info("gateway listening", { host: config.bindHost, port: app.server?.port, registryUrl: config.registryUrl });
 
 stopOnSignals("gateway", () => app.stop());

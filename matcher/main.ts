@@ -1,16 +1,18 @@
 // `bun run matcher`: the matcher alone, as it runs in its own pod (health and metrics on MATCHER_PORT; it serves no
-// RPCs and calls the deliverer at DELIVERER_URL).
+// RPCs and calls the deliverer at DELIVERER_URL with INTERNAL_TOKEN).
 import { loadConfig } from "../common/config.ts";
 import { ensureDatabase } from "../common/db.ts";
+import { internalTokenOrExit } from "../common/internal-auth.ts";
 import { log } from "../common/logger.ts";
 import { networkTransport } from "../common/rpc.ts";
-import { serveService, stopOnSignals } from "../common/service.ts";
+import { serveOptions, serveService, stopOnSignals } from "../common/service.ts";
 import { createMatcher } from "./index.ts";
 
 const config = loadConfig();
+const token = internalTokenOrExit(config, "matcher");
 await ensureDatabase(config.databaseUrl);
-const handle = await createMatcher(config, { deliverer: networkTransport(config.delivererUrl) });
-const served = await serveService(handle, config.matcherPort);
-log.info("matcher listening", { port: config.matcherPort, chains: config.matcherChains });
+const handle = await createMatcher(config, { deliverer: networkTransport(config.delivererUrl, { token }) });
+const served = await serveService(handle, config.matcherPort, undefined, serveOptions(config));
+log.info("matcher listening", { host: config.bindHost, port: config.matcherPort, chains: config.matcherChains });
 
 stopOnSignals("matcher", () => served.stop(), () => handle.close());

@@ -1,6 +1,6 @@
 // createRegistry: opens the registry's database (migrations applied) and Redis, and returns its RPC routes and
 // readiness checks. `bun run registry` serves it alone (main.ts); `npm start` and the tests run it in-process.
-import { loadAppKeys } from "../common/app-secret.ts";
+import { loadAppKeys, loadInternalToken } from "../common/app-secret.ts";
 import type { Config } from "../common/config.ts";
 import type { AppKeys } from "../common/crypto.ts";
 import { log } from "../common/logger.ts";
@@ -22,6 +22,8 @@ export interface RegistryHandle extends ServiceHandle {
   store: RegistryStore;
   redis: Redis;
   appKeys: AppKeys;
+  /** What its RPCs require when served on a port: INTERNAL_TOKEN, or the one kept in the database. */
+  internalToken: string;
   /** The handler context; address filters and the watch index plug in here. */
   context: RegistryContext;
   watchIndex: WatchIndex;
@@ -33,6 +35,7 @@ const PURGE_INTERVAL_MS = 10 * 60_000;
 export async function createRegistry(config: Config, deps: RegistryDeps = {}): Promise<RegistryHandle> {
   const db = await openRegistryDatabase(config.databaseUrl);
   const appKeys = await loadAppKeys(db.$client, config.appSecret);
+  const internalToken = await loadInternalToken(db.$client, config.internalToken);
   const store = new RegistryStore(db, { encryptionKey: appKeys.encryptionKey, readDb: openRegistryReadPool(config.databaseUrl) });
   const redis = openRedis(config.redisUrl);
   const policy = createSsrfPolicy({ allowCidrs: config.ssrfAllowCidrs, resolver: deps.resolver });
@@ -73,6 +76,7 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
 
   return {
     routes: registryRoutes(context),
+    internalToken,
     checks: {
       postgres: () => store.ping(),
       redis: async () => (await redis.ping()) === "PONG",

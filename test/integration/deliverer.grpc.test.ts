@@ -2,7 +2,7 @@
 // port, as another platform service would: Enqueue, then GetEvent, and an ErrorInfo on a miss.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import * as grpc from "@grpc/grpc-js";
-import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import type { DescMessage, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { fromRpcError } from "../../common/errors.ts";
 import { serveService, type ServedService } from "../../common/service.ts";
@@ -13,6 +13,7 @@ import {
   EventResponseSchema,
   GetEventRequestSchema,
 } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
+import { grpcClient, grpcUnary } from "../support/grpc.ts";
 import { sampleTransfer, startDeliveryBed, waitForEvent, type DeliveryBed } from "../support/delivery.ts";
 
 let bed: DeliveryBed;
@@ -22,9 +23,7 @@ let client: grpc.Client;
 beforeAll(async () => {
   bed = await startDeliveryBed();
   served = await serveService(bed.deliverer!, 0, 0);
-  const address = served.grpc!.address();
-  if (address === null || typeof address === "string") throw new Error("gRPC server has no TCP address");
-  client = new grpc.Client(`127.0.0.1:${address.port}`, grpc.credentials.createInsecure());
+  client = grpcClient(served.grpc!);
 }, 60_000);
 
 afterAll(async () => {
@@ -34,15 +33,7 @@ afterAll(async () => {
 }, 60_000);
 
 function call<I extends DescMessage, O extends DescMessage>(method: string, input: I, output: O, message: MessageInitShape<I>): Promise<MessageShape<O>> {
-  return new Promise((resolve, reject) => {
-    client.makeUnaryRequest(
-      `/${DeliveryService.typeName}/${method}`,
-      (m: MessageShape<I>) => Buffer.from(toBinary(input, m)),
-      (b: Buffer) => fromBinary(output, b),
-      create(input, message),
-      (err: grpc.ServiceError | null, value?: MessageShape<O>) => (err ? reject(err) : resolve(value!)),
-    );
-  });
+  return grpcUnary(client, DeliveryService, method, { input, output }, message, bed.deliverer!.internalToken);
 }
 
 test("Enqueue and GetEvent over plain gRPC; a miss carries the public error code", async () => {

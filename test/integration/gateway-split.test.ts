@@ -56,6 +56,7 @@ test("gateway, registry and deliverer as separate processes; the registry going 
     REDIS_URL: redisDb.url,
     REDIS_PREFIX: "split-test:",
     APP_SECRET: Buffer.alloc(32, 3).toString("base64"),
+    INTERNAL_TOKEN: Buffer.alloc(32, 7).toString("base64"),
     PORT: String(gatewayPort),
     REGISTRY_PORT: String(registryPort),
     REGISTRY_GRPC_PORT: String(registryGrpc),

@@ -2,7 +2,7 @@
 // port: what other platform services speaking plain gRPC would do. Messages are encoded with the generated schemas.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import * as grpc from "@grpc/grpc-js";
-import { fromBinary, toBinary, create, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import type { DescMessage, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import {
   ApiKeyService,
@@ -22,6 +22,7 @@ import { fromRpcError, type ApiError } from "../../common/errors.ts";
 import { serveService, type ServedService } from "../../common/service.ts";
 import { staticResolver } from "../../common/ssrf.ts";
 import { createRegistry, type RegistryHandle } from "../../registry/index.ts";
+import { grpcClient, grpcUnary } from "../support/grpc.ts";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
 import { allocateRedisDb, type TestRedis } from "../support/redis.ts";
 
@@ -37,9 +38,7 @@ beforeAll(async () => {
   const config = loadConfig({ DATABASE_URL: database.url, REDIS_URL: redisDb.url, APP_SECRET: Buffer.alloc(32, 3).toString("base64") });
   registry = await createRegistry(config, { resolver: staticResolver({ "hooks.receiver.test": ["93.184.216.34"] }) });
   served = await serveService(registry, 0, 0);
-  const address = served.grpc!.address();
-  if (address === null || typeof address === "string") throw new Error("gRPC server has no TCP address");
-  client = new grpc.Client(`127.0.0.1:${address.port}`, grpc.credentials.createInsecure());
+  client = grpcClient(served.grpc!);
 });
 
 afterAll(async () => {
@@ -58,15 +57,7 @@ function call<I extends DescMessage, O extends DescMessage>(
   output: O,
   message: MessageInitShape<I>,
 ): Promise<MessageShape<O>> {
-  return new Promise((resolve, reject) => {
-    client.makeUnaryRequest(
-      `/${service.typeName}/${method}`,
-      (m: MessageShape<I>) => Buffer.from(toBinary(input, m)),
-      (b: Buffer) => fromBinary(output, b),
-      create(input, message),
-      (err: grpc.ServiceError | null, value?: MessageShape<O>) => (err ? reject(err) : resolve(value!)),
-    );
-  });
+  return grpcUnary(client, service, method, { input, output }, message, registry.internalToken);
 }
 
 /** The ErrorInfo the registry attached, read from the standard grpc-status-details-bin trailer. */

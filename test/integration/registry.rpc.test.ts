@@ -42,7 +42,7 @@ beforeAll(async () => {
     }),
   });
   served = await serveService(registry, 0);
-  const transport = networkTransport(`http://127.0.0.1:${served.http.port}`);
+  const transport = networkTransport(`http://127.0.0.1:${served.http.port}`, { token: registry.internalToken });
   subs = createClient(SubscriptionService, transport);
   keys = createClient(ApiKeyService, transport);
   sql = new SQL(database.url, { max: 2 });
@@ -579,7 +579,7 @@ describe("database outage", () => {
     const cut = await createRegistry(config, { resolver: staticResolver({ [HOST]: ["93.184.216.34"] }) });
     const servedCut = await serveService(cut, 0);
     try {
-      const transport = networkTransport(`http://127.0.0.1:${servedCut.http.port}`);
+      const transport = networkTransport(`http://127.0.0.1:${servedCut.http.port}`, { token: cut.internalToken });
       const s2 = createClient(SubscriptionService, transport);
       const k = await newKey();
       const s = (await s2.createSubscription(createReq(k.id))).subscription!;

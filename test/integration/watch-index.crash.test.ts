@@ -88,6 +88,7 @@ async function spawnRegistry(): Promise<{ proc: Subprocess; url: string }> {
       REDIS_URL: stack.redis.url,
       REDIS_PREFIX: stack.config.redisPrefix,
       APP_SECRET: stack.config.appSecret!,
+      INTERNAL_TOKEN: stack.config.internalToken!,
       REGISTRY_PORT: String(port),
       REGISTRY_GRPC_PORT: String(grpcPort),
       LOG_LEVEL: "warn",
@@ -127,7 +128,7 @@ describe("a write-through whose transaction never commits", () => {
     const blocker = await sql.reserve();
     await blocker`BEGIN`;
     await blocker`SELECT 1 FROM subscription_addresses WHERE subscription_id = ${id} AND chain_id = ${MAINNET} AND address = ${x} FOR UPDATE`;
-    const subs = createClient(SubscriptionService, networkTransport(url));
+    const subs = createClient(SubscriptionService, networkTransport(url, { token: stack.config.internalToken }));
     const call = subs.patchAddresses({
       keyId: key.id,
       id,

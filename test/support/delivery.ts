@@ -73,6 +73,8 @@ export async function startDeliveryBed(opts: DeliveryBedOptions = {}): Promise<D
       REDIS_URL: redis.url,
       REDIS_PREFIX: "test:",
       APP_SECRET: randomBytes(32).toString("base64"),
+      // Served RPC ports require it; a separate process joins with `env`, a network client sends config.internalToken.
+      INTERNAL_TOKEN: randomBytes(32).toString("base64"),
       DELIVERY_CA_FILE: pki.caFile,
       SSRF_ALLOW_CIDRS: "127.0.0.1/32",
       RETRY_SCHEDULE: "0,50ms,100ms,100ms,100ms,100ms,100ms",

@@ -79,6 +79,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       REDIS_URL: redis.url,
       REDIS_PREFIX: "test:",
       APP_SECRET: randomBytes(32).toString("base64"),
+      // The registry and deliverer RPC ports require it; tests calling them over the network send config.internalToken.
+      INTERNAL_TOKEN: randomBytes(32).toString("base64"),
       PORT: "0",
       REGISTRY_PORT: "0",
       REGISTRY_GRPC_PORT: "0",

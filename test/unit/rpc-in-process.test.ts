@@ -92,7 +92,7 @@ describe("networkTransport", () => {
     const closed = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
     const port = closed.port;
     closed.stop(true);
-    const remote = createClient(SubscriptionService, networkTransport(`http://127.0.0.1:${port}`));
+    const remote = createClient(SubscriptionService, networkTransport(`http://127.0.0.1:${port}`, { token: undefined }));
     const err = await remote.getSubscription({ id: "x" }).catch((e: unknown) => e);
     expect(ConnectError.from(err).code).toBe(Code.Unavailable);
     expect(fromRpcError(err).code).toBe("service_unavailable");

@@ -1,5 +1,6 @@
 // Test certificates made at test time with openssl: a CA (trusted through DELIVERY_CA_FILE) and a leaf for
-// localhost / 127.0.0.1 / ::1, plus an unrelated CA's leaf for the same names (the "untrusted certificate" case).
+// localhost / 127.0.0.1 / ::1 (usable as a server or a client certificate: the mTLS tests use it both ways), plus an
+// unrelated CA's leaf for the same names (the "untrusted certificate" case).
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -36,7 +37,7 @@ function makeLeaf(dir: string, ca: string, name: string): void {
   openssl(["req", "-new", "-key", `${name}.key`, "-subj", "/CN=localhost", "-out", `${name}.csr`], dir);
   writeFileSync(
     join(dir, `${name}.ext`),
-    "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\n",
+    "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\n",
   );
   openssl(
     ["x509", "-req", "-in", `${name}.csr`, "-CA", `${ca}.pem`, "-CAkey", `${ca}.key`, "-CAcreateserial", "-days", "2", "-sha256",

@@ -1,0 +1,107 @@
+// deploy/k8s, docker-compose.yml and the Dockerfile hold the production security invariants: every manifest parses,
+// kustomization lists them all, every container runs hardened with requests and limits and the internal token from
+// the Secret, a NetworkPolicy per service admits only its callers (the gateway alone takes outside traffic, the
+// matcher nothing), the gateway and the deliverer autoscale, every service has a disruption budget, and every
+// container binds 0.0.0.0 (BIND_HOST) where loopback is the default.
+import { describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dir, "..", "..");
+const K8S = join(ROOT, "deploy", "k8s");
+
+// Parsed YAML: its shape is exactly what these tests check.
+type Doc = Record<string, any>;
+
+function parseAll(file: string): Doc[] {
+  const parsed = Bun.YAML.parse(readFileSync(file, "utf8")) as Doc | Doc[];
+  return (Array.isArray(parsed) ? parsed : [parsed]).filter((d) => d !== null);
+}
+
+const files = readdirSync(K8S).filter((f) => f.endsWith(".yaml"));
+const docs = files.filter((f) => f !== "kustomization.yaml").flatMap((f) => parseAll(join(K8S, f)));
+const kinds = (kind: string) => docs.filter((d) => d.kind === kind);
+const named = (kind: string, name: string) => kinds(kind).find((d) => d.metadata?.name === name);
+const SERVICES = ["gateway", "registry", "deliverer", "matcher"] as const;
+const nameLabel = (selector: Doc | undefined) => selector?.matchLabels?.["app.kubernetes.io/name"] as string | undefined;
+
+test("every manifest parses and kustomization lists every one", () => {
+  expect(docs.length).toBeGreaterThan(0);
+  for (const d of docs) {
+    expect(typeof d.apiVersion).toBe("string");
+    expect(typeof d.kind).toBe("string");
+  }
+  const [kustomization] = parseAll(join(K8S, "kustomization.yaml"));
+  expect([...(kustomization!.resources as string[])].sort()).toEqual(files.filter((f) => f !== "kustomization.yaml").sort());
+});
+
+describe.each(SERVICES)("%s", (service) => {
+  const deployment = named("Deployment", service)!;
+  const pod = deployment?.spec?.template?.spec as Doc;
+
+  test("runs hardened, with requests and limits", () => {
+    expect(deployment).toBeDefined();
+    expect(pod.securityContext.runAsNonRoot).toBe(true);
+    for (const c of pod.containers as Doc[]) {
+      expect(c.securityContext.readOnlyRootFilesystem).toBe(true);
+      expect(c.securityContext.allowPrivilegeEscalation).toBe(false);
+      expect(c.securityContext.runAsNonRoot).toBe(true);
+      expect(c.securityContext.capabilities.drop).toContain("ALL");
+      for (const kind of ["requests", "limits"]) {
+        expect(c.resources[kind].cpu, `${kind}.cpu`).toBeDefined();
+        expect(c.resources[kind].memory, `${kind}.memory`).toBeDefined();
+      }
+      expect((c.envFrom as Doc[]).map((e) => e.secretRef?.name)).toContain("tron-webhooks-secrets");
+    }
+  });
+
+  test("has a NetworkPolicy for ingress and egress, admitting only its callers", () => {
+    const policies = kinds("NetworkPolicy").filter((p) => nameLabel(p.spec.podSelector) === service);
+    expect(policies).toHaveLength(1);
+    const spec = policies[0]!.spec as Doc;
+    expect(spec.policyTypes).toEqual(expect.arrayContaining(["Ingress", "Egress"]));
+    const rules = (spec.ingress ?? []) as Doc[];
+    const callers = { gateway: [], registry: ["deliverer", "gateway"], deliverer: ["gateway", "matcher"], matcher: [] }[service];
+    if (service === "gateway") {
+      // The only service open to outside traffic, and only on its API port.
+      expect(rules).toEqual([{ ports: [{ protocol: "TCP", port: 3000 }] }]);
+    } else {
+      for (const rule of rules) {
+        expect(rule.from, "every rule names its sources").toBeDefined();
+        for (const peer of rule.from as Doc[]) {
+          expect(Object.keys(peer)).toEqual(["podSelector"]);
+        }
+      }
+      const sources = rules.flatMap((r) => (r.from as Doc[]).map((p) => nameLabel(p.podSelector)));
+      expect([...new Set(sources)].sort()).toEqual(callers);
+    }
+    expect(Array.isArray(spec.egress)).toBe(true);
+  });
+
+  test("has a PodDisruptionBudget", () => {
+    expect(kinds("PodDisruptionBudget").filter((p) => nameLabel(p.spec.selector) === service)).toHaveLength(1);
+  });
+});
+
+test("the gateway and the deliverer autoscale; their Deployments leave replicas to the autoscaler", () => {
+  const targets = kinds("HorizontalPodAutoscaler").map((h) => h.spec.scaleTargetRef);
+  for (const service of ["gateway", "deliverer"]) {
+    expect(targets).toContainEqual({ apiVersion: "apps/v1", kind: "Deployment", name: service });
+    expect(named("Deployment", service)!.spec.replicas).toBeUndefined();
+  }
+});
+
+test("the internal token comes from the Secret; listeners bind 0.0.0.0 in every container", () => {
+  expect(Object.keys(named("Secret", "tron-webhooks-secrets")!.stringData)).toContain("INTERNAL_TOKEN");
+  const env = named("ConfigMap", "tron-webhooks-env")!.data as Record<string, string>;
+  expect(env.INTERNAL_TOKEN).toBeUndefined();
+  expect(env.BIND_HOST).toBe("0.0.0.0");
+
+  const compose = Bun.YAML.parse(readFileSync(join(ROOT, "docker-compose.yml"), "utf8")) as Doc;
+  for (const service of SERVICES) {
+    const environment = compose.services[service].environment as Record<string, string>;
+    expect(environment.BIND_HOST).toBe("0.0.0.0");
+    expect(environment.INTERNAL_TOKEN).toStartWith("${INTERNAL_TOKEN:?");
+  }
+  expect(readFileSync(join(ROOT, "Dockerfile"), "utf8")).toMatch(/^ENV BIND_HOST=0\.0\.0\.0$/m);
+});
