@@ -2,13 +2,14 @@
 // example body in the one error shape (CONTRACT.md "HTTP conventions"). Codes and statuses come from
 // common/errors.ts, so a code that is renamed or moved to another status fails the type check or the document test.
 import { ERROR_STATUS, type ErrorCode, type ErrorDetail } from "../common/errors.ts";
+import { SSRF_ALLOW_HINT } from "../common/ssrf.ts";
 
 const REQUEST_ID = "7f1c2d3e-4b5a-4c6d-8e9f-0a1b2c3d4e5f";
 
 const EXAMPLES: Record<ErrorCode, { message: string; detail: ErrorDetail }> = {
   invalid_request: { message: "The field /destination/url is required.", detail: { param: "/destination/url" } },
   ssrf_blocked: {
-    message: "The destination resolves to 10.0.0.5, in the non-public range 10.0.0.0/8.",
+    message: `The destination resolves to 10.0.0.5, in the non-public range 10.0.0.0/8. ${SSRF_ALLOW_HINT}`,
     detail: { ip: "10.0.0.5", cidr: "10.0.0.0/8" },
   },
   unsupported_event: { message: 'The event kind "wallet.transfer.pending" is not supported.', detail: { event: "wallet.transfer.pending" } },
@@ -36,13 +37,14 @@ const EXAMPLES: Record<ErrorCode, { message: string; detail: ErrorDetail }> = {
   subscription_disabled: { message: "The subscription is disabled; enable it before sending or retrying events.", detail: null },
   payload_too_large: { message: "The request body exceeds 1048576 bytes.", detail: null },
   unsupported_media_type: { message: "Request bodies must be sent with Content-Type: application/json.", detail: null },
+  uri_too_long: { message: "The request target is longer than 8192 characters.", detail: { limit: 8192 } },
   rate_limited: { message: "Too many requests for this API key; retry after the Retry-After delay.", detail: { retryAfterSeconds: 1 } },
   internal_error: { message: "An unexpected error occurred.", detail: null },
   service_unavailable: { message: "A dependency is unavailable; nothing was changed. Try again shortly.", detail: null },
 };
 
 /** Codes every authenticated operation can answer, whatever its own rules. */
-const COMMON: ErrorCode[] = ["unauthorized", "rate_limited", "service_unavailable"];
+const COMMON: ErrorCode[] = ["unauthorized", "uri_too_long", "rate_limited", "service_unavailable"];
 /** A request with a body: its size, media type and JSON shape. */
 const BODY: ErrorCode[] = ["invalid_request", "payload_too_large", "unsupported_media_type"];
 const IDEMPOTENT: ErrorCode[] = ["idempotency_in_flight", "idempotency_conflict", "invalid_request"];
