@@ -15,6 +15,7 @@ import { startStack, type Stack } from "../test/support/stack.ts";
 import { createTestPki } from "../tools/receiver/certs.ts";
 import { startReceiver, type Receiver } from "../tools/receiver/server.ts";
 import { startTronSim, type TronSim } from "../tools/tron-sim/server.ts";
+import { startDemoNats, type DemoNats } from "./demo-nats.ts";
 
 const BLOCK_MS = Number(process.env.DEMO_BLOCK_MS ?? 3_000);
 const SECONDS = process.env.DEMO_SECONDS ? Number(process.env.DEMO_SECONDS) : undefined;
@@ -88,11 +89,13 @@ async function main() {
     deliverer: { resolver },
     matcher: { nodeUrls: { "tron:mainnet": sim.url } },
   });
+  let nats: DemoNats | undefined;
   let stopping = false;
   const stop = async (code = 0) => {
     if (stopping) return;
     stopping = true;
     say(dim("\nstopping: the stack, the simulator and the receiver; the throwaway database is dropped"));
+    await nats?.close().catch(() => {});
     await stack.stop().catch(() => {});
     await sim.stop().catch(() => {});
     await receiver.close().catch(() => {});
@@ -127,6 +130,23 @@ async function main() {
     });
     for (const a of watched) say(dim(`   ${a}`));
 
+    nats = await startDemoNats(stack.registry.store);
+    if (nats) {
+      say(`\n${bold("4b.")} NATS JetStream answers on 127.0.0.1:4222: the same addresses to subject ${nats.subject}`);
+      say(dim(`   (broker ${nats.broker} registered as \`bun run brokers add ${nats.broker} nats://127.0.0.1:4222\` does)`));
+      const natsSub = await api(stack, key.key, "POST", "/v1/subscriptions", {
+        destination: { type: "nats", broker: nats.broker, subject: nats.subject },
+        events: ["wallet.transfer.broadcasted"],
+        description: "demo over NATS",
+      });
+      await api(stack, key.key, "PATCH", `/v1/subscriptions/${natsSub.id}/filters/addresses`, {
+        add: watched.map((address) => ({ chainId: "tron:mainnet", address })),
+      });
+      await nats.read((natsSub.destination as { secret: string }).secret);
+    } else {
+      say(dim(`\n   (NATS is not reachable on 127.0.0.1:4222: the demo shows HTTPS only)`));
+    }
+
     say(`\n${bold("5.")} The lifecycle: a second subscription to all three transfer kinds, watching a new wallet:`);
     const life = await api(stack, key.key, "POST", "/v1/subscriptions", {
       destination: { type: "https", url: receiver.url("/lifecycle") },
@@ -147,6 +167,7 @@ async function main() {
     let shown = 0;
     let lifeShown = 0;
     const broadcastedAt = new Map<string, number>();
+    let natsShown = 0;
     const started = Date.now();
     for (;;) {
       const lives = receiver.deliveries("/lifecycle");
@@ -177,11 +198,24 @@ async function main() {
         const latency = d.receivedAt - p.data.blockTimestamp;
         say(`${sig}  block ${p.data.blockNumber}  ${what.padEnd(22)} ${p.data.from.slice(0, 8)}… → ${p.data.to.slice(0, 8)}…  watched as ${roles.padEnd(7)} ${dim(`${p.id}  ${latency} ms after the block`)}`);
       }
+      if (nats) {
+        const overHttps = new Set(all.map((d) => {
+          const p = JSON.parse(d.body) as { data: { txId: string; logIndex: number } };
+          return `${p.data.txId}:${p.data.logIndex}`;
+        }));
+        for (; natsShown < nats.messages.length; natsShown++) {
+          const m = nats.messages[natsShown]!;
+          if (!overHttps.has(m.transfer)) break;
+          const sig = m.verified ? green("signature ✓") : red("signature ✗");
+          say(`${sig}  ${dim("the same transfer on NATS")} ${nats.subject}  tx ${m.transfer.slice(0, 12)}…  ${dim(m.eventId)}`);
+        }
+      }
       if (SECONDS !== undefined && Date.now() - started > SECONDS * 1000) break;
       await Bun.sleep(100);
     }
     const all = [...receiver.deliveries("/webhooks"), ...receiver.deliveries("/lifecycle")];
     say(`\n${all.length} deliveries, ${all.filter((d) => d.verified).length} with a valid signature.`);
+    if (nats) say(`${nats.messages.length} NATS messages, ${nats.messages.filter((m) => m.verified).length} with a valid signature.`);
     await stop(all.every((d) => d.verified) ? 0 : 1);
   } catch (err) {
     say(red(`demo failed: ${(err as Error).message}`));

@@ -101,6 +101,13 @@ export interface Config {
   logLevel: string;
 }
 
+/** The variable naming each chain's java-tron node (log lines name it when the node cannot be reached). */
+export const NODE_URL_VARIABLES: Record<ChainId, string> = {
+  "tron:mainnet": "TRON_MAINNET_NODE_URL",
+  "tron:nile": "TRON_NILE_NODE_URL",
+  "tron:shasta": "TRON_SHASTA_NODE_URL",
+};
+
 export function loadConfig(env: Env = process.env): Config {
   const appSecret = env.APP_SECRET || undefined;
   if (appSecret !== undefined && Buffer.from(appSecret, "base64").length < 32) {
@@ -140,9 +147,9 @@ export function loadConfig(env: Env = process.env): Config {
         : undefined,
     appSecret,
     tronNodeUrls: {
-      "tron:mainnet": str(env, "TRON_MAINNET_NODE_URL", "https://api.trongrid.io"),
-      "tron:nile": str(env, "TRON_NILE_NODE_URL", "https://nile.trongrid.io"),
-      "tron:shasta": str(env, "TRON_SHASTA_NODE_URL", "https://api.shasta.trongrid.io"),
+      "tron:mainnet": str(env, NODE_URL_VARIABLES["tron:mainnet"], "https://api.trongrid.io"),
+      "tron:nile": str(env, NODE_URL_VARIABLES["tron:nile"], "https://nile.trongrid.io"),
+      "tron:shasta": str(env, NODE_URL_VARIABLES["tron:shasta"], "https://api.shasta.trongrid.io"),
     },
     trongridApiKey: env.TRONGRID_API_KEY || undefined,
     retrySchedule: parseRetrySchedule(str(env, "RETRY_SCHEDULE", DEFAULT_RETRY_SCHEDULE)),

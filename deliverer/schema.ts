@@ -2,11 +2,17 @@
 import { idempotencyTable } from "../common/idempotency.ts";
 import { sql } from "drizzle-orm";
 import { jsonb } from "../common/jsonb.ts";
-import { boolean, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { bigint, boolean, customType, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
 const ms = (name: string) => timestamp(name, { precision: 3, withTimezone: true, mode: "date" });
 
 const jsonObject = jsonb<Record<string, unknown>>();
+
+// PostgreSQL's 64-bit transaction id (xid8), read as its decimal text.
+const xid8 = customType<{ data: string; driverData: string }>({
+  dataType: () => "xid8",
+  fromDriver: (value) => String(value),
+});
 
 export const EVENT_STATUSES = ["pending", "delivered", "failed"] as const;
 export type EventStatus = (typeof EVENT_STATUSES)[number];
@@ -17,6 +23,8 @@ export const events = pgTable(
   {
     id: text("id").primaryKey(),
     subscriptionId: text("subscription_id").notNull(),
+    // The API key that owns the subscription (StreamEvents reads a key's events); null on rows made before it existed.
+    keyId: text("key_id"),
     kind: text("kind").notNull(),
     // Null for service.ping.
     chainId: text("chain_id"),
@@ -37,6 +45,11 @@ export const events = pgTable(
     held: boolean("held").notNull().default(false),
     createdAt: ms("created_at").notNull(),
     updatedAt: ms("updated_at").notNull(),
+    // The stream position (deliverer/stream.ts): the inserting transaction and the order within it. A reader takes
+    // only rows whose transaction is older than every transaction still running, so a row that commits later can
+    // never appear behind a position already read (a bare sequence would let a slow commit slip behind a cursor).
+    xid: xid8("xid").notNull().default(sql`pg_current_xact_id()`),
+    seq: bigint("seq", { mode: "number" }).generatedAlwaysAsIdentity(),
   },
   (t) => [
     // One event per (subscription, kind, transfer): a re-read block or the second stream over the same block makes
@@ -47,6 +60,7 @@ export const events = pgTable(
     // The schedule rebuild reads only pending rows; the reconciliation reads their overdue range by due time.
     index("events_pending_idx").on(t.nextAttemptAt).where(sql`status = 'pending' AND NOT held`),
     index("events_held_idx").on(t.subscriptionId).where(sql`status = 'pending' AND held`),
+    index("events_stream_idx").on(t.keyId, t.xid, t.seq),
   ],
 );
 

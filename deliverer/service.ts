@@ -1,7 +1,7 @@
 // The DeliveryService RPC handlers: Enqueue for the matcher, and the public event operations (through the gateway,
 // which has already checked that the API key owns the subscription). Handlers throw ApiError.
 import { create } from "@bufbuild/protobuf";
-import type { ConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
 import {
   DeliveryService,
   DeleteSubscriptionEventsResponseSchema,
@@ -43,6 +43,8 @@ export interface DeliveryServiceDeps {
   wake: () => void;
   /** How long a reservation outlives a crash between the PostgreSQL commit and the schedule update. */
   reserveMs: number;
+  /** StreamEvents (deliverer/stream.ts); without it the method answers Unimplemented. */
+  streamEvents?: ServiceImpl<typeof DeliveryService>["streamEvents"];
 }
 
 const DEFAULT_LIMIT = 50;
@@ -117,6 +119,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
       rows.push({
         id,
         subscriptionId: e.subscriptionId,
+        keyId: target.keyId,
         kind: e.kind,
         chainId: t.chainId,
         txId: t.txId,
@@ -164,6 +167,13 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
     router.service(DeliveryService, {
       enqueue,
 
+      streamEvents:
+        d.streamEvents ??
+        // eslint-disable-next-line require-yield
+        async function* () {
+          throw new ConnectError("StreamEvents is not available in this build", Code.Unimplemented);
+        },
+
       async createTestEvent(req) {
         if (!isId("sub", req.subscriptionId)) throw notFound("subscription");
         const kind = req.kind === "" ? PING_KIND : req.kind;
@@ -191,6 +201,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
             const row = await d.store.insertEvent(tx, {
               id,
               subscriptionId: req.subscriptionId,
+              keyId: target.keyId,
               kind,
               chainId,
               txId: transfer ? (data as { txId: string }).txId : null,

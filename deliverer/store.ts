@@ -45,6 +45,19 @@ export interface OverdueCursor {
   dueMs: number;
 }
 
+/** A position in a key's event stream: the inserting transaction's id (xid8, decimal) and the row's seq. */
+export interface StreamPosition {
+  xid: string;
+  seq: number;
+}
+
+export interface StreamFilter {
+  keyId: string;
+  subscriptionIds: string[];
+  kinds: string[];
+  chainIds: string[];
+}
+
 export interface PageCursor {
   t: number;
   id: string;
@@ -89,6 +102,7 @@ export class DelivererStore {
       rows.map((r) => ({
         id: r.id,
         sub: r.subscriptionId,
+        key: r.keyId ?? null,
         kind: r.kind,
         chain: r.chainId,
         tx: r.txId,
@@ -101,10 +115,10 @@ export class DelivererStore {
     );
     await withDatabase(async () => {
       const done = (await this.db.$client`
-        INSERT INTO events (id, subscription_id, kind, chain_id, tx_id, log_index, internal_index, payload, status, next_attempt_at, created_at, updated_at)
-        SELECT v.id, v.sub, v.kind, v.chain, v.tx, v.li, v.ii, v.payload, 'pending', v.next, v.at, v.at
+        INSERT INTO events (id, subscription_id, key_id, kind, chain_id, tx_id, log_index, internal_index, payload, status, next_attempt_at, created_at, updated_at)
+        SELECT v.id, v.sub, v.key, v.kind, v.chain, v.tx, v.li, v.ii, v.payload, 'pending', v.next, v.at, v.at
         FROM jsonb_to_recordset(${json}::text::jsonb)
-          AS v(id text, sub text, kind text, chain text, tx text, li int, ii int, payload jsonb, next timestamptz, at timestamptz)
+          AS v(id text, sub text, key text, kind text, chain text, tx text, li int, ii int, payload jsonb, next timestamptz, at timestamptz)
         ON CONFLICT (subscription_id, kind, chain_id, tx_id, log_index, internal_index) DO NOTHING
         RETURNING id`) as { id: string }[];
       for (const r of done) inserted.add(r.id);
@@ -341,5 +355,24 @@ export class DelivererStore {
 
   purgeExpiredIdempotency(): Promise<number> {
     return this.ledger.purgeExpired(this.db);
+  }
+
+  /**
+   * The key's events after `after`, in stream order (xid, seq), at most `limit`. Only rows whose transaction is older
+   * than every transaction still running are read: a row committed later always lands after every position already
+   * handed out, so a reader that resumes from its last position misses nothing.
+   */
+  streamPage(filter: StreamFilter, after: StreamPosition, limit: number): Promise<EventRow[]> {
+    const conds = [
+      eq(events.keyId, filter.keyId),
+      sql`(${events.xid}, ${events.seq}) > (${after.xid}::xid8, ${after.seq}::bigint)`,
+      sql`${events.xid} < pg_snapshot_xmin(pg_current_snapshot())`,
+    ];
+    if (filter.subscriptionIds.length > 0) conds.push(inArray(events.subscriptionId, filter.subscriptionIds));
+    if (filter.kinds.length > 0) conds.push(inArray(events.kind, filter.kinds));
+    if (filter.chainIds.length > 0) conds.push(inArray(events.chainId, filter.chainIds));
+    return withDatabase(() =>
+      this.db.select().from(events).where(and(...conds)).orderBy(events.xid, events.seq).limit(limit),
+    );
   }
 }

@@ -2,7 +2,7 @@
 // appear depends on the endpoint, so each view is named for where it is used.
 import type { Static } from "elysia";
 import { DIRECTIONS, type MatchDirection } from "../common/match-conditions.ts";
-import type { AddressEntry, MatchConditions, Subscription } from "../gen/webhooks/registry/v1/registry_pb.ts";
+import type { AddressEntry, Destination, MatchConditions, Subscription } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import type { AddressEntrySchema, MatchInput, MatchSchema, SubscriptionSchema } from "./schemas.ts";
 
 export type AddressJson = Static<typeof AddressEntrySchema>;
@@ -52,10 +52,21 @@ export function matchRequest(m: MatchInputJson | undefined) {
   };
 }
 
+/** The destination as it was given: only its type's fields (the registry stores only these three types). */
+export function renderDestination(d: Destination | undefined): SubscriptionJson["destination"] {
+  switch (d?.type) {
+    case "amqp":
+      return { type: "amqp", broker: d.broker, exchange: d.exchange, routingKey: d.routingKey };
+    case "nats":
+      return { type: "nats", broker: d.broker, subject: d.subject };
+    default:
+      return { type: "https", url: d?.url ?? "" };
+  }
+}
+
 /** `withSecret` only on the create and rotate responses: the secret is shown there and nowhere else. */
 export function renderSubscription(s: Subscription, view: SubscriptionView, withSecret = false): SubscriptionJson {
-  // Only https exists today, and the registry stores only the two statuses.
-  const destination: SubscriptionJson["destination"] = { type: "https", url: s.destination?.url ?? "" };
+  const destination = renderDestination(s.destination);
   if (withSecret && s.destination?.secret) destination.secret = s.destination.secret;
   const filters: SubscriptionJson["filters"] =
     view === "created"

@@ -94,17 +94,47 @@ export const MatchInput = t.Union(
   },
 );
 
+const SecretField = t.Optional(
+  t.String({ description: "whsec_ signing secret: only in the create and secret-rotation responses." }),
+);
+
+export const HttpsDestination = t.Object(
+  {
+    type: t.Literal("https"),
+    // No `format` check on the way out: a response is never refused over a stored URL (rows written before URLs
+    // were normalized may hold forms a strict URI check rejects), so a list or GET always renders.
+    url: t.String({ description: "The destination URL in its normalized form (WHATWG URL href), exactly as stored." }),
+    secret: SecretField,
+  },
+  { title: "HttpsDestination" },
+);
+
+export const AmqpDestination = t.Object(
+  {
+    type: t.Literal("amqp"),
+    broker: t.String({ description: "A broker registered by the operator (bun run brokers add)." }),
+    exchange: t.String({ description: '"" is the default exchange (routes to the queue named by routingKey).' }),
+    routingKey: t.String(),
+    secret: SecretField,
+  },
+  { title: "AmqpDestination" },
+);
+
+export const NatsDestination = t.Object(
+  {
+    type: t.Literal("nats"),
+    broker: t.String({ description: "A broker registered by the operator (bun run brokers add)." }),
+    subject: t.String({ description: "JetStream subject; a stream must capture it." }),
+    secret: SecretField,
+  },
+  { title: "NatsDestination" },
+);
+
 export const SubscriptionSchema = t.Object(
   {
     id: t.String({ description: "sub_ + ULID." }),
-    destination: t.Object({
-      type: t.Literal("https"),
-      // No `format` check on the way out: a response is never refused over a stored URL (rows written before URLs
-      // were normalized may hold forms a strict URI check rejects), so a list or GET always renders.
-      url: t.String({ description: "The destination URL in its normalized form (WHATWG URL href), exactly as stored." }),
-      secret: t.Optional(
-        t.String({ description: "whsec_ signing secret: only in the create and secret-rotation responses." }),
-      ),
+    destination: t.Union([HttpsDestination, AmqpDestination, NatsDestination], {
+      description: "Where events go, as it was given: an HTTPS URL, an AMQP exchange or a NATS JetStream subject.",
     }),
     events: t.Array(t.String()),
     filters: t.Object({
@@ -128,9 +158,21 @@ export const SubscriptionPageSchema = t.Object(
   { title: "SubscriptionPage" },
 );
 
+// One flat object for the three types (the registry checks which fields each type needs): a wrong field is then
+// reported by its own pointer (/destination/subject) instead of as a mismatch of a whole union.
 export const DestinationInput = InputObject({
-  type: t.Literal("https", { description: "Only https is supported." }),
-  url: t.String({ description: "HTTPS URL, publicly reachable (checked against private and reserved ranges)." }),
+  type: t.Union([t.Literal("https"), t.Literal("amqp"), t.Literal("nats")], {
+    description: "https: url. amqp: broker, exchange, routingKey. nats: broker, subject.",
+  }),
+  url: t.Optional(t.String({ description: "https: HTTPS URL, publicly reachable (checked against private and reserved ranges)." })),
+  broker: t.Optional(t.String({ description: "amqp, nats: the name of a broker the operator registered (never a host)." })),
+  exchange: t.Optional(
+    t.String({ description: 'amqp: exchange name, at most 255 of [A-Za-z0-9._:-]; "" (the default when omitted) is the default exchange.' }),
+  ),
+  routingKey: t.Optional(t.String({ description: "amqp: routing key, at most 255 bytes of UTF-8, no control characters; default \"\"." })),
+  subject: t.Optional(
+    t.String({ description: "nats: JetStream subject: '.'-separated non-empty tokens, no white space, no wildcards (* >), no '$' or '_INBOX' prefix." }),
+  ),
 });
 
 export const EventsInput = t.Array(t.String(), {

@@ -14,10 +14,11 @@ import { StreamLink } from "./block-cache.ts";
 import { acquireChainLease, type ChainLease } from "./lease.ts";
 import type { WatchLookup } from "./match.ts";
 import * as m from "./metrics.ts";
+import { NodeHealth } from "./node-health.ts";
 import { SolidifiedStream, type SolidProgress } from "./solid-stream.ts";
-import { ChainStream, type Progress } from "./stream.ts";
+import { ChainStream, sleep, type Progress } from "./stream.ts";
 import { LeaseLostError, openMatcherDatabase, type MatcherDb } from "./store.ts";
-import { TronClient } from "./tron-client.ts";
+import { TronClient, TronNodeError } from "./tron-client.ts";
 
 export interface MatcherDeps {
   /** Where Enqueue goes: in-process in `npm start`, networkTransport(config.delivererUrl) alone. */
@@ -71,6 +72,9 @@ function progressBoard<P extends { number: number }>(what: string) {
   };
 }
 
+/** How often a replica whose node has not answered yet asks it again (besides the stream's own requests). */
+const NODE_PROBE_INTERVAL_MS = 10_000;
+
 export async function createMatcher(config: Config, deps: MatcherDeps): Promise<MatcherHandle> {
   const log = rootLog.child({ service: "matcher" });
   const db = await openMatcherDatabase(config.databaseUrl, { max: config.matcherChains.length + 4 });
@@ -79,6 +83,15 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
   const stop = new AbortController();
   const heads = progressBoard<Progress>("head stream");
   const solids = progressBoard<SolidProgress>("solidified stream");
+
+  const nodes = new NodeHealth(log);
+  // Every series exists from the start: lag unknown (NaN) and the node down until it answers, so an alert on lag or
+  // on matcher_node_up fires for a matcher that never reached its node.
+  for (const chain of config.matcherChains) {
+    m.nodeUp.set({ chain }, 0);
+    m.lagBlocks.set({ chain }, Number.NaN);
+    m.lagSeconds.set({ chain }, Number.NaN);
+  }
 
   const watchLookup: WatchLookup = (chainId, addresses) => lookup(redis, config.redisPrefix, chainId, addresses);
   const enqueue = async (events: NewEvent[]) => {
@@ -90,6 +103,8 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
     const chainLog = log.child({ chain: chainId });
     // Label children bound once per endpoint: prom-client hashes a label object on every unbound call.
     const nodeUp = m.nodeUp.labels({ chain: chainId });
+    const nodeUrl = deps.nodeUrls?.[chainId] ?? config.tronNodeUrls[chainId];
+    const node = nodes.forChain(chainId, nodeUrl);
     const bound = new Map<string, { ok: { inc(): void }; error: { inc(): void }; latency: { observe(v: number): void } }>();
     const observe = (endpoint: string, ok: boolean, seconds: number) => {
       let b = bound.get(endpoint);
@@ -102,14 +117,27 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
         bound.set(endpoint, b);
       }
       nodeUp.set(ok ? 1 : 0);
+      node.observe(ok);
       (ok ? b.ok : b.error).inc();
       b.latency.observe(seconds);
     };
     const clientOptions = {
-      baseUrl: deps.nodeUrls?.[chainId] ?? config.tronNodeUrls[chainId],
+      baseUrl: nodeUrl,
       ...(config.trongridApiKey ? { apiKey: config.trongridApiKey } : {}),
     };
     const client = new TronClient({ ...clientOptions, observe });
+    // A standby replica (another one holds the lease) asks the node nothing, yet must become ready — a rolling
+    // update waits for it: ask for the head until the node has answered once.
+    void (async () => {
+      while (!stop.signal.aborted && !node.answered) {
+        try {
+          await client.getNowBlock();
+        } catch (err) {
+          if (err instanceof TronNodeError) node.failed(err);
+        }
+        if (!node.answered) await sleep(NODE_PROBE_INTERVAL_MS, stop.signal);
+      }
+    })();
 
     const { solidified = true, leaseRetryMs = 1_000, ...tuning } = deps.stream ?? {};
     const pollMs = config.matcherPollMs !== undefined ? { pollMs: config.matcherPollMs } : {};
@@ -134,6 +162,7 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
         log: chainLog.child({ stream: "head" }),
         ...(link ? { link } : {}),
         onCheckpoint: (p) => heads.set(chainId, p),
+        onNodeError: (err) => node.failed(err),
       });
       const solid = link
         ? new SolidifiedStream({
@@ -169,12 +198,17 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
 
   return {
     routes: () => {},
+    // The matcher's job is following its chains: the checkpoint and lease (PostgreSQL), the watch index (Redis) and a
+    // node that has answered. A deliverer outage only holds the checkpoint back (nothing is lost), so it is shown.
     checks: {
       postgres: async () => {
         await db.execute(sql`SELECT 1`);
         return true;
       },
       redis: async () => (await redis.ping()) === "PONG",
+      node: async () => nodes.anyAnswered(),
+    },
+    informational: {
       // The deliverer answers an empty Enqueue without touching anything.
       deliverer: async () => {
         await deliverer.enqueue({ events: [] }, { timeoutMs: 1_500 });

@@ -25,7 +25,7 @@ import {
   type MatcherDb,
   type ProcessedBlock,
 } from "./store.ts";
-import { MAX_BLOCKS_PER_RANGE, type TronClient } from "./tron-client.ts";
+import { MAX_BLOCKS_PER_RANGE, TronNodeError, type TronClient } from "./tron-client.ts";
 
 export interface StreamOptions {
   chainId: ChainId;
@@ -47,6 +47,8 @@ export interface StreamOptions {
   onCheckpoint?: (ref: Progress) => void;
   /** Shared with the chain's solidified stream (absent when it does not run): the block cache and positions. */
   link?: StreamLink;
+  /** Takes a step's failure when the node did not answer (it reports them, rate-limited); unset, they are logged. */
+  onNodeError?: (err: TronNodeError) => void;
 }
 
 export interface Progress extends BlockRef {
@@ -61,7 +63,8 @@ function blockRef(b: DecodedBlock): Progress {
   return { number: b.number, blockId: b.blockId, timestampMs: b.timestampMs };
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   if (ms <= 0 || signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const t = setTimeout(done, ms);
@@ -138,7 +141,8 @@ export class ChainStream {
         m.streamErrors.inc({ chain: this.chain });
         this.prefetch = null;
         const delay = Math.min(10_000, 250 * 2 ** Math.min(failures - 1, 6));
-        log.warn("stream step failed; retrying", { err, retryInMs: delay });
+        if (err instanceof TronNodeError && this.opts.onNodeError) this.opts.onNodeError(err);
+        else log.warn("stream step failed; retrying", { err, retryInMs: delay });
         await sleep(delay, signal);
       }
     }

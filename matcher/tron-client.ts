@@ -26,8 +26,9 @@ export class TronNodeError extends Error {
     message: string,
     readonly endpoint: string,
     readonly status?: number,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
     this.name = "TronNodeError";
   }
 }
@@ -172,7 +173,10 @@ export class TronClient {
         lastError = err;
       }
     }
-    throw lastError instanceof Error ? lastError : new TronNodeError(`${endpoint} failed`, endpoint);
+    if (lastError instanceof TronNodeError) throw lastError;
+    // Refused, reset, timed out: one error type for "the node did not answer", so callers can tell it from their own.
+    const reason = lastError instanceof Error ? lastError.message : String(lastError);
+    throw new TronNodeError(`${endpoint} failed: ${reason}`, endpoint, undefined, { cause: lastError });
   }
 
   private delay(attempt: number): number {

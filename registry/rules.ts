@@ -1,6 +1,6 @@
 // The registry's business rules for subscriptions and keys (CONTRACT.md "Limits" and "Subscriptions"): pure checks
 // that either return the normalized value or throw the public ApiError. The destination URL (shape, DNS, SSRF)
-// is checked by common/ssrf.ts checkDestinationUrl, which the deliverer shares.
+// is checked by common/ssrf.ts checkDestinationUrl, which the deliverer shares; queue destinations by destination.ts.
 import { randomBytes } from "node:crypto";
 import { TRON_CHAINS, isChainId, type ChainId } from "../common/config.ts";
 import { ApiError } from "../common/errors.ts";
@@ -37,11 +37,6 @@ export const MAX_PAGE_LIMIT = 200;
 
 function invalid(message: string, param: string): ApiError {
   return new ApiError("invalid_request", message, { param });
-}
-
-/** The destination's type; the URL itself is checked by common/ssrf.ts checkDestinationUrl (shape, DNS, SSRF). */
-export function checkDestinationType(type: string): void {
-  if (type !== "https") throw invalid('destination.type must be "https".', "/destination/type");
 }
 
 /** 1 to 16 distinct event kinds, duplicates collapsed in order; an unknown kind is unsupported_event. */

@@ -1,7 +1,7 @@
 // /v1/subscriptions: create, list, get, replace, delete, rotate the signing secret. Maps JSON ⇄ registry RPCs;
 // every business rule (URL policy, events, description, idempotency records, page tokens) is the registry's.
 import { createClient } from "@connectrpc/connect";
-import { Elysia, t } from "elysia";
+import { Elysia, t, type Static } from "elysia";
 import { log } from "../../common/logger.ts";
 import { DeliveryService } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { ApiError } from "../../common/errors.ts";
@@ -52,6 +52,18 @@ function present(s: Subscription | undefined): Subscription {
   return s;
 }
 
+/** The JSON destination as the registry's message; omitted fields are "" (the registry says which are required). */
+function destinationRequest(d: Static<typeof DestinationInput>) {
+  return {
+    type: d.type,
+    url: d.url ?? "",
+    broker: d.broker ?? "",
+    exchange: d.exchange ?? "",
+    routingKey: d.routingKey ?? "",
+    subject: d.subject ?? "",
+  };
+}
+
 const SubscriptionInput = {
   destination: DestinationInput,
   events: EventsInput,
@@ -97,7 +109,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
           subs.createSubscription(
             {
               keyId,
-              destination: { type: body.destination.type, url: body.destination.url },
+              destination: destinationRequest(body.destination),
               events: body.events,
               status: body.status ?? "",
               description: body.description ?? "",
@@ -166,7 +178,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
             {
               keyId,
               id,
-              destination: { type: body.destination.type, url: body.destination.url },
+              destination: destinationRequest(body.destination),
               events: body.events,
               // A full replacement: what is omitted returns to its default.
               status: body.status ?? "enabled",

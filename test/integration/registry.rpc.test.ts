@@ -500,7 +500,7 @@ describe("operational endpoints", () => {
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: "ready", checks: { postgres: true, redis: true } });
+    expect(await ready.json()).toEqual({ status: "ready", checks: { postgres: true }, informational: { redis: true } });
     const text = await (await fetch(`${base}/metrics`)).text();
     // Earlier tests made calls, replays and errors: each shows up by method and outcome.
     expect(text).toMatch(/registry_rpc_calls_total\{method="createSubscription",outcome="ok"\} [1-9]/);

@@ -2,7 +2,7 @@
 // generation mechanics the registry's rebuild relies on.
 import { afterAll, beforeAll, beforeEach, expect, test } from "bun:test";
 import Redis from "ioredis";
-import fixtures from "../../../shared/fixtures/tron/addresses.json";
+import fixtures from "../../fixtures/tron/addresses.json";
 import {
   applyAddresses,
   beginBuild,

@@ -8,7 +8,7 @@ import net from "node:net";
 import { createClient } from "@connectrpc/connect";
 import { SQL } from "bun";
 import Redis from "ioredis";
-import fixtures from "../../../shared/fixtures/tron/addresses.json";
+import fixtures from "../../fixtures/tron/addresses.json";
 import { inProcessTransport } from "../../common/rpc.ts";
 import { hexToBase58 } from "../../common/tron-address.ts";
 import { beginBuild, lookup, readState } from "../../common/watch-index.ts";

@@ -20,7 +20,7 @@ import type { TronBlock, TronTransaction, TronTransactionInfo } from "../../matc
 // its generated protobuf files, which need a load order only require() guarantees; see common/tron-address.ts).
 const { TronWeb, utils } = createRequire(import.meta.url)("tronweb") as typeof import("tronweb");
 
-const FIXTURES = join(import.meta.dir, "../../../shared/fixtures/tron");
+const FIXTURES = join(import.meta.dir, "../../fixtures/tron");
 const load = <T>(name: string): T => JSON.parse(readFileSync(join(FIXTURES, name), "utf8")) as T;
 
 const hexBlock = load<TronBlock>("mainnet-block-61132092.getblockbynum.json");

@@ -20,7 +20,7 @@ import { blockTxFromTronGrid, infoFromTronGrid, loadTestnetInfos, loadTronGridTr
 import { internalTransactions, synthesizeTransactionInfos } from "./txinfo.ts";
 import { addressToHex } from "./forms.ts";
 
-export const FIXTURES_DIR = join(import.meta.dir, "../../../shared/fixtures/tron");
+export const FIXTURES_DIR = join(import.meta.dir, "../../fixtures/tron");
 
 export interface StoredBlock {
   block: TronBlock;

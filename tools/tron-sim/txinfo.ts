@@ -1,5 +1,5 @@
 // SYNTHESIZED transaction infos. No real /wallet/gettransactioninfobyblocknum output was recorded (see
-// ../shared/fixtures/tron/PROVENANCE.md), so for every block except the one recorded transaction info, the simulator
+// fixtures/tron/PROVENANCE.md), so for every block except the one recorded transaction info, the simulator
 // makes the infos up in java-tron's shape: TRC-20 `Transfer` logs derived from the calldata of `transfer` and
 // `transferFrom` calls. They are good enough to drive the pipeline (tests, demo, benchmark) and are NOT evidence
 // that the decoder reads real node output correctly; that proof is the recorded info of tx 661f1df8….
