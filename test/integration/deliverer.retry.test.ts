@@ -128,7 +128,9 @@ describe("disabled and deleted subscriptions", () => {
     await waitForEvent(bed, ref, (e) => e.attempts >= 1);
     await bed.subscriptions.deleteSubscription({ keyId: sub.keyId, id: sub.subscriptionId });
     const res = await bed.delivery.deleteSubscriptionEvents({ subscriptionId: sub.subscriptionId });
-    expect(res.deleted).toBe(1n);
+    // A retry due between the two calls finds the subscription gone and drops the event itself (the next test), so
+    // the call removes it or finds it already removed; either way it is gone and nothing more is sent.
+    expect([0n, 1n]).toContain(res.deleted);
     const count = bed.receiver.count(path);
     await Bun.sleep(800);
     expect(bed.receiver.count(path)).toBe(count);

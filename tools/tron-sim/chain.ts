@@ -174,7 +174,13 @@ export class SimChain {
         ...(spec.contract ? { contract: addressToHex(spec.contract) } : {}),
         ...(spec.internal ? { internal: spec.internal.map((m) => ({ ...m, to: addressToHex(m.to) })) } : {}),
       };
-      const tx = transferTransaction(hexSpec, this.ref(parent), this.now(), this.generator.rand);
+      // Two equal transfers queued together (same parties, amount and time) would be one transaction to java-tron:
+      // each gets a raw_data timestamp 1 ms earlier than the last taken, so every queued one has its own txID.
+      let at = this.now();
+      let tx = transferTransaction(hexSpec, this.ref(parent), at, this.generator.rand);
+      while (ids.includes(tx.txID) || this.pending.some((p) => p.txID === tx.txID) || this.byTxId(tx.txID)) {
+        tx = transferTransaction(hexSpec, this.ref(parent), --at, this.generator.rand);
+      }
       const moves = internalSpecs(hexSpec);
       if (moves.length > 0) this.internalMoves.set(tx.txID, internalTransactions(tx.txID, hexSpec.contract ?? USDT_HEX, moves));
       this.pending.push(tx);
