@@ -20,6 +20,7 @@ import { createRateLimiter, rateLimitHeaders } from "./rate-limit.ts";
 import { pickRequestId, REQUEST_ID_HEADER } from "./request-id.ts";
 import { addressRoutes } from "./routes/addresses.ts";
 import { eventRoutes } from "./routes/events.ts";
+import { operationRoutes } from "./routes/operations.ts";
 import { subscriptionRoutes } from "./routes/subscriptions.ts";
 
 const gatewayLog = log.child({ service: "gateway" });
@@ -211,6 +212,7 @@ export function createGatewayApp(opts: GatewayOptions) {
     .use(subscriptionRoutes(deps))
     .use(addressRoutes(deps))
     .use(eventRoutes(deps))
+    .use(operationRoutes(deps))
     .onStop(() => {
       if (ownsRedis) redis.disconnect();
     });
