@@ -12,6 +12,7 @@ import { createAuthenticator, UNAUTHORIZED_HEADERS } from "./auth.ts";
 import { parseJsonBody } from "./body.ts";
 import { beginRequest, pathOf, requestIdOf, stateOf } from "./context.ts";
 import { createDeps } from "./deps.ts";
+import { consolePlugin } from "./console.ts";
 import { docsPlugin } from "./docs.ts";
 import { createMethodIndex, errorResponse, fromValidationError, methodNotAllowed, notFound } from "./errors.ts";
 import { canonicalJson, IDEMPOTENCY_HEADER } from "./idempotency.ts";
@@ -196,6 +197,7 @@ export function createGatewayApp(opts: GatewayOptions) {
       record(request, route || "unmatched", typeof set.status === "number" ? set.status : 200);
     })
     .use(docsPlugin(() => whole))
+    .use(consolePlugin())
     .get("/healthz", ({ request }) => operational(request), {
       response: { 200: t.Object({ status: t.Literal("ok") }) },
       detail: { summary: "Liveness", tags: ["operations"], security: [] },

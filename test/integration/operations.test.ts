@@ -91,8 +91,8 @@ describe("attempts", () => {
     const bad = await call<Err>(base, s.key, "GET", `/v1/subscriptions/${s.id}/events/${ev.id}/attempts?nextPageToken=v1:forged.sig`);
     expect([bad.status, bad.body.error]).toEqual([400, "invalid_pagination_token"]);
     expect((await call(base, s.key, "DELETE", `/v1/subscriptions/${s.id}`)).status).toBe(204);
-    const [{ n }] = (await db`SELECT count(*)::int AS n FROM delivery_attempts WHERE event_id = ${ev.id}`) as { n: number }[];
-    expect(n).toBe(0);
+    const [row] = (await db`SELECT count(*)::int AS n FROM delivery_attempts WHERE event_id = ${ev.id}`) as { n: number }[];
+    expect(row!.n).toBe(0);
   });
 });
 
@@ -269,7 +269,7 @@ describe("over Connect on the deliverer's port", () => {
     expect(health.lastHour?.succeeded).toBe(1n);
     const rec = await client.recoverEvents({ keyId: s.keyId, subscriptionId: s.id, sinceMs: BigInt(Date.now() - 60_000), status: "delivered" });
     expect(rec.recovered).toBe(1n);
-    const unauth = createClient(DeliveryService, networkTransport(env.stack.config.delivererUrl, {}));
+    const unauth = createClient(DeliveryService, networkTransport(env.stack.config.delivererUrl, { token: "" }));
     expect(unauth.searchEvents({ keyId: s.keyId })).rejects.toThrow();
   });
 });
