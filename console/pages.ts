@@ -35,7 +35,7 @@ function secretBox(secret: string): HTMLElement {
 export const subscriptionsPage: Render = async (main) => {
   const url = h("input", { type: "url", required: true, placeholder: "https://example.com/webhooks", autocomplete: "off" });
   const description = h("input", { type: "text", maxlength: 512 });
-  const kinds = eventsChooser(["wallet.transfer.confirmed"]);
+  const kinds = eventsChooser(["wallet.transfer.broadcasted"]);
   const created = h("div");
   const list = h("tbody");
   const more = h("button", { type: "button", hidden: true }, "More");
