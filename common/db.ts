@@ -82,6 +82,13 @@ export function isUnavailable(err: unknown): boolean {
   return e?.cause !== undefined && e.cause !== err ? isUnavailable(e.cause) : false;
 }
 
+/**
+ * Longest a write waits for the answer to a COMMIT it already sent once its deadline has passed (the database froze
+ * with the COMMIT in flight): the answer must be the real outcome, so it waits this long before giving up. Callers
+ * of a write RPC allow for it in their own deadline.
+ */
+export const COMMIT_SETTLE_MS = 30_000;
+
 /** Runs a store operation, turning a dead database into the public 503 (nothing was changed). */
 export async function withDatabase<T>(fn: () => Promise<T>): Promise<T> {
   try {

@@ -21,6 +21,7 @@ export const ERROR_STATUS = {
   event_not_retryable: 409,
   subscription_disabled: 409,
   payload_too_large: 413,
+  uri_too_long: 414,
   unsupported_media_type: 415,
   rate_limited: 429,
   internal_error: 500,

@@ -26,9 +26,22 @@ export function setLogLevel(level: LogLevel): void {
   threshold = RANK[level];
 }
 
-function serializeError(err: unknown): unknown {
-  if (err instanceof Error) return { name: err.name, message: err.message, stack: err.stack };
-  return err;
+// A failed query's error (drizzle's DrizzleQueryError) spells out every parameter after "params:" in its message and
+// stack: inserted rows with their encrypted secrets, descriptions, URLs. Logs keep the query text and drop the values.
+const QUERY_PARAMS = /\nparams: [\s\S]*?(?=\n {4}at |$)/;
+const PARAMS_OMITTED = "\nparams: [omitted]";
+
+function withoutParams(text: string | undefined): string | undefined {
+  return text?.replace(QUERY_PARAMS, PARAMS_OMITTED);
+}
+
+function serializeError(err: unknown, depth = 0): unknown {
+  if (!(err instanceof Error)) return err;
+  const out: Record<string, unknown> = { name: err.name, message: withoutParams(err.message), stack: withoutParams(err.stack) };
+  // The cause says why the query failed (the driver's error); its own fields (detail, where) may quote values, so
+  // only its name and message are kept.
+  if (err.cause !== undefined && depth < 3) out.cause = serializeError(err.cause, depth + 1);
+  return out;
 }
 
 export interface Logger {

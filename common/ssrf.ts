@@ -121,10 +121,16 @@ const ABSENT_CODES = new Set(["ENOTFOUND", "ENODATA"]);
 /** A resolver over the system's DNS servers (or given ones), answering within timeoutMs or throwing. */
 export function createSystemResolver(options: { timeoutMs?: number; servers?: string[] } = {}): Resolver {
   const timeoutMs = options.timeoutMs ?? 3000;
-  const dns = new DnsResolver({ timeout: timeoutMs, tries: 1 });
-  if (options.servers) dns.setServers(options.servers);
+  // A fresh channel per lookup: a long-lived one keeps a query cache that held an empty AAAA answer past its TTL,
+  // so a name that gained an address was not judged by it. Both families are asked on every lookup; caching is
+  // left to the system's resolver, which honours TTLs.
+  const channel = () => {
+    const dns = new DnsResolver({ timeout: timeoutMs, tries: 1 });
+    if (options.servers) dns.setServers(options.servers);
+    return dns;
+  };
 
-  const query = async (family: "resolve4" | "resolve6", hostname: string): Promise<string[]> => {
+  const query = async (dns: DnsResolver, family: "resolve4" | "resolve6", hostname: string): Promise<string[]> => {
     try {
       return await dns[family](hostname);
     } catch (err) {
@@ -140,11 +146,13 @@ export function createSystemResolver(options: { timeoutMs?: number; servers?: st
       const deadline = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new ResolverError(`DNS lookup of ${hostname} timed out`, "ETIMEOUT")), timeoutMs);
       });
+      const dns = channel();
       try {
-        const [v4, v6] = await Promise.race([Promise.all([query("resolve4", hostname), query("resolve6", hostname)]), deadline]);
+        const [v4, v6] = await Promise.race([Promise.all([query(dns, "resolve4", hostname), query(dns, "resolve6", hostname)]), deadline]);
         return [...v4, ...v6];
       } finally {
         clearTimeout(timer);
+        dns.cancel();
       }
     },
   };
@@ -249,6 +257,10 @@ function stripBrackets(host: string): string {
 export const MAX_URL_LENGTH = 2048;
 const URL_PARAM = "/destination/url";
 
+/** Said with every ssrf_blocked answer: the one way to reach a non-public destination on purpose. */
+export const SSRF_ALLOW_HINT =
+  "Private deployments and tests can exempt ranges with the SSRF_ALLOW_CIDRS setting (e.g. SSRF_ALLOW_CIDRS=10.0.0.0/8).";
+
 /** Why a destination cannot be used; the deliverer records `message` as the failed attempt's reason. */
 export class DestinationError extends Error {
   constructor(
@@ -264,7 +276,7 @@ export class DestinationError extends Error {
   toApiError(): ApiError {
     switch (this.kind) {
       case "blocked":
-        return new ApiError("ssrf_blocked", this.message, { ip: this.ip, cidr: this.cidr });
+        return new ApiError("ssrf_blocked", `${this.message} ${SSRF_ALLOW_HINT}`, { ip: this.ip, cidr: this.cidr });
       case "does_not_resolve":
         return new ApiError("invalid_request", this.message, { param: URL_PARAM, reason: "does not resolve" });
       case "resolver_failed":
@@ -382,15 +394,25 @@ function rawAuthorityHasUserInfo(raw: string): boolean {
   return (end === -1 ? afterScheme : afterScheme.slice(0, end)).includes("@");
 }
 
+// Characters the WHATWG parser would silently drop or rewrite, so that what is stored would not be what was sent:
+// C0 controls (tab, CR, LF and NUL among them), space and DEL at the ends, DEL anywhere, and the backslash that
+// special schemes read as "/". A lone surrogate cannot be encoded at all (the parser would make it U+FFFD).
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 /**
- * The request-time check of a destination URL. Throws ApiError: invalid_request (with detail.param and reason),
- * ssrf_blocked ({ip, cidr}) or service_unavailable (resolver failure or timeout).
+ * Parses a destination URL once and returns its one stored form, `new URL(raw).href` (CONTRACT.md "Limits" and the
+ * README's URL rule). Accepted normalizations are the parser's lossless ones: scheme and host case, IDNA (a fullwidth
+ * or Unicode host becomes its ASCII form), percent-encoding of non-ASCII path, query and fragment characters, the
+ * default port, dot segments and an empty path becoming "/". Anything the parser would drop or guess at is refused.
+ * Throws invalid_request with detail.param /destination/url.
  */
-export async function checkDestinationUrl(
-  policy: SsrfPolicy,
-  rawUrl: string,
-): Promise<{ url: URL; addresses: string[] }> {
+export function normalizeDestinationUrl(rawUrl: string): URL {
   if (rawUrl.length > MAX_URL_LENGTH) throw invalidUrl(`is longer than ${MAX_URL_LENGTH} characters`);
+  if (rawUrl.trim() !== rawUrl) throw invalidUrl("must not start or end with white space");
+  if (CONTROL.test(rawUrl)) throw invalidUrl("must not contain control characters (tab, newline, NUL)");
+  if (rawUrl.includes("\\")) throw invalidUrl("must not contain a backslash");
+  if (LONE_SURROGATE.test(rawUrl)) throw invalidUrl("must be valid Unicode (it contains a lone surrogate)");
   let url: URL;
   try {
     url = new URL(rawUrl);
@@ -398,10 +420,32 @@ export async function checkDestinationUrl(
     throw invalidUrl("is not a valid URL");
   }
   if (url.protocol !== "https:") throw invalidUrl("must use https");
-  if (url.username !== "" || url.password !== "" || rawAuthorityHasUserInfo(rawUrl.trim())) {
+  if (url.username !== "" || url.password !== "" || rawAuthorityHasUserInfo(rawUrl)) {
     throw invalidUrl("must not contain user-info");
   }
   if (url.hostname === "") throw invalidUrl("has no host");
+  // Percent-encoding can make the stored form longer than what was sent; the limit holds for what is stored.
+  if (url.href.length > MAX_URL_LENGTH) throw invalidUrl(`is longer than ${MAX_URL_LENGTH} characters once normalized`);
+  // The stored form must parse back to itself, or a later reader (the deliverer) would send somewhere else.
+  let again: string;
+  try {
+    again = new URL(url.href).href;
+  } catch {
+    throw invalidUrl("is not a valid URL");
+  }
+  if (again !== url.href) throw invalidUrl("does not have a stable normalized form");
+  return url;
+}
+
+/**
+ * The request-time check of a destination URL. Throws ApiError: invalid_request (with detail.param and reason),
+ * ssrf_blocked ({ip, cidr}) or service_unavailable (resolver failure or timeout). `url.href` is the form to store.
+ */
+export async function checkDestinationUrl(
+  policy: SsrfPolicy,
+  rawUrl: string,
+): Promise<{ url: URL; addresses: string[] }> {
+  const url = normalizeDestinationUrl(rawUrl);
   try {
     const { addresses } = await resolvePinned(policy, url.hostname);
     return { url, addresses };

@@ -10,7 +10,7 @@ import { log } from "../common/logger.ts";
 import { openRedis, type Redis } from "../common/redis.ts";
 import { createAuthenticator, UNAUTHORIZED_HEADERS } from "./auth.ts";
 import { parseJsonBody } from "./body.ts";
-import { beginRequest, pathOf, requestIdOf, stateOf } from "./context.ts";
+import { beginRequest, pathOf, requestIdOf, stateOf, targetLength } from "./context.ts";
 import { createDeps } from "./deps.ts";
 import { consolePlugin } from "./console.ts";
 import { docsPlugin } from "./docs.ts";
@@ -72,6 +72,13 @@ function record(request: Request, route: string, status: number): void {
   });
 }
 
+/**
+ * Longest request target (path and query) the gateway serves. No route needs more than a few hundred characters
+ * (the longest is a page token); beyond this the answer is 414 in the error contract. Bun's own header limit
+ * (`--max-http-header-size`, 16 KiB, request line included) stops anything longer still, with its bare 431.
+ */
+export const MAX_TARGET_LENGTH = 8192;
+
 function isV1(path: string): boolean {
   return path === "/v1" || path.startsWith("/v1/");
 }
@@ -125,6 +132,13 @@ export function createGatewayApp(opts: GatewayOptions) {
       const requestId = pickRequestId(request.headers.get(REQUEST_ID_HEADER));
       const state = beginRequest(request, requestId);
       set.headers[REQUEST_ID_HEADER] = requestId;
+      if (targetLength(request.url) > MAX_TARGET_LENGTH) {
+        record(request, "uri_too_long", 414);
+        return errorResponse(
+          new ApiError("uri_too_long", `The request target is longer than ${MAX_TARGET_LENGTH} characters.`, { limit: MAX_TARGET_LENGTH }),
+          requestId,
+        );
+      }
       if (!isV1(pathOf(request.url))) return;
 
       // Authentication comes before anything else, so an unauthenticated caller learns nothing (not even 404).

@@ -41,6 +41,12 @@ export function requestIdOf(request: Request): string {
   return states.get(request)?.requestId ?? "";
 }
 
+/** The length of the request target (path and query) of a request URL, without parsing it. */
+export function targetLength(url: string): number {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  return start === -1 ? 1 : url.length - start;
+}
+
 /** The path part of a request URL, without parsing the whole URL (hot path). */
 export function pathOf(url: string): string {
   const start = url.indexOf("/", url.indexOf("//") + 2);

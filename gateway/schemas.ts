@@ -40,7 +40,9 @@ export const SubscriptionSchema = t.Object(
     id: t.String({ description: "sub_ + ULID." }),
     destination: t.Object({
       type: t.Literal("https"),
-      url: t.String({ format: "uri" }),
+      // No `format` check on the way out: a response is never refused over a stored URL (rows written before URLs
+      // were normalized may hold forms a strict URI check rejects), so a list or GET always renders.
+      url: t.String({ description: "The destination URL in its normalized form (WHATWG URL href), exactly as stored." }),
       secret: t.Optional(
         t.String({ description: "whsec_ signing secret: only in the create and secret-rotation responses." }),
       ),

@@ -54,9 +54,7 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
   const context: RegistryContext = {
     store,
     tokenKey: appKeys.tokenKey,
-    checkDestination: async (url) => {
-      await checkDestinationUrl(policy, url);
-    },
+    checkDestination: async (url) => (await checkDestinationUrl(policy, url)).url.href,
     hooks,
     addresses,
     log: log.child({ service: "registry" }),

@@ -54,6 +54,8 @@ export function checkStatus(status: string): SubscriptionStatus {
 }
 
 export function checkDescription(description: string): string {
+  // PostgreSQL text cannot hold NUL; refusing it here keeps it a client error, never a failed INSERT.
+  if (description.includes("\u0000")) throw invalid("description must not contain a NUL character.", "/description");
   let count = 0;
   for (const _ of description) {
     if (++count > MAX_DESCRIPTION_CODE_POINTS) {

@@ -58,8 +58,11 @@ export interface RegistryContext {
   store: RegistryStore;
   /** Signs page tokens (AppKeys.tokenKey). */
   tokenKey: Buffer;
-  /** The request-time check of a destination URL (shape, DNS, SSRF); throws the public ApiError. */
-  checkDestination(url: string): Promise<void>;
+  /**
+   * The request-time check of a destination URL (shape, DNS, SSRF); throws the public ApiError. Returns the URL's
+   * normalized form, which is what is stored and returned.
+   */
+  checkDestination(url: string): Promise<string>;
   hooks: WatchHooks;
   addresses?: AddressRpcs;
   log: Logger;
@@ -131,8 +134,7 @@ async function checkSubscriptionFields(
   const events = checkEvents(input.events);
   const status = checkStatus(input.status);
   const description = checkDescription(input.description);
-  const url = input.destination.url;
-  await ctx.checkDestination(url);
+  const url = await ctx.checkDestination(input.destination.url);
   return { url, events, status, description };
 }
 
@@ -169,7 +171,6 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
     scope: string,
     idem: IdempotencyRequest | undefined,
     prepare: () => Promise<(ex: RegistryExecutor) => Promise<{ row: SubscriptionRow; view: SubscriptionView } | undefined>>,
-    singleStatement = false,
   ) {
     const early = await store.peekIdempotent(SubscriptionResponseSchema, keyId, scope, idem);
     if (early) return { response: withReplay(early) };
@@ -178,7 +179,7 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
       const done = await effect(tx);
       if (!done) throw notFound();
       return create(SubscriptionResponseSchema, { subscription: subscriptionMessage(done.row, done.view) });
-    }, { singleStatement });
+    });
     return { response: withReplay(outcome) };
   }
 
@@ -191,7 +192,7 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
           const row = await store.insertSubscription(tx, { keyId: req.keyId, ...fields, secret });
           return { row, view: { secret, addresses: [], hasMore: false } };
         };
-      }, true);
+      });
       // No watch-index write: the index only knows subscriptions that watch an address (the first PATCH/PUT of
       // addresses writes their status and kinds with them), and a new subscription watches none.
       return response;

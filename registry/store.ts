@@ -7,7 +7,7 @@ import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import { IdempotencyLedger, isKeyed, type IdempotentOutcome } from "../common/idempotency.ts";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { decrypt, encrypt, sha256Hex } from "../common/crypto.ts";
-import { openDatabase, runMigrations, withDatabase, type Database, type DbOptions } from "../common/db.ts";
+import { COMMIT_SETTLE_MS, openDatabase, runMigrations, withDatabase, type Database, type DbOptions } from "../common/db.ts";
 import { ApiError } from "../common/errors.ts";
 import { newId } from "../common/ids.ts";
 import { databaseUnavailable } from "./metrics.ts";
@@ -36,6 +36,67 @@ export const DEFAULT_DEADLINE_MS = 4_000;
 
 function unavailable(): ApiError {
   return new ApiError("service_unavailable", "The database is unavailable; nothing was changed. Try again shortly.");
+}
+
+/** Handed to a write's transaction: `commit()` is its last call, made just before drizzle sends COMMIT. */
+export interface CommitFence {
+  /** Throws (so the transaction rolls back) when the caller was already answered 503; else marks COMMIT as sent. */
+  commit(): void;
+  /** Whether COMMIT was let go (its outcome is then unknown until PostgreSQL answers). */
+  readonly sent: boolean;
+}
+
+const DEADLINE = Symbol("deadline");
+
+/**
+ * guard for writes: a 503 means nothing changed. Before COMMIT is sent the deadline answers 503 at once and the
+ * fence makes the transaction roll back whenever the database answers again; once COMMIT is sent, the outcome
+ * is waited for (at most `settleMs`), so a write that landed is never reported as a failure.
+ */
+export async function guardCommit<T>(
+  fn: (fence: CommitFence) => Promise<T>,
+  deadlineMs = DEFAULT_DEADLINE_MS,
+  settleMs = COMMIT_SETTLE_MS,
+): Promise<T> {
+  let answered = false;
+  let commitSent = false;
+  const fence: CommitFence = {
+    commit() {
+      if (answered) throw unavailable();
+      commitSent = true;
+    },
+    get sent() {
+      return commitSent;
+    },
+  };
+  const work = withDatabase(() => fn(fence));
+  work.catch(() => {});
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const after = (ms: number) =>
+    new Promise<typeof DEADLINE>((resolve) => {
+      timer = setTimeout(() => resolve(DEADLINE), ms);
+    });
+  try {
+    const first = await Promise.race([work, after(deadlineMs)]);
+    if (first !== DEADLINE) return first;
+    clearTimeout(timer);
+    // Checked and set in one step: the transaction's fence either already let COMMIT go, or will refuse it.
+    if (!commitSent) {
+      answered = true;
+      databaseUnavailable.inc();
+      throw unavailable();
+    }
+    const settled = await Promise.race([work, after(settleMs)]);
+    if (settled !== DEADLINE) return settled;
+    answered = true;
+    databaseUnavailable.inc();
+    throw new ApiError("service_unavailable", "The database did not confirm the change in time; check its state before retrying.");
+  } catch (err) {
+    if (err instanceof ApiError && err.code === "service_unavailable" && !answered) databaseUnavailable.inc();
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** withDatabase plus a deadline: a connection that stops answering (not just one that is refused) still ends. */
@@ -139,10 +200,10 @@ export interface RegistryStoreOptions {
 }
 
 /**
- * The hot queries, built once: drizzle assembling the SQL text on every call cost about half the registry's CPU on
- * GET and create (bench api). Prepared on the pool, so they serve callers outside a transaction only.
+ * The hot reads, built once: drizzle assembling the SQL text on every call cost about half the registry's CPU on
+ * GET (bench api). Prepared on the pool, so they serve callers outside a transaction only.
  */
-function prepareHotQueries(db: RegistryDb, readDb: RegistryDb) {
+function prepareHotQueries(readDb: RegistryDb) {
   const id = sql.placeholder("id");
   const keyId = sql.placeholder("keyId");
   return {
@@ -174,21 +235,6 @@ function prepareHotQueries(db: RegistryDb, readDb: RegistryDb) {
       .from(apiKeys)
       .where(eq(apiKeys.secretHash, sql.placeholder("hash")))
       .prepare("registry_api_key_by_hash"),
-    insertSubscription: db
-      .insert(subscriptions)
-      .values({
-        id,
-        keyId,
-        url: sql.placeholder("url"),
-        events: sql.placeholder("events"),
-        status: sql.placeholder("status"),
-        description: sql.placeholder("description"),
-        secret: sql.placeholder("secret"),
-        createdAt: sql.placeholder("now"),
-        updatedAt: sql.placeholder("now"),
-      })
-      .returning()
-      .prepare("registry_insert_subscription"),
   };
 }
 
@@ -203,7 +249,7 @@ export class RegistryStore {
   constructor(db: RegistryDb, opts: RegistryStoreOptions) {
     this.db = db;
     this.readDb = opts.readDb ?? db;
-    this.hot = prepareHotQueries(db, this.readDb);
+    this.hot = prepareHotQueries(this.readDb);
     this.encryptionKey = opts.encryptionKey;
     this.ledger = new IdempotencyLedger(idempotencyRecords, opts.encryptionKey);
     this.deadlineMs = opts.deadlineMs ?? DEFAULT_DEADLINE_MS;
@@ -212,6 +258,45 @@ export class RegistryStore {
   /** Runs any database work under the store's 503 and deadline rules (for modules building on this store). */
   run<T>(fn: (db: RegistryDb) => Promise<T>, deadlineMs = this.deadlineMs): Promise<T> {
     return guard(() => fn(this.db), deadlineMs);
+  }
+
+  /**
+   * A write in one transaction under guardCommit: a deadline before COMMIT answers 503 and rolls it back; after
+   * COMMIT was sent, the answer waits for COMMIT's outcome. Every subscription write goes through here.
+   */
+  write<T>(fn: (tx: RegistryTx) => Promise<T>, deadlineMs = this.deadlineMs): Promise<T> {
+    return guardCommit(async (fence) => {
+      let txid: string | undefined;
+      let result: { value: T } | undefined;
+      try {
+        return await this.db.transaction(async (tx) => {
+          const [row] = (await tx.execute<{ txid: string }>(sql`select txid_current()::text as txid`)) as unknown as { txid: string }[];
+          txid = row?.txid;
+          const value = await fn(tx);
+          result = { value };
+          fence.commit();
+          return value;
+        });
+      } catch (err) {
+        // The connection failed with COMMIT sent (its answer lost): PostgreSQL alone knows whether it landed.
+        if (fence.sent && txid !== undefined && result !== undefined && (await this.committed(txid))) return result.value;
+        throw err;
+      }
+    }, deadlineMs);
+  }
+
+  /** Whether a transaction committed, asked on another connection until PostgreSQL answers (COMMIT_SETTLE_MS). */
+  private async committed(txid: string): Promise<boolean> {
+    const until = Date.now() + COMMIT_SETTLE_MS;
+    for (;;) {
+      try {
+        const rows = await guard(() => this.db.$client`select txid_status(${txid}::bigint) as status`, 2_000);
+        return (rows as { status: string | null }[])[0]?.status === "committed";
+      } catch (err) {
+        if (Date.now() > until) throw err;
+        await Bun.sleep(200);
+      }
+    }
   }
 
   seal(plaintext: string): string {
@@ -291,11 +376,7 @@ export class RegistryStore {
       createdAt: now,
       updatedAt: now,
     };
-    // The prepared statement runs on the pool: only a caller outside any transaction may use it.
-    const [row] =
-      tx === this.db
-        ? await this.hot.insertSubscription.execute({ ...values, now })
-        : await tx.insert(subscriptions).values(values).returning();
+    const [row] = await tx.insert(subscriptions).values(values).returning();
     return row!;
   }
 
@@ -350,8 +431,8 @@ export class RegistryStore {
 
   /** Replaces the mutable fields; undefined when the key has no such subscription. */
   updateSubscription(keyId: string, id: string, fields: SubscriptionFields): Promise<SubscriptionRow | undefined> {
-    return this.run(async (db) => {
-      const [row] = await db
+    return this.write(async (tx) => {
+      const [row] = await tx
         .update(subscriptions)
         .set({ ...fields, updatedAt: new Date() })
         .where(and(eq(subscriptions.id, id), eq(subscriptions.keyId, keyId)))
@@ -362,16 +443,14 @@ export class RegistryStore {
 
   /** Deletes the subscription and its addresses in one transaction; the deleted row, or undefined when there was none. */
   deleteSubscription(keyId: string, id: string): Promise<SubscriptionRow | undefined> {
-    return this.run((db) =>
-      db.transaction(async (tx) => {
-        const [row] = await tx
-          .delete(subscriptions)
-          .where(and(eq(subscriptions.id, id), eq(subscriptions.keyId, keyId)))
-          .returning();
-        if (row) await tx.delete(subscriptionAddresses).where(eq(subscriptionAddresses.subscriptionId, id));
-        return row;
-      }),
-    );
+    return this.write(async (tx) => {
+      const [row] = await tx
+        .delete(subscriptions)
+        .where(and(eq(subscriptions.id, id), eq(subscriptions.keyId, keyId)))
+        .returning();
+      if (row) await tx.delete(subscriptionAddresses).where(eq(subscriptionAddresses.subscriptionId, id));
+      return row;
+    });
   }
 
   /**
@@ -440,7 +519,7 @@ export class RegistryStore {
    * "Idempotency" says (common/idempotency.ts): a concurrent holder of the same key → idempotency_in_flight; a
    * finished record with the same request hash → its stored response; with another hash → idempotency_conflict;
    * otherwise the effect and the record commit together (any error rolls both back). Without an idempotency key the
-   * effect simply runs in a transaction, or on its own when it is a single statement (`singleStatement`).
+   * effect simply runs in a transaction. Either way it is a `write` (a 503 means nothing changed).
    */
   idempotent<Desc extends DescMessage>(
     schema: Desc,
@@ -448,20 +527,17 @@ export class RegistryStore {
     scope: string,
     idem: IdempotencyRequest | undefined,
     effect: (ex: RegistryExecutor) => Promise<MessageShape<Desc>>,
-    opts: { singleStatement?: boolean } = {},
   ): Promise<IdempotentOutcome<MessageShape<Desc>>> {
-    // An effect of one statement is atomic by itself: without a key it needs no transaction around it.
-    if (!isKeyed(idem) && opts.singleStatement) return this.run(async (db) => ({ message: await effect(db) }));
-    return this.run((db) =>
-      db.transaction(async (tx) => {
-        if (!isKeyed(idem)) return { message: await effect(tx) };
-        const stored = await this.ledger.claim(tx, schema, keyId, scope, idem);
-        if (stored) return stored;
-        const message = await effect(tx);
-        await this.ledger.record(tx, schema, keyId, scope, idem, message);
-        return { message };
-      }),
-    );
+    // Even a single statement runs in a transaction: on its own it would commit whenever a frozen database resumed,
+    // after the caller had been answered 503; inside one, the fence of `write` rolls it back instead.
+    return this.write(async (tx) => {
+      if (!isKeyed(idem)) return { message: await effect(tx) };
+      const stored = await this.ledger.claim(tx, schema, keyId, scope, idem);
+      if (stored) return stored;
+      const message = await effect(tx);
+      await this.ledger.record(tx, schema, keyId, scope, idem, message);
+      return { message };
+    });
   }
 
   /**

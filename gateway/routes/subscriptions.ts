@@ -7,7 +7,7 @@ import { DeliveryService } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { ApiError } from "../../common/errors.ts";
 import { isId } from "../../common/ids.ts";
 import { principalOf } from "../context.ts";
-import { RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
+import { RPC_OPTIONS, WRITE_RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
 import { notFound } from "../errors.ts";
 import { idempotencyFor, replayHeaders } from "../idempotency.ts";
 import { renderSubscription, type SubscriptionJson } from "../render.ts";
@@ -101,7 +101,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
               description: body.description ?? "",
               idempotency,
             },
-            RPC_OPTIONS,
+            WRITE_RPC_OPTIONS,
           ),
         );
         set.status = 201;
@@ -169,7 +169,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
               status: body.status ?? "enabled",
               description: body.description ?? "",
             },
-            RPC_OPTIONS,
+            WRITE_RPC_OPTIONS,
           ),
         );
         return renderSubscription(present(res.subscription), "summary");
@@ -191,7 +191,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
       async ({ params, request, set }) => {
         const { keyId } = principalOf(request);
         const id = subscriptionId(params.id);
-        await rpc(() => subs.deleteSubscription({ keyId, id }, RPC_OPTIONS));
+        await rpc(() => subs.deleteSubscription({ keyId, id }, WRITE_RPC_OPTIONS));
         await deleteEvents(deps, id);
         set.status = 204;
         return new Response(null, { status: 204 });
@@ -222,7 +222,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
               secret: body?.secret ?? "",
               idempotency,
             },
-            RPC_OPTIONS,
+            WRITE_RPC_OPTIONS,
           ),
         );
         Object.assign(set.headers, replayHeaders(res.idempotency));

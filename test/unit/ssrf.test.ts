@@ -2,6 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { createSocket } from "node:dgram";
 import { ApiError } from "../../common/errors.ts";
+import { startDnsServer } from "../support/dns-server.ts";
 import {
   DestinationError,
   checkDestinationUrl,
@@ -208,7 +209,18 @@ describe("checkDestinationUrl rejects malformed URLs with invalid_request", () =
     ["https://user@public.customer.test/", "must not contain user-info"],
     ["https://:pass@public.customer.test/", "must not contain user-info"],
     ["https://@public.customer.test/", "must not contain user-info"],
-    ["https:\\\\user@public.customer.test\\hook", "must not contain user-info"],
+    ["https:\\\\user@public.customer.test\\hook", "must not contain a backslash"],
+    ["https:\\\\public.customer.test\\path", "must not contain a backslash"],
+    [" https://public.customer.test/", "must not start or end with white space"],
+    ["https://public.customer.test/ ", "must not start or end with white space"],
+    ["https://public.customer.test/a\n", "must not start or end with white space"],
+    ["https://public.cus\ttomer.test/", "must not contain control characters (tab, newline, NUL)"],
+    ["https://public.customer.test/a\nb", "must not contain control characters (tab, newline, NUL)"],
+    ["https://public.customer.test/\u0000", "must not contain control characters (tab, newline, NUL)"],
+    ["https://public.customer.test/a\u007f", "must not contain control characters (tab, newline, NUL)"],
+    ["https://public.customer.test/\ud800", "must be valid Unicode (it contains a lone surrogate)"],
+    ["https://public.customer.test/\udc00x", "must be valid Unicode (it contains a lone surrogate)"],
+    [`https://public.customer.test/${"ü".repeat(1000)}`, "is longer than 2048 characters once normalized"],
     ["not a url", "is not a valid URL"],
     ["https://", "is not a valid URL"],
     ["https://256.1.1.1/", "is not a valid URL"],
@@ -222,6 +234,21 @@ describe("checkDestinationUrl rejects malformed URLs with invalid_request", () =
       expect(err.detail).toEqual({ param: "/destination/url", reason });
     });
   }
+
+  test("the stored form is the parser's: host case, IDNA, percent-encoding, default port, dot segments", async () => {
+    const cases: [string, string][] = [
+      ["https://PUBLIC.customer.test:443/a/../b?x#y", "https://public.customer.test/b?x#y"],
+      ["https://public.customer.test", "https://public.customer.test/"],
+      ["https://public.customer.test/ü", "https://public.customer.test/%C3%BC"],
+      ["https://public.customer.test/🔥", "https://public.customer.test/%F0%9F%94%A5"],
+      ["https://ｐｕｂｌｉｃ.customer.test/x", "https://public.customer.test/x"],
+    ];
+    for (const [input, stored] of cases) {
+      expect((await checkDestinationUrl(policy, input)).url.href).toBe(stored);
+      // Idempotent: the stored form is accepted and stored unchanged.
+      expect((await checkDestinationUrl(policy, stored)).url.href).toBe(stored);
+    }
+  });
 
   test("a user-info-looking '@' in the path or query is fine", async () => {
     await checkDestinationUrl(policy, "https://public.customer.test/a@b?c=d@e");
@@ -275,6 +302,25 @@ describe("resolution failures", () => {
       expect(performance.now() - started).toBeLessThan(10_000);
     } finally {
       silent.close();
+    }
+  });
+
+  test("the system resolver asks both families on every lookup: an empty AAAA answer is not kept past its TTL", async () => {
+    const dns = await startDnsServer({ ttl: 1 });
+    try {
+      dns.records.set("gains-v6.customer.test", { a: ["8.8.8.8"] });
+      const system = createSystemResolver({ timeoutMs: 2_000, servers: [dns.address] });
+      const p = createSsrfPolicy({ allowCidrs: [], resolver: system });
+      await checkDestinationUrl(p, "https://gains-v6.customer.test/");
+      // The name gains a loopback AAAA; the empty answer's TTL (1 s) has passed by the next check.
+      dns.records.set("gains-v6.customer.test", { a: ["8.8.8.8"], aaaa: ["::1"] });
+      await Bun.sleep(1_100);
+      const err = await apiErrorOf(checkDestinationUrl(p, "https://gains-v6.customer.test/"));
+      expect(err.code).toBe("ssrf_blocked");
+      expect(err.detail).toEqual({ ip: "::1", cidr: "::1/128" });
+      expect(dns.queries.filter((q) => q === "AAAA gains-v6.customer.test").length).toBe(2);
+    } finally {
+      dns.close();
     }
   });
 

@@ -1,0 +1,21 @@
+// `bun run chaos [REQUESTS] [SEED]`: the hostile-input fuzzer (test/chaos/fuzz.ts) against a stack it starts itself on
+// loopback, 10,000 requests by default. Prints a summary and exits 1 if any answer broke the contract.
+import { describeViolation, runChaos } from "./fuzz.ts";
+
+const requests = Number(process.argv[2] ?? 10_000);
+const seed = Number(process.argv[3] ?? Date.now());
+console.log(`chaos: ${requests} fuzzed requests over every public route, seed ${seed}`);
+const summary = await runChaos({ requests, seed, onProgress: (n) => console.log(`  ${n} sent`) });
+const statuses = Object.entries(summary.byStatus)
+  .map(([s, n]) => `${s}×${n}`)
+  .join(" ");
+console.log(`requests      ${summary.requests} in ${summary.seconds.toFixed(1)} s (${Math.round(summary.requests / summary.seconds)}/s)`);
+console.log(`statuses      ${statuses}`);
+console.log(`latency       p99 ${summary.p99Ms.toFixed(1)} ms, slowest ${summary.slowestMs.toFixed(1)} ms (limit 1000 ms); ${summary.slowOnce} over it once but not when sent again`);
+console.log(
+  `/healthz      ${summary.health.polls} polls, p90 ${summary.health.p90Ms.toFixed(1)} ms, p99 ${summary.health.p99Ms.toFixed(1)} ms, slowest ${summary.health.slowestMs.toFixed(1)} ms (limit 100 ms), ${summary.health.failures} failed; slowest polls ${summary.health.top.join(", ")} ms`,
+);
+console.log(`violations    ${summary.violations.length}`);
+for (const v of summary.violations.slice(0, 20)) console.log("  " + describeViolation(v));
+const healthy = summary.health.failures === 0 && summary.health.slowestMs <= 100;
+process.exit(summary.violations.length === 0 && healthy ? 0 : 1);
