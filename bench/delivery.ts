@@ -25,6 +25,8 @@ import { ApiKeyService, SubscriptionService } from "../gen/webhooks/registry/v1/
 import { createRegistry } from "../registry/index.ts";
 import { createTestDatabase } from "../test/support/db.ts";
 import { allocateRedisDb } from "../test/support/redis.ts";
+import { queueBench } from "./delivery-queues.ts";
+import { transfer } from "./transfers.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const CLAIM_PENDING = Number(process.env.BENCH_CLAIM_PENDING ?? 1_000_000);
@@ -51,21 +53,6 @@ async function waitDelivered(sql: SQL, subscriptionId: string, n: number, timeou
   }
 }
 
-function transfer(i: number, chainId: string) {
-  return {
-    chainId,
-    blockNumber: BigInt(70_000_000 + Math.floor(i / 50)),
-    blockHash: randomBytes(32).toString("hex"),
-    blockTimestampMs: BigInt(Date.now()),
-    txId: randomBytes(32).toString("hex"),
-    logIndex: i % 3,
-    from: "TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8",
-    to: "TNUC9Qb1rRpS5CbWLmNMxXBjyFoydXjWFR",
-    amount: String(1_000_000 + i),
-    asset: { type: "fungible", standard: "TRC20", contract: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", symbol: "USDT", decimals: 6 },
-    matchedAddresses: [{ chainId, address: "TNUC9Qb1rRpS5CbWLmNMxXBjyFoydXjWFR", role: "to" }],
-  };
-}
 
 export default async function bench(): Promise<void> {
   const events = Number(process.argv[3] ?? process.env.BENCH_EVENTS ?? 50_000);
@@ -231,6 +218,9 @@ export default async function bench(): Promise<void> {
     await redisDb.release();
     await database.drop();
   }
+  // Then AMQP, NATS and StreamEvents (bench/delivery-queues.ts); BENCH_QUEUE_EVENTS=0 skips them.
+  const queueEvents = Number(process.env.BENCH_QUEUE_EVENTS ?? 20_000);
+  if (queueEvents > 0) await queueBench(queueEvents);
 }
 
 function cpuMicrosPer(u: NodeJS.CpuUsage, n: number): number {

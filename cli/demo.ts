@@ -2,18 +2,44 @@
 // deliverer, matcher) on a throwaway PostgreSQL database and Redis DB, a simulated TRON node (tools/tron-sim: the
 // recorded mainnet block, then a new mainnet-like block every 3 s), and a local HTTPS receiver that verifies every
 // Standard Webhooks signature. Through the public API it creates a key, a subscription and watches on addresses the
-// simulator's blocks use, then prints each verified delivery as it arrives. Ctrl-C stops and cleans up.
+// simulator's blocks use, then prints each verified delivery as it arrives. A second subscription follows the
+// transfer lifecycle: one USDT transfer going broadcasted → confirmed and one reverted (failed), with the seconds
+// between them; the simulator's solidified head trails its head by DEMO_SOLID_LAG blocks (default 3, so it takes
+// seconds; mainnet's is 19, about a minute). Ctrl-C stops and cleans up.
 // DEMO_SECONDS=n stops by itself after n seconds; DEMO_BLOCK_MS changes the block interval.
+import { randomBytes } from "node:crypto";
+import { hexToBase58 } from "../common/tron-address.ts";
 import { staticResolver } from "../common/ssrf.ts";
 import { setLogLevel } from "../common/logger.ts";
 import { startStack, type Stack } from "../test/support/stack.ts";
 import { createTestPki } from "../tools/receiver/certs.ts";
 import { startReceiver, type Receiver } from "../tools/receiver/server.ts";
 import { startTronSim, type TronSim } from "../tools/tron-sim/server.ts";
+import { startDemoNats, type DemoNats } from "./demo-nats.ts";
 
 const BLOCK_MS = Number(process.env.DEMO_BLOCK_MS ?? 3_000);
 const SECONDS = process.env.DEMO_SECONDS ? Number(process.env.DEMO_SECONDS) : undefined;
 const WATCHED = 5;
+const SOLID_LAG = Number(process.env.DEMO_SOLID_LAG ?? 3);
+const USDT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
+const LIFECYCLE = ["wallet.transfer.broadcasted", "wallet.transfer.confirmed", "wallet.transfer.failed"];
+
+interface TransferPayload {
+  id: string;
+  kind: string;
+  data: {
+    blockNumber: number;
+    blockTimestamp: number;
+    txId: string;
+    from: string;
+    to: string;
+    amount: string;
+    asset: { standard: string; symbol: string | null; decimals: number | null; tokenId: string | null };
+    matchedAddresses: { address: string; role: string }[];
+    reason?: string;
+    solidifiedBlockNumber?: number;
+  };
+}
 
 const dim = (s: string) => `\x1b[2m${s}\x1b[0m`;
 const bold = (s: string) => `\x1b[1m${s}\x1b[0m`;
@@ -50,7 +76,7 @@ async function main() {
   say(bold("TRON webhooks demo") + dim("  (everything local: throwaway database, simulated TRON node, local HTTPS receiver)"));
   const pki = createTestPki();
   const receiver: Receiver = await startReceiver({ cert: pki.cert, key: pki.key });
-  const sim: TronSim = startTronSim({ blockMs: BLOCK_MS, txPerBlock: 60, poolSize: 150, seed: Date.now() & 0xffff });
+  const sim: TronSim = startTronSim({ blockMs: BLOCK_MS, txPerBlock: 60, poolSize: 150, seed: Date.now() & 0xffff, solidLag: SOLID_LAG });
   const resolver = staticResolver({ localhost: ["127.0.0.1"] });
   const stack = await startStack({
     env: {
@@ -63,11 +89,13 @@ async function main() {
     deliverer: { resolver },
     matcher: { nodeUrls: { "tron:mainnet": sim.url } },
   });
+  let nats: DemoNats | undefined;
   let stopping = false;
   const stop = async (code = 0) => {
     if (stopping) return;
     stopping = true;
     say(dim("\nstopping: the stack, the simulator and the receiver; the throwaway database is dropped"));
+    await nats?.close().catch(() => {});
     await stack.stop().catch(() => {});
     await sim.stop().catch(() => {});
     await receiver.close().catch(() => {});
@@ -79,6 +107,7 @@ async function main() {
   try {
     say(`\n${bold("1.")} Services: gateway ${stack.baseUrl}  (API docs at ${stack.baseUrl}/docs)`);
     say(`   TRON node (simulated): ${sim.url}  — a new mainnet-like block every ${BLOCK_MS / 1000} s`);
+    say(`   Its solidified head trails the head by ${SOLID_LAG} blocks (mainnet: 19, about a minute; short here so finality takes seconds)`);
     say(`   Receiver: ${receiver.url("/webhooks")}  — verifies every signature`);
 
     const key = await stack.createKey({ name: "demo" });
@@ -101,26 +130,67 @@ async function main() {
     });
     for (const a of watched) say(dim(`   ${a}`));
 
-    say(`\n${bold("5.")} Waiting for transfers that touch them (TRX, USDT, TRC-10). Ctrl-C to stop.\n`);
+    nats = await startDemoNats(stack.registry.store);
+    if (nats) {
+      say(`\n${bold("4b.")} NATS JetStream answers on 127.0.0.1:4222: the same addresses to subject ${nats.subject}`);
+      say(dim(`   (broker ${nats.broker} registered as \`bun run brokers add ${nats.broker} nats://127.0.0.1:4222\` does)`));
+      const natsSub = await api(stack, key.key, "POST", "/v1/subscriptions", {
+        destination: { type: "nats", broker: nats.broker, subject: nats.subject },
+        events: ["wallet.transfer.broadcasted"],
+        description: "demo over NATS",
+      });
+      await api(stack, key.key, "PATCH", `/v1/subscriptions/${natsSub.id}/filters/addresses`, {
+        add: watched.map((address) => ({ chainId: "tron:mainnet", address })),
+      });
+      await nats.read((natsSub.destination as { secret: string }).secret);
+    } else {
+      say(dim(`\n   (NATS is not reachable on 127.0.0.1:4222: the demo shows HTTPS only)`));
+    }
+
+    say(`\n${bold("5.")} The lifecycle: a second subscription to all three transfer kinds, watching a new wallet:`);
+    const life = await api(stack, key.key, "POST", "/v1/subscriptions", {
+      destination: { type: "https", url: receiver.url("/lifecycle") },
+      events: LIFECYCLE,
+      description: "demo lifecycle",
+    });
+    receiver.setSecrets("/lifecycle", [(life.destination as { secret: string }).secret]);
+    const wallet = hexToBase58(`41${randomBytes(20).toString("hex")}`);
+    await api(stack, key.key, "PATCH", `/v1/subscriptions/${life.id}/filters/addresses`, { add: [{ chainId: "tron:mainnet", address: wallet }] });
+    const [paid, reverted] = sim.chain.enqueue([
+      { type: "trc20", from: watched[0]!, to: wallet, amount: "25000000", contract: USDT },
+      { type: "trc20", from: watched[1]!, to: wallet, amount: "1000000", contract: USDT, result: "REVERT" },
+    ]) as [string, string];
+    say(`   queued for the next block: 25 USDT to ${wallet.slice(0, 8)}… (tx ${paid.slice(0, 10)}…) and a 1 USDT transfer that reverts (tx ${reverted.slice(0, 10)}…)`);
+    say(`   expect: broadcasted at once, confirmed ~${(SOLID_LAG * BLOCK_MS) / 1000} s later when the block is solidified; the reverted one only as failed`);
+
+    say(`\n${bold("6.")} Waiting for transfers that touch them (TRX, USDT, TRC-10). Ctrl-C to stop.\n`);
     let shown = 0;
+    let lifeShown = 0;
+    const broadcastedAt = new Map<string, number>();
+    let natsShown = 0;
     const started = Date.now();
     for (;;) {
+      const lives = receiver.deliveries("/lifecycle");
+      for (; lifeShown < lives.length; lifeShown++) {
+        const d = lives[lifeShown]!;
+        const p = JSON.parse(d.body) as TransferPayload;
+        const sig = d.verified ? green("signature ✓") : red("signature ✗");
+        const which = p.data.txId === paid ? "25 USDT" : p.data.txId === reverted ? "1 USDT (reverting)" : p.data.txId.slice(0, 10);
+        const afterBlock = ((d.receivedAt - p.data.blockTimestamp) / 1000).toFixed(1);
+        if (p.kind === "wallet.transfer.broadcasted") {
+          broadcastedAt.set(p.data.txId, d.receivedAt);
+          say(`${sig}  ${bold("lifecycle")}  ${which}: ${bold("broadcasted")} in block ${p.data.blockNumber}, ${afterBlock} s after the block`);
+        } else {
+          const since = broadcastedAt.get(p.data.txId);
+          const gap = since === undefined ? `${afterBlock} s after its block` : `${((d.receivedAt - since) / 1000).toFixed(1)} s after broadcasted`;
+          const what = p.kind === "wallet.transfer.confirmed" ? green("confirmed") : red(`failed (reason ${p.data.reason})`);
+          say(`${sig}  ${bold("lifecycle")}  ${which}: ${what}, ${gap} (solidified head ${p.data.solidifiedBlockNumber})`);
+        }
+      }
       const all = receiver.deliveries("/webhooks");
       for (; shown < all.length; shown++) {
         const d = all[shown]!;
-        const p = JSON.parse(d.body) as {
-          id: string;
-          data: {
-            blockNumber: number;
-            blockTimestamp: number;
-            txId: string;
-            from: string;
-            to: string;
-            amount: string;
-            asset: { standard: string; symbol: string | null; decimals: number | null; tokenId: string | null };
-            matchedAddresses: { address: string; role: string }[];
-          };
-        };
+        const p = JSON.parse(d.body) as TransferPayload;
         const a = p.data.asset;
         const what = `${formatAmount(p.data.amount, a.decimals)} ${a.symbol ?? (a.tokenId ? `TRC-10 #${a.tokenId}` : a.standard)}`;
         const roles = p.data.matchedAddresses.map((m) => `${m.role}`).join("+");
@@ -128,11 +198,24 @@ async function main() {
         const latency = d.receivedAt - p.data.blockTimestamp;
         say(`${sig}  block ${p.data.blockNumber}  ${what.padEnd(22)} ${p.data.from.slice(0, 8)}… → ${p.data.to.slice(0, 8)}…  watched as ${roles.padEnd(7)} ${dim(`${p.id}  ${latency} ms after the block`)}`);
       }
+      if (nats) {
+        const overHttps = new Set(all.map((d) => {
+          const p = JSON.parse(d.body) as { data: { txId: string; logIndex: number } };
+          return `${p.data.txId}:${p.data.logIndex}`;
+        }));
+        for (; natsShown < nats.messages.length; natsShown++) {
+          const m = nats.messages[natsShown]!;
+          if (!overHttps.has(m.transfer)) break;
+          const sig = m.verified ? green("signature ✓") : red("signature ✗");
+          say(`${sig}  ${dim("the same transfer on NATS")} ${nats.subject}  tx ${m.transfer.slice(0, 12)}…  ${dim(m.eventId)}`);
+        }
+      }
       if (SECONDS !== undefined && Date.now() - started > SECONDS * 1000) break;
       await Bun.sleep(100);
     }
-    const all = receiver.deliveries("/webhooks");
+    const all = [...receiver.deliveries("/webhooks"), ...receiver.deliveries("/lifecycle")];
     say(`\n${all.length} deliveries, ${all.filter((d) => d.verified).length} with a valid signature.`);
+    if (nats) say(`${nats.messages.length} NATS messages, ${nats.messages.filter((m) => m.verified).length} with a valid signature.`);
     await stop(all.every((d) => d.verified) ? 0 : 1);
   } catch (err) {
     say(red(`demo failed: ${(err as Error).message}`));

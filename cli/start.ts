@@ -2,12 +2,11 @@
 // transports (the same handlers, no socket), so by default their RPC ports are not served at all: nothing to reach,
 // nothing to protect. INTERNAL_RPC=1, or a service's port variable, serves that service's Connect/gRPC ports too
 // (every RPC then requires the internal token: INTERNAL_TOKEN, or the one generated and kept in the database).
-// The gateway's /readyz carries the registry's and the deliverer's checks and its /metrics the process's one
-// Prometheus registry (every service's metrics); the matcher keeps its own health port (MATCHER_PORT), because its
+// The gateway's /readyz resolves a key through the registry (authentication reaching PostgreSQL) and shows Redis and
+// the deliverer beside it; its /metrics is the process's one Prometheus registry (every service's metrics); the matcher keeps its own health port (MATCHER_PORT), because its
 // readiness (a TRON node answering) must not take the API out of rotation. Every listener binds BIND_HOST.
 import { loadConfig } from "../common/config.ts";
 import { ensureDatabase } from "../common/db.ts";
-import type { ReadinessChecks } from "../common/http-service.ts";
 import { log } from "../common/logger.ts";
 import { inProcessTransport } from "../common/rpc.ts";
 import { serveOptions, serveService, type ServedService, type ServiceHandle } from "../common/service.ts";
@@ -20,11 +19,6 @@ import { createRegistry } from "../registry/index.ts";
 function grpcPort(s: ServedService): number | undefined {
   const address = s.grpc?.address();
   return typeof address === "object" && address ? address.port : undefined;
-}
-
-/** A handle's checks under "<service>.<check>" names, for the gateway's /readyz. */
-function prefixed(service: string, checks: ReadinessChecks): ReadinessChecks {
-  return Object.fromEntries(Object.entries(checks).map(([name, check]) => [`${service}.${name}`, check]));
 }
 
 const config = loadConfig();
@@ -64,7 +58,6 @@ const gateway = createGatewayApp({
   config,
   registry: inProcessTransport(registry.routes),
   deliverer: inProcessTransport(deliverer.routes),
-  dependencyChecks: { ...prefixed("registry", registry.checks), ...prefixed("deliverer", deliverer.checks) },
 });
 gateway.listen({ port: config.port, hostname: host });
 log.info("gateway listening", { host, port: gateway.server?.port, docs: `http://127.0.0.1:${gateway.server?.port}/docs` });

@@ -94,10 +94,19 @@ export interface Config {
   rateLimitRps: number;
   rateLimitBurst: number;
   matcherPollMs: number | undefined;
+  /** MATCHER_CONFIRMATIONS: finality = head − this many blocks, instead of the node's solidified head. */
+  matcherConfirmations: number | undefined;
   maxAddressesPerSubscription: number;
   matcherChains: ChainId[];
   logLevel: string;
 }
+
+/** The variable naming each chain's java-tron node (log lines name it when the node cannot be reached). */
+export const NODE_URL_VARIABLES: Record<ChainId, string> = {
+  "tron:mainnet": "TRON_MAINNET_NODE_URL",
+  "tron:nile": "TRON_NILE_NODE_URL",
+  "tron:shasta": "TRON_SHASTA_NODE_URL",
+};
 
 export function loadConfig(env: Env = process.env): Config {
   const appSecret = env.APP_SECRET || undefined;
@@ -138,9 +147,9 @@ export function loadConfig(env: Env = process.env): Config {
         : undefined,
     appSecret,
     tronNodeUrls: {
-      "tron:mainnet": str(env, "TRON_MAINNET_NODE_URL", "https://api.trongrid.io"),
-      "tron:nile": str(env, "TRON_NILE_NODE_URL", "https://nile.trongrid.io"),
-      "tron:shasta": str(env, "TRON_SHASTA_NODE_URL", "https://api.shasta.trongrid.io"),
+      "tron:mainnet": str(env, NODE_URL_VARIABLES["tron:mainnet"], "https://api.trongrid.io"),
+      "tron:nile": str(env, NODE_URL_VARIABLES["tron:nile"], "https://nile.trongrid.io"),
+      "tron:shasta": str(env, NODE_URL_VARIABLES["tron:shasta"], "https://api.shasta.trongrid.io"),
     },
     trongridApiKey: env.TRONGRID_API_KEY || undefined,
     retrySchedule: parseRetrySchedule(str(env, "RETRY_SCHEDULE", DEFAULT_RETRY_SCHEDULE)),
@@ -153,6 +162,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitRps: int(env, "RATE_LIMIT_RPS", 50),
     rateLimitBurst: int(env, "RATE_LIMIT_BURST", 100),
     matcherPollMs: env.MATCHER_POLL_MS ? int(env, "MATCHER_POLL_MS", 0) : undefined,
+    matcherConfirmations: env.MATCHER_CONFIRMATIONS ? int(env, "MATCHER_CONFIRMATIONS", 19) : undefined,
     maxAddressesPerSubscription: int(env, "MAX_ADDRESSES_PER_SUBSCRIPTION", 1_000_000),
     matcherChains: env.MATCHER_CHAINS ? parseChainList(env.MATCHER_CHAINS) : [...TRON_CHAINS],
     logLevel: str(env, "LOG_LEVEL", "info"),

@@ -4,6 +4,8 @@ import { SQL } from "bun";
 import { drizzle, type BunSQLDatabase } from "drizzle-orm/bun-sql";
 import { migrate } from "drizzle-orm/bun-sql/migrator";
 import { ApiError } from "./errors.ts";
+import { log } from "./logger.ts";
+import { postgresReachable } from "./reachability.ts";
 
 export type Database<TSchema extends Record<string, unknown> = Record<string, never>> = BunSQLDatabase<TSchema> & {
   $client: SQL;
@@ -31,8 +33,13 @@ export function openDatabase<TSchema extends Record<string, unknown>>(
   return drizzle({ client: openSql(url, opts), schema }) as Database<TSchema>;
 }
 
-/** Creates the database named in `url` when it does not exist yet (a fresh machine's first `npm start`). */
+/**
+ * Creates the database named in `url` when it does not exist yet (a fresh machine's first `npm start`). Every entry
+ * point calls it first: when no server answers at the URL's address, the process ends with one line naming it and
+ * DATABASE_URL (nothing works without PostgreSQL), not with a driver's stack trace.
+ */
 export async function ensureDatabase(url: string): Promise<void> {
+  if (!(await postgresReachable(url, log))) process.exit(1);
   const target = new URL(url);
   const name = decodeURIComponent(target.pathname.replace(/^\//, ""));
   if (!name) return;

@@ -6,31 +6,57 @@ import { Registry, collectDefaultMetrics } from "prom-client";
 export const metrics = new Registry();
 collectDefaultMetrics({ register: metrics });
 
-/** Named dependency checks; /readyz is 200 only when every one resolves true. */
+/** Named dependency checks, each resolving true when the dependency answers. */
 export type ReadinessChecks = Record<string, () => Promise<boolean>>;
+
+/**
+ * What /readyz asks. A service is ready when it can do its own job: `checks` are what that job cannot go without
+ * (/readyz is 200 only when every one passes); `informational` ones are dependencies it rides out (the gateway
+ * without Redis rate-limits open, the deliverer without the registry keeps delivering), reported beside them so an
+ * operator sees them, but never a reason to take the pod out of rotation — an outage of one service must not empty
+ * every other service's endpoints.
+ */
+export interface Readiness {
+  checks: ReadinessChecks;
+  informational?: ReadinessChecks;
+}
+
+export interface ReadinessReport {
+  status: "ready" | "not_ready";
+  checks: Record<string, boolean>;
+  informational: Record<string, boolean>;
+}
 
 const CHECK_TIMEOUT_MS = 2_000;
 
-export async function runReadiness(checks: ReadinessChecks): Promise<{ ok: boolean; checks: Record<string, boolean> }> {
+async function runChecks(checks: ReadinessChecks): Promise<Record<string, boolean>> {
   const entries = await Promise.all(
     Object.entries(checks).map(async ([name, check]) => {
-      const timeout = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), CHECK_TIMEOUT_MS));
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timeout = new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), CHECK_TIMEOUT_MS);
+      });
       const ok = await Promise.race([check().catch(() => false), timeout]);
+      clearTimeout(timer);
       return [name, ok] as const;
     }),
   );
-  const result = Object.fromEntries(entries);
-  return { ok: entries.every(([, ok]) => ok), checks: result };
+  return Object.fromEntries(entries);
+}
+
+export async function runReadiness(readiness: Readiness): Promise<ReadinessReport> {
+  const [checks, informational] = await Promise.all([runChecks(readiness.checks), runChecks(readiness.informational ?? {})]);
+  return { status: Object.values(checks).every(Boolean) ? "ready" : "not_ready", checks, informational };
 }
 
 /** Answers the three operational endpoints; undefined for any other path. */
-export async function operationalResponse(req: Request, checks: ReadinessChecks): Promise<Response | undefined> {
+export async function operationalResponse(req: Request, readiness: Readiness): Promise<Response | undefined> {
   if (req.method !== "GET" && req.method !== "HEAD") return undefined;
   const path = new URL(req.url).pathname;
   if (path === "/healthz") return Response.json({ status: "ok" });
   if (path === "/readyz") {
-    const r = await runReadiness(checks);
-    return Response.json({ status: r.ok ? "ready" : "not_ready", checks: r.checks }, { status: r.ok ? 200 : 503 });
+    const report = await runReadiness(readiness);
+    return Response.json(report, { status: report.status === "ready" ? 200 : 503 });
   }
   if (path === "/metrics") {
     return new Response(await metrics.metrics(), { headers: { "content-type": metrics.contentType } });
@@ -42,7 +68,7 @@ export interface ServiceHttpOptions {
   port: number;
   /** The address to bind (BIND_HOST). */
   hostname: string;
-  checks: ReadinessChecks;
+  readiness: Readiness;
   /** The service's own handler, given the caller's address; undefined means 404. */
   handle?: (req: Request, peer: string | undefined) => Promise<Response> | Response | undefined;
 }
@@ -55,7 +81,7 @@ export function serveServiceHttp(opts: ServiceHttpOptions): Server<undefined> {
     async fetch(req, server) {
       const own = await opts.handle?.(req, server.requestIP(req)?.address);
       if (own) return own;
-      return (await operationalResponse(req, opts.checks)) ?? Response.json({ error: "not_found" }, { status: 404 });
+      return (await operationalResponse(req, opts.readiness)) ?? Response.json({ error: "not_found" }, { status: 404 });
     },
   });
 }

@@ -22,8 +22,11 @@ export function setLogSink(next: Sink): Sink {
   return prev;
 }
 
-export function setLogLevel(level: LogLevel): void {
+/** Returns the previous level, so a test can put it back. */
+export function setLogLevel(level: LogLevel): LogLevel {
+  const prev = (Object.keys(RANK) as LogLevel[]).find((l) => RANK[l] === threshold) ?? "info";
   threshold = RANK[level];
+  return prev;
 }
 
 // A failed query's error (drizzle's DrizzleQueryError) spells out every parameter after "params:" in its message and

@@ -13,8 +13,10 @@ import { closeGrpc, createRpcFetchHandler, serveGrpc, type GrpcServer, type Grpc
 export interface ServiceHandle {
   /** Registers the service's Connect handlers (empty for a service without RPCs, like the matcher). */
   routes: RegisterRoutes;
-  /** Dependency checks behind /readyz. */
+  /** What the service cannot work without: /readyz is 503 while one fails. */
   checks: ReadinessChecks;
+  /** Dependencies it rides out: shown by /readyz, never a reason to be unready. */
+  informational?: ReadinessChecks;
   /**
    * The credential its RPCs require when served on a port (INTERNAL_TOKEN, or the one kept in the database; see
    * common/internal-auth.ts). Absent only for a service without RPCs.
@@ -71,7 +73,12 @@ export async function serveService(handle: ServiceHandle, httpPort: number, grpc
   const hostname = opts.hostname ?? "127.0.0.1";
   const auth = internalAuth(handle);
   const rpc = createRpcFetchHandler(handle.routes, auth);
-  const http = serveServiceHttp({ port: httpPort, hostname, checks: handle.checks, handle: rpc });
+  const http = serveServiceHttp({
+    port: httpPort,
+    hostname,
+    readiness: { checks: handle.checks, ...(handle.informational ? { informational: handle.informational } : {}) },
+    handle: rpc,
+  });
   const grpc = grpcPort === undefined ? undefined : await serveGrpc(handle.routes, grpcPort, hostname, auth, opts.grpcTls);
   return {
     http,

@@ -6,7 +6,9 @@
 //   P wi:{C}:state          hash: cur (generation served), next (generation being built), stale, gens, dead
 //   P wi:{C}:<g>:b:<n>      hash per bucket n (0..32767): field = base58 address, value = "h1,h2" subscriber handles
 //   P wi:{C}:<g>:sub        hash: subscription id -> handle (small integer, never reused within a generation)
-//   P wi:{C}:<g>:meta       hash: handle -> "subId|keyId|e or d|event,event" (status and kinds, no PostgreSQL needed)
+//   P wi:{C}:<g>:meta       hash: handle -> "subId|keyId|e or d|event,event|match" (status, kinds and match
+//                           conditions, so matching needs no PostgreSQL; match is "" for the default, else its JSON:
+//                           common/match-conditions.ts)
 //   P wi:{C}:<g>:keys       hash: key id -> "1" (key live and chain enabled on it) or "0" (revoked or chain off)
 //   P wi:{C}:<g>:seq        handle counter
 //   P wi:intents            hash: token -> Redis time (ms) a registry announced a write-through whose outcome in
@@ -38,6 +40,7 @@
 // index, and the index then comes back whole from PostgreSQL anyway.
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
+import { decodeMatch, encodeMatch, type MatchConditions } from "./match-conditions.ts";
 
 export const BUCKETS = 32_768;
 export const ACTIVE_EVENTS_SEPARATOR = ",";
@@ -49,6 +52,11 @@ export interface Watcher {
   active: boolean;
   /** Event kinds the subscription listens to. */
   events: string[];
+  /**
+   * The subscription's match conditions (matcher/conditions.ts applies them). Watchers of one subscription share
+   * one object, as do all subscriptions with the same conditions: read it, never change it.
+   */
+  match: MatchConditions;
 }
 
 export interface SubscriptionMeta {
@@ -56,6 +64,8 @@ export interface SubscriptionMeta {
   keyId: string;
   enabled: boolean;
   events: readonly string[];
+  /** Absent: the default conditions. */
+  match?: MatchConditions;
 }
 
 export interface AddressChange {
@@ -88,12 +98,19 @@ export function bucketOf(address: string): number {
 }
 
 export function encodeMeta(meta: SubscriptionMeta): string {
-  return `${meta.id}|${meta.keyId}|${meta.enabled ? "e" : "d"}|${meta.events.join(ACTIVE_EVENTS_SEPARATOR)}`;
+  return `${meta.id}|${meta.keyId}|${meta.enabled ? "e" : "d"}|${meta.events.join(ACTIVE_EVENTS_SEPARATOR)}|${meta.match ? encodeMatch(meta.match) : ""}`;
 }
 
-function decodeMeta(text: string): { subscriptionId: string; keyId: string; enabled: boolean; events: string[] } {
-  const [subscriptionId = "", keyId = "", status = "", events = ""] = text.split("|");
-  return { subscriptionId, keyId, enabled: status === "e", events: events ? events.split(ACTIVE_EVENTS_SEPARATOR) : [] };
+// A meta written before match conditions existed has four fields: its match is the default.
+function decodeMeta(text: string): { subscriptionId: string; keyId: string; enabled: boolean; events: string[]; match: MatchConditions } {
+  const [subscriptionId = "", keyId = "", status = "", events = "", match = ""] = text.split("|");
+  return {
+    subscriptionId,
+    keyId,
+    enabled: status === "e",
+    events: events ? events.split(ACTIVE_EVENTS_SEPARATOR) : [],
+    match: decodeMatch(match),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -160,7 +177,7 @@ end
 return #gs
 `;
 
-// ARGV: base, forcedGen, subId, meta. Refreshes status and kinds where the subscription has a handle.
+// ARGV: base, forcedGen, subId, meta. Refreshes status, kinds and match where the subscription has a handle.
 const SET_META = `${LUA_GENS}
 local gs = gens(ARGV[2])
 for _, g in ipairs(gs) do
@@ -356,7 +373,7 @@ export async function applyAddresses(
   return wrote;
 }
 
-/** Refreshes a subscription's status and kinds on one chain (no-op where it watches nothing). */
+/** Refreshes a subscription's status, kinds and match conditions on one chain (no-op where it watches nothing). */
 export async function setSubscriptionMeta(redis: Redis, target: WriteTarget, meta: SubscriptionMeta): Promise<boolean> {
   const base = chainBase(target.prefix, target.chainId);
   return Number(await run(redis, "SET_META", stateKey(target.prefix, target.chainId), [base, target.generation ?? "", meta.id, encodeMeta(meta)])) > 0;
@@ -495,7 +512,7 @@ export async function lookup(
     if (!m) return watchers.set(h, null);
     const meta = decodeMeta(m);
     const active = meta.enabled && keyStates[i] === "1";
-    watchers.set(h, { subscriptionId: meta.subscriptionId, keyId: meta.keyId, active, events: meta.events });
+    watchers.set(h, { subscriptionId: meta.subscriptionId, keyId: meta.keyId, active, events: meta.events, match: meta.match });
   });
   unique.forEach((address, i) => {
     const v = values[i];
@@ -529,7 +546,8 @@ export async function dumpChain(redis: Redis, prefix: string, chainId: string): 
           const m = metaAll[h];
           if (!m) continue;
           const meta = decodeMeta(m);
-          list.push({ subscriptionId: meta.subscriptionId, keyId: meta.keyId, active: meta.enabled && keysAll[meta.keyId] === "1", events: meta.events });
+          const active = meta.enabled && keysAll[meta.keyId] === "1";
+          list.push({ subscriptionId: meta.subscriptionId, keyId: meta.keyId, active, events: meta.events, match: meta.match });
         }
         if (list.length > 0) out.set(address, list);
       }

@@ -10,8 +10,10 @@ import type { ServiceHandle } from "../common/service.ts";
 import { createSsrfPolicy, type Resolver } from "../common/ssrf.ts";
 import { watchSchedule } from "./metrics.ts";
 import { Schedule } from "./schedule.ts";
-import { createSender } from "./send.ts";
+import { createRoutingSender } from "./senders.ts";
+import { DeliveryService } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { deliveryRoutes } from "./service.ts";
+import { StreamWaker, streamEventsHandler, type StreamOptions } from "./stream.ts";
 import { DelivererStore, openDelivererDatabase } from "./store.ts";
 import { TargetCache } from "./targets.ts";
 import { DeliveryWorker, type WorkerOptions } from "./worker.ts";
@@ -29,6 +31,8 @@ export interface DelivererDeps {
   startWorker?: boolean;
   /** How long delivery targets are cached (default 1 s). */
   targetTtlMs?: number;
+  /** StreamEvents tuning (poll interval, page size, key re-check). */
+  stream?: StreamOptions;
 }
 
 export interface DelivererHandle extends ServiceHandle {
@@ -50,18 +54,10 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
   const internalToken = await loadInternalToken(db.$client, config.internalToken);
   const store = new DelivererStore(db, appKeys.encryptionKey);
   const redis = openRedis(config.redisUrl);
-  // Connection errors surface on the calls that fail (and in /readyz); log them once per outage, not per retry.
-  let redisDown = false;
-  redis.on("error", (err) => {
-    if (!redisDown) logger.warn("redis unavailable", { err });
-    redisDown = true;
-  });
-  redis.on("ready", () => {
-    redisDown = false;
-  });
+  // Connection errors surface on the calls that fail (and in /readyz); openRedis reports them, rate-limited.
   const schedule = new Schedule(redis, { prefix: config.redisPrefix, shards: deps.shards ?? 8 });
   const targets = new TargetCache(deps.registry, deps.targetTtlMs ?? 1_000);
-  const sender = createSender({
+  const sender = createRoutingSender({
     policy: createSsrfPolicy({ allowCidrs: config.ssrfAllowCidrs, resolver: deps.resolver }),
     timeoutMs: config.deliveryTimeoutMs,
     caFile: config.deliveryCaFile,
@@ -73,6 +69,7 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
     logger,
   });
   const unwatch = watchSchedule(schedule);
+  const waker = new StreamWaker();
   if (deps.startWorker !== false) worker.start();
 
   const purge = async () => {
@@ -93,13 +90,24 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
       targets,
       retrySchedule: config.retrySchedule,
       tokenKey: appKeys.tokenKey,
-      wake: () => worker.wake(),
+      wake: () => {
+        worker.wake();
+        waker.notify();
+      },
       reserveMs: worker.leaseMs,
+      streamEvents: streamEventsHandler(store, deps.registry, waker, deps.stream),
     }),
     internalToken,
+    // The event log and the schedule are the deliverer's own job. The registry only refreshes delivery targets:
+    // while it is away the deliverer keeps delivering with what it has, so it is shown, not required.
+    // StreamEvents is for platform services holding a customer API key, not the internal token: its handler
+    // authenticates the key itself (deliverer/stream.ts).
+    publicMethods: [DeliveryService.method.streamEvents],
     checks: {
       postgres: () => store.ping(),
       redis: async () => (await redis.ping()) === "PONG",
+    },
+    informational: {
       registry: () => targets.ping(),
     },
     store,
@@ -109,6 +117,7 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
     async close() {
       clearInterval(timer);
       await worker.stop();
+      await sender.close();
       unwatch();
       redis.disconnect();
       await db.$client.close();

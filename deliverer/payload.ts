@@ -4,8 +4,15 @@ import { randomBytes } from "node:crypto";
 import { EventViewSchema, type EventView, type Transfer } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { EventRow } from "./schema.ts";
 
-export const TRANSFER_KIND = "wallet.transfer.broadcasted";
+export const BROADCASTED_KIND = "wallet.transfer.broadcasted";
+export const CONFIRMED_KIND = "wallet.transfer.confirmed";
+export const FAILED_KIND = "wallet.transfer.failed";
+export const TRANSFER_KINDS: readonly string[] = [BROADCASTED_KIND, CONFIRMED_KIND, FAILED_KIND];
 export const PING_KIND = "service.ping";
+
+export function isTransferKind(kind: string): boolean {
+  return kind === BROADCASTED_KIND || kind === CONFIRMED_KIND || kind === FAILED_KIND;
+}
 
 export type Envelope = {
   id: string;
@@ -15,15 +22,17 @@ export type Envelope = {
   data: Record<string, unknown>;
 };
 
-export function transferData(t: Transfer): Record<string, unknown> {
+/** `data` of a transfer event of `kind` (CONTRACT.md "Transfer lifecycle": the final kinds carry more). */
+export function transferData(t: Transfer, kind: string): Record<string, unknown> {
   const a = t.asset;
-  return {
+  const data: Record<string, unknown> = {
     chainId: t.chainId,
     blockNumber: Number(t.blockNumber),
     blockHash: t.blockHash,
     blockTimestamp: Number(t.blockTimestampMs),
     txId: t.txId,
     logIndex: t.logIndex,
+    internalIndex: t.internalIndex,
     from: t.from,
     to: t.to,
     amount: t.amount,
@@ -35,8 +44,13 @@ export function transferData(t: Transfer): Record<string, unknown> {
       symbol: a?.symbol ?? null,
       decimals: a?.decimals ?? null,
     },
+    fee: t.fee === "" ? "0" : t.fee,
+    memo: t.memo ?? null,
     matchedAddresses: t.matchedAddresses.map((m) => ({ chainId: m.chainId, address: m.address, role: m.role })),
   };
+  if (kind === FAILED_KIND) data.reason = t.reason;
+  if (kind === CONFIRMED_KIND || kind === FAILED_KIND) data.solidifiedBlockNumber = Number(t.solidifiedBlockNumber);
+  return data;
 }
 
 export function envelope(id: string, kind: string, subscriptionId: string, at: Date, data: Record<string, unknown>): Envelope {
@@ -44,36 +58,48 @@ export function envelope(id: string, kind: string, subscriptionId: string, at: D
 }
 
 // A realistic transfer for the test operation, marked "test": true. On mainnet a USDT (TRC-20) transfer; on the test
-// chains a TRX transfer (a token contract is only known on the chain it was deployed on).
+// chains a TRX transfer (a token contract is only known on the chain it was deployed on). The final kinds carry what
+// the solidified stream adds: the solidified head (about 19 blocks above the transfer's block), and for `failed` the
+// commonest reason, REVERT, with the fee such a failed USDT call is charged.
 const SAMPLE_FROM = "TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8";
 const SAMPLE_TO = "TNUC9Qb1rRpS5CbWLmNMxXBjyFoydXjWFR";
 const USDT_MAINNET = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
+const SAMPLE_SOLIDITY_LAG = 19;
 
-export function sampleTransferData(chainId: string, at: Date): Record<string, unknown> {
+export function sampleTransferData(chainId: string, kind: string, at: Date): Record<string, unknown> {
   const mainnet = chainId === "tron:mainnet";
+  const failed = kind === FAILED_KIND;
   const blockTimestamp = Math.floor(at.getTime() / 3000) * 3000;
-  return {
+  const blockNumber = mainnet ? 61132092 : 58000000;
+  const data: Record<string, unknown> = {
     chainId,
-    blockNumber: mainnet ? 61132092 : 58000000,
+    blockNumber,
     blockHash: randomBytes(32).toString("hex"),
     blockTimestamp,
     txId: randomBytes(32).toString("hex"),
-    logIndex: mainnet ? 0 : -1,
+    // A failed call emits no log: it is decoded from its call data (CONTRACT.md), so its logIndex is -1.
+    logIndex: mainnet && !failed ? 0 : -1,
+    internalIndex: -1,
     from: SAMPLE_FROM,
     to: SAMPLE_TO,
     amount: mainnet ? "12500000" : "1000000",
     asset: mainnet
       ? { type: "fungible", standard: "TRC20", contract: USDT_MAINNET, tokenId: null, symbol: "USDT", decimals: 6 }
       : { type: "native", standard: "TRX", contract: null, tokenId: null, symbol: "TRX", decimals: 6 },
+    fee: mainnet ? (failed ? "2086320" : "13735500") : "0",
+    memo: null,
     matchedAddresses: [{ chainId, address: SAMPLE_TO, role: "to" }],
     test: true,
   };
+  if (failed) data.reason = "REVERT";
+  if (kind === CONFIRMED_KIND || failed) data.solidifiedBlockNumber = blockNumber + SAMPLE_SOLIDITY_LAG;
+  return data;
 }
 
 const ENVELOPE_ORDER = ["id", "kind", "date", "subscriptionId", "data"];
 const TRANSFER_ORDER = [
-  "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "from", "to", "amount", "asset",
-  "matchedAddresses", "test",
+  "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "internalIndex", "from", "to", "amount",
+  "asset", "fee", "memo", "reason", "solidifiedBlockNumber", "matchedAddresses", "test",
 ];
 const ASSET_ORDER = ["type", "standard", "contract", "tokenId", "symbol", "decimals"];
 

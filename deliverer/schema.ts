@@ -1,16 +1,17 @@
 // The deliverer's tables (its own migrations folder and journal, __deliverer_migrations). Row types come from here.
 import { idempotencyTable } from "../common/idempotency.ts";
 import { sql } from "drizzle-orm";
-import { boolean, customType, index, integer, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { jsonb } from "../common/jsonb.ts";
+import { bigint, boolean, customType, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
 const ms = (name: string) => timestamp(name, { precision: 3, withTimezone: true, mode: "date" });
 
-// jsonb holding an object. Bun SQL binds a string parameter to jsonb as a JSON *string* (drizzle's jsonb() then
-// stores '"{...}"'), so the value goes through text explicitly.
-const jsonObject = customType<{ data: Record<string, unknown>; driverData: unknown }>({
-  dataType: () => "jsonb",
-  toDriver: (value) => sql`${JSON.stringify(value)}::text::jsonb`,
-  fromDriver: (value) => (typeof value === "string" ? JSON.parse(value) : value) as Record<string, unknown>,
+const jsonObject = jsonb<Record<string, unknown>>();
+
+// PostgreSQL's 64-bit transaction id (xid8), read as its decimal text.
+const xid8 = customType<{ data: string; driverData: string }>({
+  dataType: () => "xid8",
+  fromDriver: (value) => String(value),
 });
 
 export const EVENT_STATUSES = ["pending", "delivered", "failed"] as const;
@@ -24,7 +25,8 @@ export const events = pgTable(
   {
     id: text("id").primaryKey(),
     subscriptionId: text("subscription_id").notNull(),
-    // The API key owning the subscription when the event was made: GET /v1/events lists across a key's subscriptions.
+    // The API key that owns the subscription: StreamEvents and GET /v1/events read a key's events; null on rows made
+    // before it existed.
     keyId: text("key_id"),
     kind: text("kind").notNull(),
     // Null for service.ping.
@@ -33,6 +35,8 @@ export const events = pgTable(
     logIndex: integer("log_index"),
     // The transfer's from and to addresses (GET /v1/events?address= matches either role); empty for service.ping.
     addresses: text("addresses").array().notNull().default(sql`'{}'::text[]`),
+    // Position in the transaction info's internal_transactions; -1 for every other transfer (and service.ping).
+    internalIndex: integer("internal_index").notNull().default(-1),
     payload: jsonObject("payload").notNull(),
     status: text("status").$type<EventStatus>().notNull(),
     // Attempts in the current dispatch cycle (a manual retry starts a new cycle at 0).
@@ -48,15 +52,22 @@ export const events = pgTable(
     trigger: text("trigger").$type<AttemptTrigger>().notNull().default("automatic"),
     createdAt: ms("created_at").notNull(),
     updatedAt: ms("updated_at").notNull(),
+    // The stream position (deliverer/stream.ts): the inserting transaction and the order within it. A reader takes
+    // only rows whose transaction is older than every transaction still running, so a row that commits later can
+    // never appear behind a position already read (a bare sequence would let a slow commit slip behind a cursor).
+    xid: xid8("xid").notNull().default(sql`pg_current_xact_id()`),
+    seq: bigint("seq", { mode: "number" }).generatedAlwaysAsIdentity(),
   },
   (t) => [
-    // One event per (subscription, chain, transaction, transfer index): a re-read block makes no second event.
-    uniqueIndex("events_transfer_uq").on(t.subscriptionId, t.chainId, t.txId, t.logIndex),
+    // One event per (subscription, kind, transfer): a re-read block or the second stream over the same block makes
+    // no second event; a transfer is (chain, transaction, log index, internal index).
+    uniqueIndex("events_transfer_kind_uq").on(t.subscriptionId, t.kind, t.chainId, t.txId, t.logIndex, t.internalIndex),
     index("events_subscription_page_idx").on(t.subscriptionId, t.createdAt.desc(), t.id.desc()),
     index("events_subscription_status_page_idx").on(t.subscriptionId, t.status, t.createdAt.desc(), t.id.desc()),
     // The schedule rebuild reads only pending rows; the reconciliation reads their overdue range by due time.
     index("events_pending_idx").on(t.nextAttemptAt).where(sql`status = 'pending' AND NOT held`),
     index("events_held_idx").on(t.subscriptionId).where(sql`status = 'pending' AND held`),
+    index("events_stream_idx").on(t.keyId, t.xid, t.seq),
     // GET /v1/events: one index per filter, each ending in the page order so a page is an index range.
     index("events_key_page_idx").on(t.keyId, t.createdAt.desc(), t.id.desc()),
     index("events_key_status_page_idx").on(t.keyId, t.status, t.createdAt.desc(), t.id.desc()),

@@ -7,9 +7,23 @@ import { DestinationError, resolvePinned, type SsrfPolicy } from "../common/ssrf
 export const RESPONSE_BODY_LIMIT = 4096;
 
 export interface AttemptRequest {
+  /** An https destination's URL ("" for a queue destination). */
   url: string;
   body: string;
+  /** The Standard Webhooks headers (deliverer/sign.ts); queue senders carry them as message headers. */
   headers: Record<string, string>;
+  /** A queue destination (amqp, nats); absent for https. */
+  queue?: QueueTarget;
+}
+
+/** Where a queue attempt goes: the registered broker (its name and connection URL) and the exchange or subject. */
+export interface QueueTarget {
+  type: "amqp" | "nats";
+  broker: string;
+  brokerUrl: string;
+  exchange: string;
+  routingKey: string;
+  subject: string;
 }
 
 export interface AttemptOutcome {
@@ -20,7 +34,7 @@ export interface AttemptOutcome {
   body: string;
   /** A Retry-After on 429/503, in milliseconds. */
   retryAfterMs: number | null;
-  /** What went wrong, for metrics: "http", "timeout", "connect", "tls", "ssrf", "dns", "aborted". */
+  /** What went wrong, for metrics: "http", "timeout", "connect", "tls", "ssrf", "dns", "broker", "aborted". */
   failure: string | null;
   durationMs: number;
 }
@@ -195,6 +209,6 @@ function rememberStore(map: Map<string, TrustStore>, host: string, store: TrustS
   map.set(host, store);
 }
 
-function timeoutReason(ms: number): string {
+export function timeoutReason(ms: number): string {
   return `timeout: no complete response within ${ms} ms`;
 }

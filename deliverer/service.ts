@@ -1,7 +1,7 @@
 // The DeliveryService RPC handlers: Enqueue for the matcher, and the public event operations (through the gateway,
 // which has already checked that the API key owns the subscription). Handlers throw ApiError.
 import { create } from "@bufbuild/protobuf";
-import type { ConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
 import {
   DeliveryService,
   DeleteSubscriptionEventsResponseSchema,
@@ -23,7 +23,16 @@ import { EVENT_STATUSES, type EventStatus, type NewEventRow } from "./schema.ts"
 import type { IdempotentOutcome } from "../common/idempotency.ts";
 import { transferKey, type DelivererStore, type PageCursor } from "./store.ts";
 import type { TargetCache } from "./targets.ts";
-import { PING_KIND, TRANSFER_KIND, envelope, sampleTransferData, toEventView, transferData } from "./payload.ts";
+import {
+  FAILED_KIND,
+  PING_KIND,
+  TRANSFER_KINDS,
+  envelope,
+  isTransferKind,
+  sampleTransferData,
+  toEventView,
+  transferData,
+} from "./payload.ts";
 
 export interface DeliveryServiceDeps {
   store: DelivererStore;
@@ -35,6 +44,8 @@ export interface DeliveryServiceDeps {
   wake: () => void;
   /** How long a reservation outlives a crash between the PostgreSQL commit and the schedule update. */
   reserveMs: number;
+  /** StreamEvents (deliverer/stream.ts); without it the method answers Unimplemented. */
+  streamEvents?: ServiceImpl<typeof DeliveryService>["streamEvents"];
 }
 
 const DEFAULT_LIMIT = 50;
@@ -61,9 +72,10 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
   async function enqueue(req: EnqueueRequest) {
     req.events.forEach((e, i) => {
       if (!isId("sub", e.subscriptionId)) throw invalid(`/events/${i}/subscriptionId`, "subscription_id is not a subscription id.");
-      if (e.kind !== TRANSFER_KIND) throw invalid(`/events/${i}/kind`, `Only ${TRANSFER_KIND} events are enqueued.`);
+      if (!isTransferKind(e.kind)) throw invalid(`/events/${i}/kind`, `Only ${TRANSFER_KINDS.join(", ")} events are enqueued.`);
       const t = e.transfer;
       if (!t || !isChainId(t.chainId) || t.txId === "") throw invalid(`/events/${i}/transfer`, "transfer needs a known chain and a txId.");
+      if (e.kind === FAILED_KIND && t.reason === "") throw invalid(`/events/${i}/transfer/reason`, "A failed transfer needs its reason.");
     });
     // No events for a subscription that is gone, disabled or whose key is revoked (CONTRACT.md).
     const targets = await d.targets.get(req.events.map((e) => e.subscriptionId));
@@ -75,7 +87,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
       const target = targets.get(e.subscriptionId);
       if (!target?.exists || !target.active) return;
       const t = e.transfer!;
-      const key = transferKey(e.subscriptionId, t.chainId, t.txId, t.logIndex);
+      const key = transferKey(e.subscriptionId, e.kind, t.chainId, t.txId, t.logIndex, t.internalIndex);
       keyOf[i] = key;
       if (seen.has(key)) return;
       const id = newId("evt");
@@ -89,7 +101,8 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
         chainId: t.chainId,
         txId: t.txId,
         logIndex: t.logIndex,
-        payload: envelope(id, e.kind, e.subscriptionId, now, transferData(t)),
+        internalIndex: t.internalIndex,
+        payload: envelope(id, e.kind, e.subscriptionId, now, transferData(t, e.kind)),
         status: "pending",
         nextAttemptAt: new Date(firstDueMs()),
         createdAt: now,
@@ -132,11 +145,19 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
       enqueue,
       ...operationHandlers(d, { activeTarget, firstDueMs }),
 
+      streamEvents:
+        d.streamEvents ??
+        // eslint-disable-next-line require-yield
+        async function* () {
+          throw new ConnectError("StreamEvents is not available in this build", Code.Unimplemented);
+        },
+
       async createTestEvent(req) {
         if (!isId("sub", req.subscriptionId)) throw notFound("subscription");
         const kind = req.kind === "" ? PING_KIND : req.kind;
-        if (kind !== PING_KIND && kind !== TRANSFER_KIND) {
-          throw new ApiError("unsupported_event", `Test events are ${PING_KIND} or ${TRANSFER_KIND}.`, { event: req.kind });
+        const transfer = isTransferKind(kind);
+        if (kind !== PING_KIND && !transfer) {
+          throw new ApiError("unsupported_event", `Test events are ${[PING_KIND, ...TRANSFER_KINDS].join(", ")}.`, { event: req.kind });
         }
         let scheduled: string | undefined;
         const out = await d.store.idempotent(
@@ -148,22 +169,22 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
             const target = await activeTarget(req.subscriptionId);
             const id = newId("evt");
             const now = new Date();
-            const chainId = kind === TRANSFER_KIND
+            const chainId = transfer
               ? (target.chains.includes("tron:mainnet") ? "tron:mainnet" : (target.chains[0] ?? "tron:mainnet"))
               : null;
-            const data = kind === PING_KIND
-              ? { message: "This is a test event from the TRON webhook service." }
-              : sampleTransferData(chainId!, now);
+            const data = transfer
+              ? sampleTransferData(chainId!, kind, now)
+              : { message: "This is a test event from the TRON webhook service." };
             await beforeEffect(() => d.schedule.reserve([id], Date.now() + d.reserveMs));
             const row = await d.store.insertEvent(tx, {
               id,
               subscriptionId: req.subscriptionId,
               keyId: target.keyId,
-              addresses: kind === TRANSFER_KIND ? transferAddresses((data as { from: string }).from, (data as { to: string }).to) : [],
+              addresses: transfer ? transferAddresses((data as { from: string }).from, (data as { to: string }).to) : [],
               kind,
               chainId,
-              txId: kind === TRANSFER_KIND ? (data as { txId: string }).txId : null,
-              logIndex: kind === TRANSFER_KIND ? (data as { logIndex: number }).logIndex : null,
+              txId: transfer ? (data as { txId: string }).txId : null,
+              logIndex: transfer ? (data as { logIndex: number }).logIndex : null,
               payload: envelope(id, kind, req.subscriptionId, now, data),
               status: "pending",
               nextAttemptAt: new Date(firstDueMs()),

@@ -63,6 +63,19 @@ export interface OverdueCursor {
   dueMs: number;
 }
 
+/** A position in a key's event stream: the inserting transaction's id (xid8, decimal) and the row's seq. */
+export interface StreamPosition {
+  xid: string;
+  seq: number;
+}
+
+export interface StreamFilter {
+  keyId: string;
+  subscriptionIds: string[];
+  kinds: string[];
+  chainIds: string[];
+}
+
 export interface PageCursor {
   t: number;
   id: string;
@@ -94,9 +107,16 @@ export interface SubscriptionHealth {
   hourly: number[];
 }
 
-/** The identity of a transfer event: one per (subscription, chain, transaction, transfer index). */
-export function transferKey(subscriptionId: string, chainId: string, txId: string, logIndex: number): string {
-  return `${subscriptionId}|${chainId}|${txId}|${logIndex}`;
+/** The identity of a transfer event: one per (subscription, kind, chain, transaction, log index, internal index). */
+export function transferKey(
+  subscriptionId: string,
+  kind: string,
+  chainId: string,
+  txId: string,
+  logIndex: number,
+  internalIndex: number,
+): string {
+  return `${subscriptionId}|${kind}|${chainId}|${txId}|${logIndex}|${internalIndex}`;
 }
 
 export class DelivererStore {
@@ -115,8 +135,8 @@ export class DelivererStore {
   }
 
   /**
-   * Inserts transfer events in one statement; an event whose (subscription, chain, txId, logIndex) exists already
-   * is not inserted. Returns the ids actually inserted and, for every key, the id now stored for it.
+   * Inserts transfer events in one statement; an event whose (subscription, kind, chain, txId, logIndex,
+   * internalIndex) exists already is not inserted. Returns the ids actually inserted and, for every key, the id now stored for it.
    */
   async insertTransferEvents(rows: NewEventRow[]): Promise<{ inserted: Set<string>; idByKey: Map<string, string> }> {
     const inserted = new Set<string>();
@@ -126,12 +146,13 @@ export class DelivererStore {
       rows.map((r) => ({
         id: r.id,
         sub: r.subscriptionId,
+        key: r.keyId ?? null,
         kind: r.kind,
         chain: r.chainId,
         tx: r.txId,
         li: r.logIndex,
-        key: r.keyId ?? null,
         addrs: r.addresses ?? [],
+        ii: r.internalIndex ?? -1,
         payload: r.payload,
         next: r.nextAttemptAt?.toISOString() ?? null,
         at: (r.createdAt ?? new Date()).toISOString(),
@@ -139,29 +160,36 @@ export class DelivererStore {
     );
     await withDatabase(async () => {
       const done = (await this.db.$client`
-        INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, status, next_attempt_at, created_at, updated_at)
-        SELECT v.id, v.sub, v.key, ARRAY(SELECT jsonb_array_elements_text(v.addrs)), v.kind, v.chain, v.tx, v.li, v.payload, 'pending', v.next, v.at, v.at
+        INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, internal_index, payload, status, next_attempt_at, created_at, updated_at)
+        SELECT v.id, v.sub, v.key, ARRAY(SELECT jsonb_array_elements_text(v.addrs)), v.kind, v.chain, v.tx, v.li, v.ii, v.payload, 'pending', v.next, v.at, v.at
         FROM jsonb_to_recordset(${json}::text::jsonb)
-          AS v(id text, sub text, key text, addrs jsonb, kind text, chain text, tx text, li int, payload jsonb, next timestamptz, at timestamptz)
-        ON CONFLICT (subscription_id, chain_id, tx_id, log_index) DO NOTHING
+          AS v(id text, sub text, key text, addrs jsonb, kind text, chain text, tx text, li int, ii int, payload jsonb, next timestamptz, at timestamptz)
+        ON CONFLICT (subscription_id, kind, chain_id, tx_id, log_index, internal_index) DO NOTHING
         RETURNING id`) as { id: string }[];
       for (const r of done) inserted.add(r.id);
       if (inserted.size === rows.length) {
-        for (const r of rows) idByKey.set(transferKey(r.subscriptionId, r.chainId!, r.txId!, r.logIndex!), r.id!);
+        for (const r of rows) {
+          idByKey.set(transferKey(r.subscriptionId, r.kind, r.chainId!, r.txId!, r.logIndex!, r.internalIndex ?? -1), r.id!);
+        }
         return;
       }
       // Some already existed (a block read again): the stored id of every key.
       const existing = (await this.db.$client`
-        SELECT e.id, e.subscription_id, e.chain_id, e.tx_id, e.log_index FROM events e
-        JOIN jsonb_to_recordset(${json}::text::jsonb) AS v(sub text, chain text, tx text, li int)
-          ON e.subscription_id = v.sub AND e.chain_id = v.chain AND e.tx_id = v.tx AND e.log_index = v.li`) as {
+        SELECT e.id, e.subscription_id, e.kind, e.chain_id, e.tx_id, e.log_index, e.internal_index FROM events e
+        JOIN jsonb_to_recordset(${json}::text::jsonb) AS v(sub text, kind text, chain text, tx text, li int, ii int)
+          ON e.subscription_id = v.sub AND e.kind = v.kind AND e.chain_id = v.chain AND e.tx_id = v.tx
+            AND e.log_index = v.li AND e.internal_index = v.ii`) as {
         id: string;
         subscription_id: string;
+        kind: string;
         chain_id: string;
         tx_id: string;
         log_index: number;
+        internal_index: number;
       }[];
-      for (const e of existing) idByKey.set(transferKey(e.subscription_id, e.chain_id, e.tx_id, e.log_index), e.id);
+      for (const e of existing) {
+        idByKey.set(transferKey(e.subscription_id, e.kind, e.chain_id, e.tx_id, e.log_index, e.internal_index), e.id);
+      }
     });
     return { inserted, idByKey };
   }
@@ -564,5 +592,24 @@ export class DelivererStore {
 
   purgeExpiredIdempotency(): Promise<number> {
     return this.ledger.purgeExpired(this.db);
+  }
+
+  /**
+   * The key's events after `after`, in stream order (xid, seq), at most `limit`. Only rows whose transaction is older
+   * than every transaction still running are read: a row committed later always lands after every position already
+   * handed out, so a reader that resumes from its last position misses nothing.
+   */
+  streamPage(filter: StreamFilter, after: StreamPosition, limit: number): Promise<EventRow[]> {
+    const conds = [
+      eq(events.keyId, filter.keyId),
+      sql`(${events.xid}, ${events.seq}) > (${after.xid}::xid8, ${after.seq}::bigint)`,
+      sql`${events.xid} < pg_snapshot_xmin(pg_current_snapshot())`,
+    ];
+    if (filter.subscriptionIds.length > 0) conds.push(inArray(events.subscriptionId, filter.subscriptionIds));
+    if (filter.kinds.length > 0) conds.push(inArray(events.kind, filter.kinds));
+    if (filter.chainIds.length > 0) conds.push(inArray(events.chainId, filter.chainIds));
+    return withDatabase(() =>
+      this.db.select().from(events).where(and(...conds)).orderBy(events.xid, events.seq).limit(limit),
+    );
   }
 }

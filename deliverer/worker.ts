@@ -8,6 +8,7 @@ import type { Schedule, ScheduleEntry } from "./schedule.ts";
 import type { ClaimedEvent, DelivererStore, Outcome } from "./store.ts";
 import type { AttemptOutcome, Sender } from "./send.ts";
 import type { TargetCache } from "./targets.ts";
+import { destinationKey, queueTarget } from "./senders.ts";
 import { reconcileSchedule, type ReconcileResult } from "./reconcile.ts";
 import { deliveryHeaders } from "./sign.ts";
 import { renderPayload } from "./payload.ts";
@@ -63,14 +64,6 @@ export function nextDelay(schedule: number[], attemptsSoFar: number, retryAfterM
   if (retryAfterMs === null) return Math.round(jittered);
   // CONTRACT: a Retry-After is honoured within [the scheduled delay, twice the scheduled delay].
   return Math.round(Math.max(jittered, Math.min(retryAfterMs, 2 * base)));
-}
-
-export function hostOf(url: string): string {
-  try {
-    return new URL(url).host.toLowerCase();
-  } catch {
-    return "";
-  }
 }
 
 /** Time kept free at the end of a lease for writing an attempt's outcome. */
@@ -272,7 +265,8 @@ export class DeliveryWorker {
         held.push(row.id);
         continue;
       }
-      const host = hostOf(target.url);
+      // The "host" of fairness: the URL's host, or the broker and exchange / subject of a queue destination.
+      const host = destinationKey(target);
       const busy = this.perHost.get(host) ?? 0;
       if (busy < this.o.perHostConcurrency) {
         this.launch(row, target, host);
@@ -355,7 +349,7 @@ export class DeliveryWorker {
     let result: AttemptOutcome;
     const startedAt = new Date();
     try {
-      result = await this.sender.send({ url: target.url, body, headers }, this.aborter.signal);
+      result = await this.sender.send({ url: target.url, body, headers, queue: queueTarget(target) }, this.aborter.signal);
     } catch (err) {
       this.log.error("send failed unexpectedly", { err, eventId: row.id });
       result = { ok: false, status: null, body: "internal error while sending", retryAfterMs: null, failure: "internal", durationMs: 0 };
@@ -382,6 +376,18 @@ export class DeliveryWorker {
       // Without an HTTP response the body is the short reason (timeout, connection refused, TLS, SSRF block).
       error: result.status === null ? result.body : null,
     };
+    // One line per attempt: failures at info (what an operator looks for), successes at debug (the bulk). The
+    // destination's host only, never its path or query (they may carry the customer's tokens), nor response bodies.
+    const attemptFields = { eventId: row.id, host, status: result.status, ms: Math.round(result.durationMs), attempt: attempts };
+    if (result.ok) this.log.debug("delivery attempt", attemptFields);
+    else {
+      this.log.info("delivery attempt failed", {
+        ...attemptFields,
+        error: label,
+        // Without an HTTP answer the body is the sender's own reason ("connection refused", "TLS error: …").
+        ...(result.status === null ? { reason: result.body } : {}),
+      });
+    }
     let outcome: Outcome;
     if (result.ok) {
       outcome = { id: row.id, prevAttempts: row.attempts, status: "delivered", attempts, delivered: true, responseStatus: result.status, responseBody: result.body, nextAttemptAt: null, attempt };

@@ -5,7 +5,7 @@ import type { Transport } from "@connectrpc/connect";
 import { Elysia, t, ValidationError, type AnyElysia } from "elysia";
 import type { Config } from "../common/config.ts";
 import { ApiError } from "../common/errors.ts";
-import { operationalResponse, type ReadinessChecks } from "../common/http-service.ts";
+import { operationalResponse } from "../common/http-service.ts";
 import { log } from "../common/logger.ts";
 import { openRedis, type Redis } from "../common/redis.ts";
 import { createAuthenticator, UNAUTHORIZED_HEADERS } from "./auth.ts";
@@ -18,6 +18,7 @@ import { createMethodIndex, errorResponse, fromValidationError, methodNotAllowed
 import { canonicalJson, IDEMPOTENCY_HEADER } from "./idempotency.ts";
 import { countRateLimitFailOpen, observeRequest } from "./metrics.ts";
 import { createRateLimiter, rateLimitHeaders } from "./rate-limit.ts";
+import { gatewayReadiness } from "./readiness.ts";
 import { pickRequestId, REQUEST_ID_HEADER } from "./request-id.ts";
 import { addressRoutes } from "./routes/addresses.ts";
 import { eventRoutes } from "./routes/events.ts";
@@ -32,11 +33,6 @@ export interface GatewayOptions {
   registry: Transport;
   /** The deliverer (event routes); without it those routes answer 503 service_unavailable. */
   deliverer?: Transport;
-  /**
-   * Readiness of the services the gateway calls. Default: GET /readyz of REGISTRY_URL (and DELIVERER_URL when a
-   * deliverer is given) — which covers their PostgreSQL and Redis. In one process, pass the handles' own checks.
-   */
-  dependencyChecks?: ReadinessChecks;
   /** The rate limiter's Redis; opened from config.redisUrl (and closed on stop) when absent. */
   redis?: Redis;
   /** How long a resolved API key is trusted before asking the registry again (default 3 s). */
@@ -45,24 +41,22 @@ export interface GatewayOptions {
 
 const ReadinessSchema = t.Object({
   status: t.Union([t.Literal("ready"), t.Literal("not_ready")]),
-  checks: t.Record(t.String(), t.Boolean(), { description: "Each dependency and whether it answered." }),
+  checks: t.Record(t.String(), t.Boolean(), {
+    description: "What the gateway cannot work without (authentication through the registry); ready when all pass.",
+  }),
+  informational: t.Record(t.String(), t.Boolean(), {
+    description: "Dependencies the gateway rides out (Redis, the deliverer): shown, never a reason to be unready.",
+  }),
 });
-
-function httpReadiness(baseUrl: string): () => Promise<boolean> {
-  return async () => {
-    const res = await fetch(new URL("/readyz", baseUrl), { signal: AbortSignal.timeout(1_500) });
-    await res.body?.cancel();
-    return res.ok;
-  };
-}
 
 /** Metrics and the access log of one answered request. */
 function record(request: Request, route: string, status: number): void {
   const state = stateOf(request);
   const seconds = state ? (performance.now() - state.startedAt) / 1000 : 0;
   observeRequest(request.method, route, status, seconds);
-  // Ids and outcome only: never headers, query strings or bodies (they carry keys and secrets).
-  gatewayLog.debug("request", {
+  // The access log, one line per request at info. Ids and outcome only: never headers, query strings or bodies
+  // (they carry keys and secrets).
+  gatewayLog.info("request", {
     requestId: state?.requestId,
     method: request.method,
     route,
@@ -110,16 +104,10 @@ export function createGatewayApp(opts: GatewayOptions) {
     burst: config.rateLimitBurst,
     onFailure: reportRedis,
   });
-  const checks: ReadinessChecks = {
-    redis: async () => (await redis.ping()) === "PONG",
-    ...(opts.dependencyChecks ?? {
-      registry: httpReadiness(config.registryUrl),
-      ...(opts.deliverer ? { deliverer: httpReadiness(config.delivererUrl) } : {}),
-    }),
-  };
+  const readiness = gatewayReadiness(opts.registry, opts.deliverer, redis);
 
   const operational = async (request: Request): Promise<Response> => {
-    const res = await operationalResponse(request, checks);
+    const res = await operationalResponse(request, readiness);
     if (!res) throw notFound();
     return res;
   };
@@ -207,8 +195,10 @@ export function createGatewayApp(opts: GatewayOptions) {
       set.status = apiErr.status;
       return errorResponse(apiErr, requestId, { ...stringHeaders(set.headers), ...extra });
     })
-    .onAfterResponse(({ request, route, set }) => {
-      record(request, route || "unmatched", typeof set.status === "number" ? set.status : 200);
+    .onAfterResponse(({ request, route, set, responseValue }) => {
+      // A handler that returns a Response (/readyz's 503, errors) sets its status there, not on `set`.
+      const status = responseValue instanceof Response ? responseValue.status : typeof set.status === "number" ? set.status : 200;
+      record(request, route || "unmatched", status);
     })
     .use(docsPlugin(() => whole))
     .use(consolePlugin())
@@ -218,7 +208,7 @@ export function createGatewayApp(opts: GatewayOptions) {
     })
     .get("/readyz", ({ request }) => operational(request), {
       response: { 200: ReadinessSchema, 503: ReadinessSchema },
-      detail: { summary: "Readiness: Redis and the services it calls (with their PostgreSQL)", tags: ["operations"], security: [] },
+      detail: { summary: "Readiness: authentication through the registry (and its PostgreSQL)", tags: ["operations"], security: [] },
     })
     .get("/metrics", ({ request }) => operational(request), {
       response: { 200: t.String({ description: "Prometheus text exposition format." }) },

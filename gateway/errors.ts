@@ -37,6 +37,32 @@ interface ValueErrorLike {
   path: string;
   message: string;
   value?: unknown;
+  /** A union's failure: each alternative's own errors. */
+  errors?: Iterable<ValueErrorLike>[];
+}
+
+const depth = (e: ValueErrorLike) => e.path.split("/").length;
+
+/** The shallowest problem names the field the caller got wrong, not its consequences. */
+function shallowest(errors: Iterable<ValueErrorLike>): ValueErrorLike | undefined {
+  let best: ValueErrorLike | undefined;
+  for (const e of errors) if (best === undefined || depth(e) < depth(best)) best = e;
+  return best;
+}
+
+/**
+ * A union (`null` or an object, say) fails as a whole at its own path. The alternative whose problem lies deepest
+ * is the one the value was meant to be (`assets: [{"standard": 5}]` is an array with a bad entry, not a bad null),
+ * so its problem is the one to report.
+ */
+function refine(e: ValueErrorLike): ValueErrorLike {
+  if (!Array.isArray(e.errors)) return e;
+  let best = e;
+  for (const alternative of e.errors) {
+    const inner = shallowest(alternative);
+    if (inner && depth(inner) > depth(best)) best = inner;
+  }
+  return best === e ? e : refine(best);
 }
 
 /** The first useful problem of a schema validation failure as invalid_request with detail.param. */
@@ -47,8 +73,8 @@ export function fromValidationError(err: ValidationError): ApiError {
   const all = (err.all as ValueErrorLike[] | undefined) ?? [];
   // The shallowest problem names the field the caller got wrong ("destination" is not an object), not its
   // consequences ("destination/type" is then missing too).
-  const depth = (e: ValueErrorLike) => e.path.split("/").length;
-  const first = all.reduce<ValueErrorLike | undefined>((best, e) => (best === undefined || depth(e) < depth(best) ? e : best), undefined);
+  const top = shallowest(all);
+  const first = top && refine(top);
   const pointer = first?.path ?? "";
   if (type === "body") {
     if (pointer === "") {

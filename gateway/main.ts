@@ -1,5 +1,6 @@
 // `bun run gateway`: the public API alone, as it runs in its own pod, calling the registry and the deliverer over
-// the network (REGISTRY_URL, DELIVERER_URL, with INTERNAL_TOKEN); /readyz checks both through their own /readyz.
+// the network (REGISTRY_URL, DELIVERER_URL, with INTERNAL_TOKEN); /readyz asks the registry to resolve a key (see
+// readiness.ts).
 import { loadConfig } from "../common/config.ts";
 import { internalTokenOrExit } from "../common/internal-auth.ts";
 import { log } from "../common/logger.ts";

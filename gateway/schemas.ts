@@ -35,23 +35,113 @@ export const AddressEntrySchema = t.Object(
   { title: "AddressEntry" },
 );
 
+const AMOUNT_DESCRIPTION = "Smallest amount that makes an event, in the asset's base units (decimal string; sun for TRX).";
+const STANDARD = t.Union([t.Literal("TRX"), t.Literal("TRC10"), t.Literal("TRC20")], {
+  description: "TRX; TRC10 with tokenId; TRC20 with contract.",
+});
+const DIRECTION = t.Union([t.Literal("incoming"), t.Literal("outgoing")], {
+  description: "incoming: a watched address is the receiver (to); outgoing: the sender (from).",
+});
+
+export const AssetConditionSchema = t.Object(
+  {
+    standard: STANDARD,
+    tokenId: t.Optional(t.String({ description: "TRC-10 token id (TRC10 only).", examples: ["1002000"] })),
+    contract: t.Optional(t.String({ description: "TRC-20 contract, base58check (TRC20 only).", examples: ["TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"] })),
+    minAmount: t.String({ description: `${AMOUNT_DESCRIPTION} "0" when none was given.` }),
+  },
+  { title: "AssetCondition" },
+);
+
+export const MatchSchema = t.Object(
+  {
+    assets: t.Union([t.Null(), t.Array(AssetConditionSchema)], { description: "null: every asset; otherwise only these." }),
+    directions: t.Array(DIRECTION),
+    includeZeroValue: t.Boolean({ description: "Whether transfers of amount 0 make events." }),
+  },
+  { title: "MatchConditions", description: "Which transfers of the watched addresses make events; defaults filled in." },
+);
+
+export const AssetConditionInput = InputObject({
+  standard: STANDARD,
+  tokenId: t.Optional(t.String({ description: "TRC-10 token id, decimal (required for TRC10, only there)." })),
+  contract: t.Optional(t.String({ description: "TRC-20 contract, base58check (required for TRC20, only there)." })),
+  minAmount: t.Optional(t.String({ description: `${AMOUNT_DESCRIPTION} Default "0".`, examples: ["1000000"] })),
+});
+
+export const MatchInput = t.Union(
+  [
+    t.Null(),
+    InputObject(
+      {
+        assets: t.Optional(
+          t.Union([t.Null(), t.Array(AssetConditionInput)], {
+            description: "null or omitted: every asset. Otherwise 1 to 100 distinct assets, each at or above its minAmount.",
+          }),
+        ),
+        directions: t.Optional(t.Array(DIRECTION, { description: 'Default both. Not empty; duplicates collapse.' })),
+        includeZeroValue: t.Optional(
+          t.Boolean({ description: "Default false: transfers of amount 0 (address poisoning) make no event." }),
+        ),
+      },
+      { title: "MatchConditionsInput" },
+    ),
+  ],
+  {
+    description:
+      "Which transfers of the watched addresses make events, for every transfer kind. Omitted or null: the default " +
+      '{"assets": null, "directions": ["incoming", "outgoing"], "includeZeroValue": false} (on PUT too).',
+  },
+);
+
+const SecretField = t.Optional(
+  t.String({ description: "whsec_ signing secret: only in the create and secret-rotation responses." }),
+);
+
+export const HttpsDestination = t.Object(
+  {
+    type: t.Literal("https"),
+    // No `format` check on the way out: a response is never refused over a stored URL (rows written before URLs
+    // were normalized may hold forms a strict URI check rejects), so a list or GET always renders.
+    url: t.String({ description: "The destination URL in its normalized form (WHATWG URL href), exactly as stored." }),
+    secret: SecretField,
+  },
+  { title: "HttpsDestination" },
+);
+
+export const AmqpDestination = t.Object(
+  {
+    type: t.Literal("amqp"),
+    broker: t.String({ description: "A broker registered by the operator (bun run brokers add)." }),
+    exchange: t.String({ description: '"" is the default exchange (routes to the queue named by routingKey).' }),
+    routingKey: t.String(),
+    secret: SecretField,
+  },
+  { title: "AmqpDestination" },
+);
+
+export const NatsDestination = t.Object(
+  {
+    type: t.Literal("nats"),
+    broker: t.String({ description: "A broker registered by the operator (bun run brokers add)." }),
+    subject: t.String({ description: "JetStream subject; a stream must capture it." }),
+    secret: SecretField,
+  },
+  { title: "NatsDestination" },
+);
+
 export const SubscriptionSchema = t.Object(
   {
     id: t.String({ description: "sub_ + ULID." }),
-    destination: t.Object({
-      type: t.Literal("https"),
-      // No `format` check on the way out: a response is never refused over a stored URL (rows written before URLs
-      // were normalized may hold forms a strict URI check rejects), so a list or GET always renders.
-      url: t.String({ description: "The destination URL in its normalized form (WHATWG URL href), exactly as stored." }),
-      secret: t.Optional(
-        t.String({ description: "whsec_ signing secret: only in the create and secret-rotation responses." }),
-      ),
+    destination: t.Union([HttpsDestination, AmqpDestination, NatsDestination], {
+      description: "Where events go, as it was given: an HTTPS URL, an AMQP exchange or a NATS JetStream subject.",
     }),
     events: t.Array(t.String()),
     filters: t.Object({
       addresses: t.Array(AddressEntrySchema, { description: "Up to 200 inlined addresses, oldest first, where the endpoint inlines them." }),
       hasMore: t.Optional(t.Boolean({ description: "More than the inlined addresses exist." })),
     }),
+    match: MatchSchema,
     status: t.Union([t.Literal("enabled"), t.Literal("disabled")]),
     description: t.String(),
     dateCreated: t.String({ format: "date-time" }),
@@ -68,13 +158,25 @@ export const SubscriptionPageSchema = t.Object(
   { title: "SubscriptionPage" },
 );
 
+// One flat object for the three types (the registry checks which fields each type needs): a wrong field is then
+// reported by its own pointer (/destination/subject) instead of as a mismatch of a whole union.
 export const DestinationInput = InputObject({
-  type: t.Literal("https", { description: "Only https is supported." }),
-  url: t.String({ description: "HTTPS URL, publicly reachable (checked against private and reserved ranges)." }),
+  type: t.Union([t.Literal("https"), t.Literal("amqp"), t.Literal("nats")], {
+    description: "https: url. amqp: broker, exchange, routingKey. nats: broker, subject.",
+  }),
+  url: t.Optional(t.String({ description: "https: HTTPS URL, publicly reachable (checked against private and reserved ranges)." })),
+  broker: t.Optional(t.String({ description: "amqp, nats: the name of a broker the operator registered (never a host)." })),
+  exchange: t.Optional(
+    t.String({ description: 'amqp: exchange name, at most 255 of [A-Za-z0-9._:-]; "" (the default when omitted) is the default exchange.' }),
+  ),
+  routingKey: t.Optional(t.String({ description: "amqp: routing key, at most 255 bytes of UTF-8, no control characters; default \"\"." })),
+  subject: t.Optional(
+    t.String({ description: "nats: JetStream subject: '.'-separated non-empty tokens, no white space, no wildcards (* >), no '$' or '_INBOX' prefix." }),
+  ),
 });
 
 export const EventsInput = t.Array(t.String(), {
-  description: "Event kinds: wallet.transfer.broadcasted, service.ping. 1 to 16 distinct entries.",
+  description: "Event kinds: wallet.transfer.broadcasted, wallet.transfer.confirmed, wallet.transfer.failed, service.ping. 1 to 16 distinct entries.",
 });
 
 export const StatusInput = t.Union([t.Literal("enabled"), t.Literal("disabled")]);

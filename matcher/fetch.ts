@@ -10,7 +10,10 @@ export interface DecodedBlock {
   blockId: string;
   parentHash: string;
   timestampMs: number;
+  /** Every transfer of the block, successful or not (consumers filter by `result`). */
   transfers: DecodedTransfer[];
+  /** Every transaction id of the block: the solidified stream clears pending drops a block re-includes. */
+  txIds: string[];
 }
 
 const INFO_RETRY_MS = 250;
@@ -31,7 +34,8 @@ export async function infosFor(client: TronClient, block: TronBlock): Promise<Tr
 
 export function decoded(block: TronBlock, infos: TronTransactionInfo[] | null): DecodedBlock {
   const h = block.block_header.raw_data;
-  return { number: h.number, blockId: block.blockID, parentHash: h.parentHash, timestampMs: h.timestamp, transfers: decodeBlock(block, infos) };
+  const txIds = (block.transactions ?? []).map((tx) => tx.txID);
+  return { number: h.number, blockId: block.blockID, parentHash: h.parentHash, timestampMs: h.timestamp, transfers: decodeBlock(block, infos), txIds };
 }
 
 export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {

@@ -1,5 +1,6 @@
-// createMatcher: one stream per chain in MATCHER_CHAINS, each behind its chain's lease (a second replica waits for
-// it), reading a java-tron node, matching through the Redis watch index and handing events to the deliverer.
+// createMatcher: two streams per chain in MATCHER_CHAINS — the head (broadcasted) and the solidified head
+// (confirmed, failed) sharing a block cache — both behind the chain's lease (a second replica waits for it),
+// reading a java-tron node, matching through the Redis watch index and handing events to the deliverer.
 // `bun run matcher` serves it alone (main.ts); `npm start` and the tests run it in-process.
 import { createClient, type Transport } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
@@ -9,20 +10,23 @@ import { log as rootLog } from "../common/logger.ts";
 import { openRedis, type Redis } from "../common/redis.ts";
 import type { ServiceHandle } from "../common/service.ts";
 import { lookup } from "../common/watch-index.ts";
+import { StreamLink } from "./block-cache.ts";
 import { acquireChainLease, type ChainLease } from "./lease.ts";
 import type { WatchLookup } from "./match.ts";
 import * as m from "./metrics.ts";
-import { ChainStream, type Progress } from "./stream.ts";
+import { NodeHealth } from "./node-health.ts";
+import { SolidifiedStream, type SolidProgress } from "./solid-stream.ts";
+import { ChainStream, sleep, type Progress } from "./stream.ts";
 import { LeaseLostError, openMatcherDatabase, type MatcherDb } from "./store.ts";
-import { TronClient } from "./tron-client.ts";
+import { TronClient, TronNodeError } from "./tron-client.ts";
 
 export interface MatcherDeps {
   /** Where Enqueue goes: in-process in `npm start`, networkTransport(config.delivererUrl) alone. */
   deliverer: Transport;
   /** Overrides of config.tronNodeUrls (tests and the demo point chains at tools/tron-sim). */
   nodeUrls?: Partial<Record<ChainId, string>>;
-  /** Stream tuning (tests, benchmark). */
-  stream?: { batchSize?: number; concurrency?: number; blockIntervalMs?: number; leaseRetryMs?: number };
+  /** Stream tuning (tests, benchmark); `solidified: false` runs the head stream alone (the benchmark's baseline). */
+  stream?: { batchSize?: number; concurrency?: number; blockIntervalMs?: number; leaseRetryMs?: number; solidified?: boolean };
 }
 
 export interface MatcherHandle extends ServiceHandle {
@@ -32,7 +36,44 @@ export interface MatcherHandle extends ServiceHandle {
   progress(chainId: ChainId): Progress | null;
   /** Resolves once the chain's checkpoint reaches `number` (rejects after `timeoutMs`). */
   waitForBlock(chainId: ChainId, number: number, timeoutMs?: number): Promise<Progress>;
+  /** Where each chain's solidified stream stands (null until it has processed a block). */
+  solidProgress(chainId: ChainId): SolidProgress | null;
+  /** Resolves once the chain's solidified checkpoint reaches `number` (rejects after `timeoutMs`). */
+  waitForSolidified(chainId: ChainId, number: number, timeoutMs?: number): Promise<SolidProgress>;
 }
+
+/** Per chain, the newest progress of a stream and who waits for it to reach a block. */
+function progressBoard<P extends { number: number }>(what: string) {
+  const progress = new Map<ChainId, P>();
+  const waiters = new Set<{ chainId: ChainId; number: number; resolve: (p: P) => void }>();
+  return {
+    get: (chainId: ChainId) => progress.get(chainId) ?? null,
+    set(chainId: ChainId, p: P) {
+      progress.set(chainId, p);
+      for (const w of waiters) {
+        if (w.chainId === chainId && p.number >= w.number) {
+          waiters.delete(w);
+          w.resolve(p);
+        }
+      }
+    },
+    wait(chainId: ChainId, number: number, timeoutMs = 30_000): Promise<P> {
+      const now = progress.get(chainId);
+      if (now && now.number >= number) return Promise.resolve(now);
+      return new Promise((resolve, reject) => {
+        const w = { chainId, number, resolve: (p: P) => (clearTimeout(t), resolve(p)) };
+        const t = setTimeout(() => {
+          waiters.delete(w);
+          reject(new Error(`the matcher's ${what} did not reach block ${number} of ${chainId} within ${timeoutMs} ms`));
+        }, timeoutMs);
+        waiters.add(w);
+      });
+    },
+  };
+}
+
+/** How often a replica whose node has not answered yet asks it again (besides the stream's own requests). */
+const NODE_PROBE_INTERVAL_MS = 10_000;
 
 export async function createMatcher(config: Config, deps: MatcherDeps): Promise<MatcherHandle> {
   const log = rootLog.child({ service: "matcher" });
@@ -40,28 +81,30 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
   const redis = openRedis(config.redisUrl);
   const deliverer = createClient(DeliveryService, deps.deliverer);
   const stop = new AbortController();
-  const progress = new Map<ChainId, Progress>();
-  const waiters = new Set<{ chainId: ChainId; number: number; resolve: (p: Progress) => void }>();
+  const heads = progressBoard<Progress>("head stream");
+  const solids = progressBoard<SolidProgress>("solidified stream");
+
+  const nodes = new NodeHealth(log);
+  // Every series exists from the start: lag unknown (NaN) and the node down until it answers, so an alert on lag or
+  // on matcher_node_up fires for a matcher that never reached its node.
+  for (const chain of config.matcherChains) {
+    m.nodeUp.set({ chain }, 0);
+    m.lagBlocks.set({ chain }, Number.NaN);
+    m.lagSeconds.set({ chain }, Number.NaN);
+  }
 
   const watchLookup: WatchLookup = (chainId, addresses) => lookup(redis, config.redisPrefix, chainId, addresses);
   const enqueue = async (events: NewEvent[]) => {
     await deliverer.enqueue({ events });
   };
 
-  const onCheckpoint = (chainId: ChainId, p: Progress) => {
-    progress.set(chainId, p);
-    for (const w of waiters) {
-      if (w.chainId === chainId && p.number >= w.number) {
-        waiters.delete(w);
-        w.resolve(p);
-      }
-    }
-  };
 
   const runChain = async (chainId: ChainId) => {
     const chainLog = log.child({ chain: chainId });
     // Label children bound once per endpoint: prom-client hashes a label object on every unbound call.
     const nodeUp = m.nodeUp.labels({ chain: chainId });
+    const nodeUrl = deps.nodeUrls?.[chainId] ?? config.tronNodeUrls[chainId];
+    const node = nodes.forChain(chainId, nodeUrl);
     const bound = new Map<string, { ok: { inc(): void }; error: { inc(): void }; latency: { observe(v: number): void } }>();
     const observe = (endpoint: string, ok: boolean, seconds: number) => {
       let b = bound.get(endpoint);
@@ -74,44 +117,77 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
         bound.set(endpoint, b);
       }
       nodeUp.set(ok ? 1 : 0);
+      node.observe(ok);
       (ok ? b.ok : b.error).inc();
       b.latency.observe(seconds);
     };
     const clientOptions = {
-      baseUrl: deps.nodeUrls?.[chainId] ?? config.tronNodeUrls[chainId],
+      baseUrl: nodeUrl,
       ...(config.trongridApiKey ? { apiKey: config.trongridApiKey } : {}),
     };
     const client = new TronClient({ ...clientOptions, observe });
+    // A standby replica (another one holds the lease) asks the node nothing, yet must become ready — a rolling
+    // update waits for it: ask for the head until the node has answered once.
+    void (async () => {
+      while (!stop.signal.aborted && !node.answered) {
+        try {
+          await client.getNowBlock();
+        } catch (err) {
+          if (err instanceof TronNodeError) node.failed(err);
+        }
+        if (!node.answered) await sleep(NODE_PROBE_INTERVAL_MS, stop.signal);
+      }
+    })();
 
-    const streamTuning = deps.stream ?? {};
+    const { solidified = true, leaseRetryMs = 1_000, ...tuning } = deps.stream ?? {};
+    const pollMs = config.matcherPollMs !== undefined ? { pollMs: config.matcherPollMs } : {};
     while (!stop.signal.aborted) {
       m.leaseHeld.set({ chain: chainId }, 0);
       const lease: ChainLease | null = await acquireChainLease(db.$client, chainId, {
         signal: stop.signal,
-        retryMs: deps.stream?.leaseRetryMs ?? 1_000,
+        retryMs: leaseRetryMs,
         onWait: () => chainLog.info("another replica streams this chain; waiting for its lease"),
       });
       if (!lease) break;
       m.leaseHeld.set({ chain: chainId }, 1);
       chainLog.info("lease acquired; streaming");
+      // Both streams run under the lease; either one losing it (or failing for good) stops the other.
+      const both = new AbortController();
+      const onStop = () => both.abort();
+      stop.signal.addEventListener("abort", onStop, { once: true });
+      const link = solidified ? new StreamLink(chainId) : undefined;
+      const common = { chainId, client, db, lookup: watchLookup, enqueue, ...pollMs, ...tuning };
       const stream = new ChainStream({
-        chainId,
-        client,
-        db,
-        lookup: watchLookup,
-        enqueue,
-        log: chainLog,
-        ...(config.matcherPollMs !== undefined ? { pollMs: config.matcherPollMs } : {}),
-        ...streamTuning,
-        onCheckpoint: (p) => onCheckpoint(chainId, p),
+        ...common,
+        log: chainLog.child({ stream: "head" }),
+        ...(link ? { link } : {}),
+        onCheckpoint: (p) => heads.set(chainId, p),
+        onNodeError: (err) => node.failed(err),
       });
+      const solid = link
+        ? new SolidifiedStream({
+            ...common,
+            log: chainLog.child({ stream: "solidified" }),
+            link,
+            ...(config.matcherConfirmations !== undefined ? { confirmations: config.matcherConfirmations } : {}),
+            onCheckpoint: (p) => solids.set(chainId, p),
+          })
+        : undefined;
+      const runOne = async (run: () => Promise<void>) => {
+        try {
+          await run();
+        } finally {
+          both.abort();
+        }
+      };
       try {
-        await stream.run(lease, stop.signal);
+        await Promise.all([runOne(() => stream.run(lease, both.signal)), ...(solid ? [runOne(() => solid.run(lease, both.signal))] : [])]);
       } catch (err) {
         if (err instanceof LeaseLostError) chainLog.warn("lease lost; waiting to re-acquire");
         else chainLog.error("stream stopped unexpectedly; restarting", { err });
         await Bun.sleep(500);
       } finally {
+        stop.signal.removeEventListener("abort", onStop);
         await lease.release();
         m.leaseHeld.set({ chain: chainId }, 0);
       }
@@ -122,12 +198,17 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
 
   return {
     routes: () => {},
+    // The matcher's job is following its chains: the checkpoint and lease (PostgreSQL), the watch index (Redis) and a
+    // node that has answered. A deliverer outage only holds the checkpoint back (nothing is lost), so it is shown.
     checks: {
       postgres: async () => {
         await db.execute(sql`SELECT 1`);
         return true;
       },
       redis: async () => (await redis.ping()) === "PONG",
+      node: async () => nodes.anyAnswered(),
+    },
+    informational: {
       // The deliverer answers an empty Enqueue without touching anything.
       deliverer: async () => {
         await deliverer.enqueue({ events: [] }, { timeoutMs: 1_500 });
@@ -136,19 +217,10 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
     },
     db,
     redis,
-    progress: (chainId) => progress.get(chainId) ?? null,
-    waitForBlock(chainId, number, timeoutMs = 30_000) {
-      const now = progress.get(chainId);
-      if (now && now.number >= number) return Promise.resolve(now);
-      return new Promise((resolve, reject) => {
-        const w = { chainId, number, resolve: (p: Progress) => (clearTimeout(t), resolve(p)) };
-        const t = setTimeout(() => {
-          waiters.delete(w);
-          reject(new Error(`matcher did not reach block ${number} of ${chainId} within ${timeoutMs} ms`));
-        }, timeoutMs);
-        waiters.add(w);
-      });
-    },
+    progress: heads.get,
+    waitForBlock: heads.wait,
+    solidProgress: solids.get,
+    waitForSolidified: solids.wait,
     async close() {
       stop.abort();
       // A request to an unreachable node may still be retrying: give the streams a moment, then close anyway (closing

@@ -1,15 +1,30 @@
-// One block's transfers against the watch index: one lookup for every address the block touches, then one
-// `wallet.transfer.broadcasted` event per (subscription, transfer) with the roles the subscription's addresses
-// played (both for a transfer from a watched address to itself). Disabled subscriptions, revoked keys and chains
-// switched off are filtered by the index; subscriptions without the kind are filtered here.
+// One block's transfers against the watch index: one lookup for every address the block touches, then one event of
+// the kind being made per (subscription, transfer) with the roles the subscription's addresses played (both for a
+// transfer from a watched address to itself). Disabled subscriptions, revoked keys and chains switched off are
+// filtered by the index; subscriptions without the kind, and roles their match conditions reject
+// (matcher/conditions.ts), are filtered here, so each kind reaches only those that list it, when the stream that
+// emits it processes the block.
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { AssetSchema, NewEventSchema, type Asset, type NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { ChainId } from "../common/config.ts";
 import type { Watcher } from "../common/watch-index.ts";
 import type { DecodedTransfer } from "./decode.ts";
+import { rolePasses } from "./conditions.ts";
 import { knownToken } from "./tokens.ts";
 
-export const TRANSFER_KIND = "wallet.transfer.broadcasted";
+/** The head stream's kind: a successful transfer appeared in a new block. */
+export const BROADCASTED = "wallet.transfer.broadcasted";
+/** The solidified stream's kinds: a successful transfer's block is final; a transfer failed for good. */
+export const CONFIRMED = "wallet.transfer.confirmed";
+export const FAILED = "wallet.transfer.failed";
+export type TransferKind = typeof BROADCASTED | typeof CONFIRMED | typeof FAILED;
+
+/** What a confirmed or failed event adds: the solidified head when it is made, and for failed a forced reason. */
+export interface Finality {
+  solidifiedBlockNumber: number;
+  /** `dropped` for a transfer a fork replaced; otherwise the reason is the transfer's own result (contractRet). */
+  reason?: string;
+}
 
 export interface BlockContext {
   chainId: ChainId;
@@ -49,8 +64,14 @@ export function touchedAddresses(transfers: readonly DecodedTransfer[]): string[
   return [...set];
 }
 
-/** The events a block makes, given the watchers of its addresses. Pure: no I/O. */
-export function buildEvents(block: BlockContext, transfers: readonly DecodedTransfer[], watched: Map<string, Watcher[]>): NewEvent[] {
+/** The events of `kind` a block's transfers make, given the watchers of their addresses. Pure: no I/O. */
+export function buildEvents(
+  block: BlockContext,
+  transfers: readonly DecodedTransfer[],
+  watched: Map<string, Watcher[]>,
+  kind: TransferKind,
+  finality?: Finality,
+): NewEvent[] {
   if (watched.size === 0) return [];
   const events: NewEvent[] = [];
   for (const t of transfers) {
@@ -64,7 +85,7 @@ export function buildEvents(block: BlockContext, transfers: readonly DecodedTran
       [toWatchers, "to"],
     ] as const) {
       for (const w of list ?? []) {
-        if (!w.active || !w.events.includes(TRANSFER_KIND)) continue;
+        if (!w.active || !w.events.includes(kind) || !rolePasses(w.match, t, role)) continue;
         const r = roles.get(w.subscriptionId);
         if (!r) roles.set(w.subscriptionId, [role]);
         else if (!r.includes(role)) r.push(role);
@@ -76,7 +97,7 @@ export function buildEvents(block: BlockContext, transfers: readonly DecodedTran
       events.push(
         create(NewEventSchema, {
           subscriptionId,
-          kind: TRANSFER_KIND,
+          kind,
           transfer: {
             chainId: block.chainId,
             blockNumber: BigInt(block.number),
@@ -84,11 +105,16 @@ export function buildEvents(block: BlockContext, transfers: readonly DecodedTran
             blockTimestampMs: BigInt(block.timestampMs),
             txId: t.txId,
             logIndex: t.logIndex,
+            internalIndex: t.internalIndex,
             from: t.from,
             to: t.to,
             amount: t.amount,
             asset,
+            fee: t.fee,
+            memo: t.memo ?? undefined,
             matchedAddresses: rs.map((role) => ({ chainId: block.chainId, address: role === "from" ? t.from : t.to, role })),
+            ...(kind === FAILED ? { reason: finality?.reason ?? t.result } : {}),
+            ...(finality ? { solidifiedBlockNumber: BigInt(finality.solidifiedBlockNumber) } : {}),
           },
         }),
       );
@@ -97,9 +123,30 @@ export function buildEvents(block: BlockContext, transfers: readonly DecodedTran
   return events;
 }
 
-/** Lookup (one round trip) plus buildEvents. */
-export async function matchBlock(block: BlockContext, transfers: readonly DecodedTransfer[], lookup: WatchLookup): Promise<NewEvent[]> {
+/** Whether a transfer's transaction succeeded (java-tron's contractRet). */
+export function succeeded(t: DecodedTransfer): boolean {
+  return t.result === "SUCCESS";
+}
+
+/** The head stream's events of a block: lookup (one round trip) plus buildEvents of its successful transfers. */
+export async function matchBroadcasted(block: BlockContext, transfers: readonly DecodedTransfer[], lookup: WatchLookup): Promise<NewEvent[]> {
+  const ok = transfers.filter(succeeded);
+  if (ok.length === 0) return [];
+  const watched = await lookup(block.chainId, touchedAddresses(ok));
+  return buildEvents(block, ok, watched, BROADCASTED);
+}
+
+/**
+ * The solidified stream's events of a block (one lookup): `confirmed` for its successful transfers, `failed` with
+ * the transaction's contractRet for the rest; `finality.reason` forces the reason (`dropped`).
+ */
+export async function matchFinal(block: BlockContext, transfers: readonly DecodedTransfer[], lookup: WatchLookup, finality: Finality): Promise<NewEvent[]> {
   if (transfers.length === 0) return [];
   const watched = await lookup(block.chainId, touchedAddresses(transfers));
-  return buildEvents(block, transfers, watched);
+  if (watched.size === 0) return [];
+  if (finality.reason !== undefined) return buildEvents(block, transfers, watched, FAILED, finality);
+  const ok: DecodedTransfer[] = [];
+  const failed: DecodedTransfer[] = [];
+  for (const t of transfers) (succeeded(t) ? ok : failed).push(t);
+  return [...buildEvents(block, ok, watched, CONFIRMED, finality), ...buildEvents(block, failed, watched, FAILED, finality)];
 }

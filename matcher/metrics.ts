@@ -7,14 +7,14 @@ const registers = [metrics];
 
 export const headBlock = new Gauge({
   name: "matcher_head_block",
-  help: "Newest block number the TRON node reported.",
+  help: "Newest block number the TRON node reported (the head stream).",
   labelNames: ["chain"],
   registers,
 });
 
 export const checkpointBlock = new Gauge({
   name: "matcher_checkpoint_block",
-  help: "Last block whose events the deliverer accepted.",
+  help: "Last block whose broadcasted events the deliverer accepted (the head stream).",
   labelNames: ["chain"],
   registers,
 });
@@ -101,5 +101,68 @@ export const stageSeconds = new Counter({
   name: "matcher_stage_seconds_total",
   help: "Wall time per stage: fetch (catch-up ranges with their transaction infos, decoded), decode (tip blocks), lookup, enqueue, checkpoint.",
   labelNames: ["chain", "stage"],
+  registers,
+});
+
+export const solidifiedHeadBlock = new Gauge({
+  name: "matcher_solidified_head_block",
+  help: "The solidified head the solidified stream follows (the node's, or the head minus MATCHER_CONFIRMATIONS).",
+  labelNames: ["chain"],
+  registers,
+});
+
+export const solidifiedCheckpointBlock = new Gauge({
+  name: "matcher_solidified_checkpoint_block",
+  help: "Last solidified block whose confirmed / failed events the deliverer accepted.",
+  labelNames: ["chain"],
+  registers,
+});
+
+export const solidifiedLagBlocks = new Gauge({
+  name: "matcher_solidified_lag_blocks",
+  help: "Blocks between the solidified head and the solidified stream's checkpoint.",
+  labelNames: ["chain"],
+  registers,
+});
+
+export const solidifiedLagSeconds = new Gauge({
+  name: "matcher_solidified_lag_seconds",
+  help: "Age of the solidified checkpoint block's timestamp when it was checkpointed.",
+  labelNames: ["chain"],
+  registers,
+});
+
+export const solidityApiUp = new Gauge({
+  name: "matcher_solidity_api",
+  help: "1 while the node answers /walletsolidity/getnowblock, 0 while finality is counted as head minus confirmations.",
+  labelNames: ["chain"],
+  registers,
+});
+
+export const solidifiedBlocksProcessed = new Counter({
+  name: "matcher_solidified_blocks_total",
+  help: "Solidified blocks matched and checkpointed by the solidified stream.",
+  labelNames: ["chain"],
+  registers,
+});
+
+export const finalEvents = new Counter({
+  name: "matcher_final_events_total",
+  help: "Confirmed and failed events handed to the deliverer (duplicates included), by kind and reason.",
+  labelNames: ["chain", "kind"],
+  registers,
+});
+
+export const pendingDrops = new Gauge({
+  name: "matcher_pending_drops",
+  help: "Transfers of fork-replaced blocks waiting for the solidified chain (included → kept, expired → dropped).",
+  labelNames: ["chain"],
+  registers,
+});
+
+export const blockCache = new Counter({
+  name: "matcher_block_cache_total",
+  help: "Solidified-stream reads of the blocks the head stream fetched: hit (not fetched again) or miss.",
+  labelNames: ["chain", "outcome"],
   registers,
 });

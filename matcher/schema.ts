@@ -1,7 +1,9 @@
 // The matcher's tables (own migrations folder and journal, __matcher_migrations). Row types come from here.
-import { bigint, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { jsonb } from "../common/jsonb.ts";
+import type { DecodedTransfer } from "./decode.ts";
 
-/** Per chain: the last block whose events the deliverer has accepted. The stream resumes after it. */
+/** Per chain: the last block whose events the head stream (broadcasted) handed over; it resumes after it. */
 export const matcherCheckpoints = pgTable("matcher_checkpoints", {
   chainId: text("chain_id").primaryKey(),
   blockNumber: bigint("block_number", { mode: "number" }).notNull(),
@@ -9,9 +11,19 @@ export const matcherCheckpoints = pgTable("matcher_checkpoints", {
   updatedAt: timestamp("updated_at", { precision: 3, withTimezone: true, mode: "date" }).notNull().defaultNow(),
 });
 
+/** Per chain: the last solidified block whose confirmed / failed events the deliverer accepted. */
+export const matcherSolidifiedCheckpoints = pgTable("matcher_solidified_checkpoints", {
+  chainId: text("chain_id").primaryKey(),
+  blockNumber: bigint("block_number", { mode: "number" }).notNull(),
+  /** Empty when the stream starts without a parent to check the first block against. */
+  blockId: text("block_id").notNull(),
+  updatedAt: timestamp("updated_at", { precision: 3, withTimezone: true, mode: "date" }).notNull().defaultNow(),
+});
+
 /**
  * The ids of the last few hundred processed blocks per chain: on a fork the stream walks back through them to the
- * newest block the node still has (the common ancestor) and resumes from there.
+ * newest block the node still has (the common ancestor) and resumes from there. A block processed above the
+ * solidified head also keeps its timestamp and transfers: if a fork replaces it, they become pending drops.
  */
 export const matcherBlocks = pgTable(
   "matcher_blocks",
@@ -19,10 +31,37 @@ export const matcherBlocks = pgTable(
     chainId: text("chain_id").notNull(),
     blockNumber: bigint("block_number", { mode: "number" }).notNull(),
     blockId: text("block_id").notNull(),
+    timestampMs: bigint("timestamp_ms", { mode: "number" }),
+    transfers: jsonb<DecodedTransfer[]>()("transfers"),
   },
   (t) => [primaryKey({ columns: [t.chainId, t.blockNumber] })],
 );
 
-export const matcherSchema = { matcherCheckpoints, matcherBlocks };
+/**
+ * Transfers of blocks a fork replaced, waiting for the solidified chain: one that a solidified block includes is
+ * removed (its confirmed or failed comes from that block); one still here when a solidified block's timestamp passes
+ * its expiration can never be included any more and becomes a `failed` / `dropped` event.
+ */
+export const matcherPendingDrops = pgTable(
+  "matcher_pending_drops",
+  {
+    chainId: text("chain_id").notNull(),
+    txId: text("tx_id").notNull(),
+    logIndex: integer("log_index").notNull(),
+    internalIndex: integer("internal_index").notNull(),
+    /** The replaced block. */
+    blockNumber: bigint("block_number", { mode: "number" }).notNull(),
+    blockId: text("block_id").notNull(),
+    blockTimestampMs: bigint("block_timestamp_ms", { mode: "number" }).notNull(),
+    expirationMs: bigint("expiration_ms", { mode: "number" }).notNull(),
+    transfer: jsonb<DecodedTransfer>()("transfer").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.chainId, t.txId, t.logIndex, t.internalIndex] }),
+    index("matcher_pending_drops_expiration").on(t.chainId, t.expirationMs),
+  ],
+);
+
+export const matcherSchema = { matcherCheckpoints, matcherSolidifiedCheckpoints, matcherBlocks, matcherPendingDrops };
 export type MatcherSchema = typeof matcherSchema;
 export type CheckpointRow = typeof matcherCheckpoints.$inferSelect;

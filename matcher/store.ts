@@ -1,9 +1,18 @@
-// The matcher's persistence: per-chain checkpoints and the ids of recently processed blocks. Reads go through the
-// pool; writes go through the chain's lease (see lease.ts), and fail when the lease is gone.
+// The matcher's persistence: per-chain checkpoints of both streams, the ids of recently processed blocks, and the
+// transfers of fork-replaced blocks awaiting the solidified chain. Reads go through the pool; writes go through the
+// chain's lease (see lease.ts), and fail when the lease is gone.
 import { and, desc, eq, gt, gte, lt, sql } from "drizzle-orm";
+import type { DecodedTransfer } from "./decode.ts";
 import { openDatabase, runMigrations, type Database, type DbOptions } from "../common/db.ts";
 import { LOCK_CLASS, chainLockKey, type ChainLease } from "./lease.ts";
-import { matcherBlocks, matcherCheckpoints, matcherSchema, type MatcherSchema } from "./schema.ts";
+import {
+  matcherBlocks,
+  matcherCheckpoints,
+  matcherPendingDrops,
+  matcherSchema,
+  matcherSolidifiedCheckpoints,
+  type MatcherSchema,
+} from "./schema.ts";
 
 export type MatcherDb = Database<MatcherSchema>;
 
@@ -16,6 +25,19 @@ export const BLOCK_HISTORY = 256;
 export interface BlockRef {
   number: number;
   blockId: string;
+}
+
+/** A processed block; above the solidified head it keeps its timestamp and transfers (pending drops if forked). */
+export interface ProcessedBlock extends BlockRef {
+  timestampMs?: number;
+  transfers?: DecodedTransfer[];
+}
+
+/** A transfer of a fork-replaced block, waiting for the solidified chain to include it or pass its expiration. */
+export interface PendingDrop {
+  block: { number: number; blockId: string; timestampMs: number };
+  expirationMs: number;
+  transfer: DecodedTransfer;
 }
 
 export class LeaseLostError extends Error {
@@ -57,16 +79,27 @@ async function fenced<T>(lease: ChainLease, work: (tx: Parameters<Parameters<Mat
   });
 }
 
-/** Moves the checkpoint to the last of `blocks` (processed in order) and remembers their ids. */
-export async function advanceCheckpoint(lease: ChainLease, blocks: readonly BlockRef[]): Promise<void> {
+/** Moves the checkpoint to the last of `blocks` (processed in order) and remembers their ids (and transfers). */
+export async function advanceCheckpoint(lease: ChainLease, blocks: readonly ProcessedBlock[]): Promise<void> {
   const last = blocks[blocks.length - 1];
   if (!last) return;
   const chainId = lease.chainId;
   await fenced(lease, async (tx) => {
     await tx
       .insert(matcherBlocks)
-      .values(blocks.map((b) => ({ chainId, blockNumber: b.number, blockId: b.blockId })))
-      .onConflictDoUpdate({ target: [matcherBlocks.chainId, matcherBlocks.blockNumber], set: { blockId: sql`excluded.block_id` } });
+      .values(
+        blocks.map((b) => ({
+          chainId,
+          blockNumber: b.number,
+          blockId: b.blockId,
+          timestampMs: b.timestampMs ?? null,
+          transfers: b.transfers ?? null,
+        })),
+      )
+      .onConflictDoUpdate({
+        target: [matcherBlocks.chainId, matcherBlocks.blockNumber],
+        set: { blockId: sql`excluded.block_id`, timestampMs: sql`excluded.timestamp_ms`, transfers: sql`excluded.transfers` },
+      });
     await tx
       .insert(matcherCheckpoints)
       .values({ chainId, blockNumber: last.number, blockId: last.blockId })
@@ -80,10 +113,22 @@ export async function advanceCheckpoint(lease: ChainLease, blocks: readonly Bloc
   });
 }
 
-/** A fork: the checkpoint goes back to the common ancestor and the abandoned branch's ids are forgotten. */
+/**
+ * A fork: the checkpoint goes back to the common ancestor and the abandoned branch's ids are forgotten; in the same
+ * transaction its successful (broadcasted) transfers become pending drops, so a crash cannot lose them.
+ */
 export async function rollbackCheckpoint(lease: ChainLease, ancestor: BlockRef): Promise<void> {
   const chainId = lease.chainId;
   await fenced(lease, async (tx) => {
+    await tx.execute(sql`
+      INSERT INTO matcher_pending_drops
+        (chain_id, tx_id, log_index, internal_index, block_number, block_id, block_timestamp_ms, expiration_ms, transfer)
+      SELECT b.chain_id, t->>'txId', (t->>'logIndex')::int, (t->>'internalIndex')::int, b.block_number, b.block_id,
+             b.timestamp_ms, (t->>'expirationMs')::bigint, t
+      FROM matcher_blocks b CROSS JOIN LATERAL jsonb_array_elements(b.transfers) AS t
+      WHERE b.chain_id = ${chainId} AND b.block_number > ${ancestor.number} AND b.transfers IS NOT NULL
+        AND b.timestamp_ms IS NOT NULL AND t->>'result' = 'SUCCESS'
+      ON CONFLICT DO NOTHING`);
     await tx
       .delete(matcherBlocks)
       .where(and(eq(matcherBlocks.chainId, chainId), gt(matcherBlocks.blockNumber, ancestor.number)));
@@ -97,6 +142,51 @@ export async function rollbackCheckpoint(lease: ChainLease, ancestor: BlockRef):
       .onConflictDoUpdate({
         target: matcherCheckpoints.chainId,
         set: { blockNumber: ancestor.number, blockId: ancestor.blockId, updatedAt: new Date() },
+      });
+  });
+}
+
+export async function loadSolidifiedCheckpoint(db: MatcherDb, chainId: string): Promise<BlockRef | null> {
+  const [row] = await db.select().from(matcherSolidifiedCheckpoints).where(eq(matcherSolidifiedCheckpoints.chainId, chainId));
+  return row ? { number: row.blockNumber, blockId: row.blockId } : null;
+}
+
+/** Every pending drop of the chain (few: only forks above the solidified head make them). */
+export async function loadPendingDrops(db: MatcherDb, chainId: string): Promise<PendingDrop[]> {
+  const rows = await db.select().from(matcherPendingDrops).where(eq(matcherPendingDrops.chainId, chainId));
+  return rows.map((r) => ({
+    block: { number: r.blockNumber, blockId: r.blockId, timestampMs: r.blockTimestampMs },
+    expirationMs: r.expirationMs,
+    transfer: r.transfer,
+  }));
+}
+
+/**
+ * The solidified stream's checkpoint moves to `last`, and the pending drops it settled (included by a solidified
+ * block, or made into failed / dropped events) go, in one transaction: a crash before it re-reads the blocks and
+ * settles them again (the deliverer keeps one event per transfer and kind).
+ */
+export async function advanceSolidifiedCheckpoint(lease: ChainLease, last: BlockRef, settled: readonly PendingDrop[]): Promise<void> {
+  const chainId = lease.chainId;
+  await fenced(lease, async (tx) => {
+    for (const d of settled) {
+      await tx
+        .delete(matcherPendingDrops)
+        .where(
+          and(
+            eq(matcherPendingDrops.chainId, chainId),
+            eq(matcherPendingDrops.txId, d.transfer.txId),
+            eq(matcherPendingDrops.logIndex, d.transfer.logIndex),
+            eq(matcherPendingDrops.internalIndex, d.transfer.internalIndex),
+          ),
+        );
+    }
+    await tx
+      .insert(matcherSolidifiedCheckpoints)
+      .values({ chainId, blockNumber: last.number, blockId: last.blockId })
+      .onConflictDoUpdate({
+        target: matcherSolidifiedCheckpoints.chainId,
+        set: { blockNumber: last.number, blockId: last.blockId, updatedAt: new Date() },
       });
   });
 }

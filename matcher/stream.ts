@@ -1,15 +1,18 @@
-// One chain's block stream. Resumes after its checkpoint (or starts at the node's head the first time), checks
+// One chain's head stream (wallet.transfer.broadcasted). Resumes after its checkpoint (or starts at the node's head the first time), checks
 // every block's parentHash against the previous blockID, rolls back to the common ancestor on a fork, catches up
 // in batches of blocks (fetched ahead while the previous batch is matched), and at the tip polls around each
 // block's expected time (TRON makes a block every 3 s). The checkpoint moves only after the deliverer accepted the
 // events of every block up to it, so a crash at any point re-reads blocks instead of skipping them; re-reading
-// is harmless because the deliverer keeps one event per (subscription, chain, txId, logIndex).
+// is harmless because the deliverer keeps one event per (subscription, kind, transfer). Every block it fetches goes
+// into the chain's block cache for the solidified stream (solid-stream.ts); a block processed above the solidified
+// head keeps its transfers with its id, so a fork that replaces it turns them into pending drops (store.ts).
 import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { ChainId } from "../common/config.ts";
 import type { Logger } from "../common/logger.ts";
 import { decoded, fetchDecodedRange, infosFor, mapLimit, type DecodedBlock } from "./fetch.ts";
 import type { ChainLease } from "./lease.ts";
-import { matchBlock, type WatchLookup } from "./match.ts";
+import type { StreamLink } from "./block-cache.ts";
+import { matchBroadcasted, type WatchLookup } from "./match.ts";
 import * as m from "./metrics.ts";
 import {
   BLOCK_HISTORY,
@@ -20,8 +23,9 @@ import {
   rollbackCheckpoint,
   type BlockRef,
   type MatcherDb,
+  type ProcessedBlock,
 } from "./store.ts";
-import { MAX_BLOCKS_PER_RANGE, type TronClient } from "./tron-client.ts";
+import { MAX_BLOCKS_PER_RANGE, TronNodeError, type TronClient } from "./tron-client.ts";
 
 export interface StreamOptions {
   chainId: ChainId;
@@ -41,6 +45,10 @@ export interface StreamOptions {
   concurrency?: number;
   /** Called after each checkpoint. */
   onCheckpoint?: (ref: Progress) => void;
+  /** Shared with the chain's solidified stream (absent when it does not run): the block cache and positions. */
+  link?: StreamLink;
+  /** Takes a step's failure when the node did not answer (it reports them, rate-limited); unset, they are logged. */
+  onNodeError?: (err: TronNodeError) => void;
 }
 
 export interface Progress extends BlockRef {
@@ -55,7 +63,8 @@ function blockRef(b: DecodedBlock): Progress {
   return { number: b.number, blockId: b.blockId, timestampMs: b.timestampMs };
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   if (ms <= 0 || signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const t = setTimeout(done, ms);
@@ -73,6 +82,7 @@ export class ChainStream {
   private headNumber = 0;
   private lastPollAt = 0;
   private prefetch: { start: number; promise: Promise<DecodedBlock[]> } | null = null;
+  private signal: AbortSignal = new AbortController().signal;
   private readonly chain: string;
   private readonly batchSize: number;
   private readonly concurrency: number;
@@ -103,6 +113,7 @@ export class ChainStream {
   /** Streams until `signal` aborts; throws LeaseLostError when the lease is gone (the caller re-acquires). */
   async run(lease: ChainLease, signal: AbortSignal): Promise<void> {
     const { client, db, log } = this.opts;
+    this.signal = signal;
     let failures = 0;
     while (!signal.aborted) {
       try {
@@ -110,6 +121,7 @@ export class ChainStream {
           const cp = await loadCheckpoint(db, this.chain);
           if (cp) {
             this.last = { ...cp, timestampMs: 0 };
+            this.opts.link?.resumeAfter(cp.number);
             log.info("resuming from checkpoint", { block: cp.number });
           } else {
             // First start: begin at the node's head (the head block itself included).
@@ -129,7 +141,8 @@ export class ChainStream {
         m.streamErrors.inc({ chain: this.chain });
         this.prefetch = null;
         const delay = Math.min(10_000, 250 * 2 ** Math.min(failures - 1, 6));
-        log.warn("stream step failed; retrying", { err, retryInMs: delay });
+        if (err instanceof TronNodeError && this.opts.onNodeError) this.opts.onNodeError(err);
+        else log.warn("stream step failed; retrying", { err, retryInMs: delay });
         await sleep(delay, signal);
       }
     }
@@ -168,6 +181,7 @@ export class ChainStream {
 
   private noteHead(n: number): void {
     this.headNumber = n;
+    this.opts.link?.noteHead(n);
     m.headBlock.set({ chain: this.chain }, n);
     if (this.last) m.lagBlocks.set({ chain: this.chain }, Math.max(0, n - this.last.number));
   }
@@ -216,8 +230,14 @@ export class ChainStream {
   }
 
   private async fetchRangeUntimed(start: number): Promise<DecodedBlock[]> {
+    const link = this.opts.link;
+    // Catching up over blocks the solidified stream needs too: stay within the cache's reach of it, so each block
+    // is fetched once.
+    while (link?.shouldHold(start, this.batchSize) && !this.signal.aborted) await link.changed(250, this.signal);
     const end = Math.min(start + this.batchSize, this.headNumber + 1);
-    return fetchDecodedRange(this.opts.client, start, end, this.concurrency);
+    const blocks = await fetchDecodedRange(this.opts.client, start, end, this.concurrency);
+    link?.put(blocks);
+    return blocks;
   }
 
   /** A block read at the tip, decoded here (one every few seconds). */
@@ -226,6 +246,7 @@ export class ChainStream {
     const infos = await infosFor(this.opts.client, block);
     const d = decoded(block, infos);
     this.stage("decode", t);
+    this.opts.link?.put([d]);
     return d;
   }
 
@@ -248,7 +269,7 @@ export class ChainStream {
     await mapLimit(accepted, this.concurrency, async (block) => {
       transfers += block.transfers.length;
       let t = performance.now();
-      const made = await matchBlock(
+      const made = await matchBroadcasted(
         { chainId: this.opts.chainId, number: block.number, blockId: block.blockId, timestampMs: block.timestampMs },
         block.transfers,
         this.opts.lookup,
@@ -263,8 +284,13 @@ export class ChainStream {
     });
     if (signal.aborted) return;
     const refs = accepted.map(blockRef);
+    const link = this.opts.link;
+    // Above the solidified head a fork may still replace a block: keep its transfers until it is final.
+    const processed: ProcessedBlock[] = link
+      ? accepted.map((b) => (b.number > link.solidHead ? { ...blockRef(b), transfers: b.transfers } : blockRef(b)))
+      : refs;
     const t = performance.now();
-    await advanceCheckpoint(lease, refs);
+    await advanceCheckpoint(lease, processed);
     stage("checkpoint", t);
     const last = refs[refs.length - 1]!;
     this.last = last;
@@ -310,6 +336,7 @@ export class ChainStream {
       log.error("fork deeper than the remembered history; following the node", { from: ancestor.number });
     }
     await rollbackCheckpoint(lease, ancestor);
+    this.opts.link?.dropAbove(ancestor.number);
     m.forks.inc({ chain: this.chain });
     log.warn("fork: rolled back to the common ancestor", {
       ancestor: ancestor.number,

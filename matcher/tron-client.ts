@@ -26,8 +26,9 @@ export class TronNodeError extends Error {
     message: string,
     readonly endpoint: string,
     readonly status?: number,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
     this.name = "TronNodeError";
   }
 }
@@ -65,6 +66,16 @@ export class TronClient {
   async getNowBlock(): Promise<TronBlock> {
     const body = await this.call("getnowblock", {});
     if (!isBlock(body)) throw new TronNodeError("getnowblock returned no block", "getnowblock");
+    return body;
+  }
+
+  /**
+   * The solidified head block (/walletsolidity/getnowblock), tried once: a node without the solidity API answers
+   * 404 or an error, and the caller falls back to counting confirmations instead of waiting through retries.
+   */
+  async getSolidifiedNowBlock(): Promise<TronBlock> {
+    const body = await this.call("getnowblock", {}, { api: "walletsolidity", attempts: 1 });
+    if (!isBlock(body)) throw new TronNodeError("walletsolidity/getnowblock returned no block", "walletsolidity/getnowblock");
     return body;
   }
 
@@ -114,11 +125,19 @@ export class TronClient {
     return infos;
   }
 
-  private async call(endpoint: string, params: Record<string, unknown>): Promise<unknown> {
-    const url = `${this.baseUrl}/wallet/${endpoint}`;
+  private async call(
+    path: string,
+    params: Record<string, unknown>,
+    opts: { api?: "wallet" | "walletsolidity"; attempts?: number } = {},
+  ): Promise<unknown> {
+    const api = opts.api ?? "wallet";
+    const url = `${this.baseUrl}/${api}/${path}`;
+    // Metrics and errors name solidity endpoints by their prefix; full-node ones keep their bare names.
+    const endpoint = api === "wallet" ? path : `${api}/${path}`;
     const payload = JSON.stringify({ ...params, visible: this.visible });
     let lastError: unknown;
-    for (let attempt = 0; attempt < this.attempts; attempt++) {
+    const attempts = opts.attempts ?? this.attempts;
+    for (let attempt = 0; attempt < attempts; attempt++) {
       if (attempt > 0) await Bun.sleep(this.delay(attempt));
       const started = performance.now();
       try {
@@ -154,7 +173,10 @@ export class TronClient {
         lastError = err;
       }
     }
-    throw lastError instanceof Error ? lastError : new TronNodeError(`${endpoint} failed`, endpoint);
+    if (lastError instanceof TronNodeError) throw lastError;
+    // Refused, reset, timed out: one error type for "the node did not answer", so callers can tell it from their own.
+    const reason = lastError instanceof Error ? lastError.message : String(lastError);
+    throw new TronNodeError(`${endpoint} failed: ${reason}`, endpoint, undefined, { cause: lastError });
   }
 
   private delay(attempt: number): number {

@@ -31,6 +31,8 @@ export interface TronTransaction {
     expiration?: number;
     fee_limit?: number;
     timestamp?: number;
+    /** The memo: hex of the bytes of raw_data field 10. */
+    data?: string;
     [key: string]: unknown;
   };
   raw_data_hex?: string;
@@ -74,7 +76,21 @@ export interface TronTransactionInfo {
   resMessage?: string;
   receipt?: { result?: string; [key: string]: unknown };
   log?: TronLog[];
-  internal_transactions?: unknown[];
+  internal_transactions?: TronInternalTransaction[];
+  [key: string]: unknown;
+}
+
+/** One entry of a transaction info's internal_transactions (a call, transfer or create a contract made). */
+export interface TronInternalTransaction {
+  hash?: string;
+  caller_address?: string;
+  transferTo_address?: string;
+  /** One per entry; `{}` when nothing moved; tokenId names a TRC-10 token (absent for TRX). */
+  callValueInfo?: { callValue?: number | string; tokenId?: string }[];
+  /** Hex of the kind: "call", "create", "suicide". */
+  note?: string;
+  /** True when the entry was rolled back (its call reverted). */
+  rejected?: boolean;
   [key: string]: unknown;
 }
 

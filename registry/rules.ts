@@ -1,12 +1,29 @@
 // The registry's business rules for subscriptions and keys (CONTRACT.md "Limits" and "Subscriptions"): pure checks
 // that either return the normalized value or throw the public ApiError. The destination URL (shape, DNS, SSRF)
-// is checked by common/ssrf.ts checkDestinationUrl, which the deliverer shares.
+// is checked by common/ssrf.ts checkDestinationUrl, which the deliverer shares; queue destinations by destination.ts.
 import { randomBytes } from "node:crypto";
 import { TRON_CHAINS, isChainId, type ChainId } from "../common/config.ts";
 import { ApiError } from "../common/errors.ts";
+import {
+  ASSET_STANDARDS,
+  DIRECTIONS,
+  MAX_MATCH_ASSETS,
+  assetKey,
+  defaultMatch,
+  type AssetCondition,
+  type AssetStandard,
+  type MatchConditions,
+  type MatchDirection,
+} from "../common/match-conditions.ts";
+import { isBase58Address } from "../common/tron-address.ts";
+import type { MatchConditions as MatchConditionsMessage } from "../gen/webhooks/registry/v1/registry_pb.ts";
 
-export const SUPPORTED_EVENTS = ["wallet.transfer.broadcasted", "service.ping"] as const;
-export const PLANNED_EVENTS = ["wallet.transfer.confirmed", "wallet.transfer.failed"] as const;
+export const SUPPORTED_EVENTS = [
+  "wallet.transfer.broadcasted",
+  "wallet.transfer.confirmed",
+  "wallet.transfer.failed",
+  "service.ping",
+] as const;
 export const MAX_EVENTS = 16;
 export const MAX_DESCRIPTION_CODE_POINTS = 512;
 export const STATUSES = ["enabled", "disabled"] as const;
@@ -22,28 +39,96 @@ function invalid(message: string, param: string): ApiError {
   return new ApiError("invalid_request", message, { param });
 }
 
-/** The destination's type; the URL itself is checked by common/ssrf.ts checkDestinationUrl (shape, DNS, SSRF). */
-export function checkDestinationType(type: string): void {
-  if (type !== "https") throw invalid('destination.type must be "https".', "/destination/type");
-}
-
-/** 1 to 16 distinct event kinds, duplicates collapsed in order; planned and unknown kinds are unsupported_event. */
+/** 1 to 16 distinct event kinds, duplicates collapsed in order; an unknown kind is unsupported_event. */
 export function checkEvents(events: readonly string[]): string[] {
   const distinct = [...new Set(events)];
   if (distinct.length === 0) throw invalid("events must list at least one event kind.", "/events");
   if (distinct.length > MAX_EVENTS) throw invalid(`events may list at most ${MAX_EVENTS} distinct kinds.`, "/events");
   for (const event of distinct) {
-    if ((PLANNED_EVENTS as readonly string[]).includes(event)) {
-      throw new ApiError("unsupported_event", `The event kind "${event}" is planned but not available yet.`, {
-        event,
-        planned: true,
-      });
-    }
     if (!(SUPPORTED_EVENTS as readonly string[]).includes(event)) {
       throw new ApiError("unsupported_event", `The event kind "${event}" is not supported.`, { event });
     }
   }
   return distinct;
+}
+
+// ---- match conditions (CONTRACT.md "Match conditions") ----
+
+const DIGITS = /^[0-9]+$/;
+/** The largest amount a transfer can carry (TRC-20 amounts are uint256). */
+const MAX_AMOUNT = (1n << 256n) - 1n;
+const MAX_TOKEN_ID = (1n << 63n) - 1n;
+
+/** A decimal amount in base units, canonical (no leading zeros); "0" when unset. */
+function checkMinAmount(value: string | undefined, param: string): string {
+  if (value === undefined) return "0";
+  if (!DIGITS.test(value) || value.length > 80 || BigInt(value) > MAX_AMOUNT) {
+    throw invalid("minAmount must be a decimal string of base units from 0 to 2^256-1.", param);
+  }
+  return BigInt(value).toString();
+}
+
+function checkAsset(a: NonNullable<MatchConditionsMessage["assets"]>["items"][number], at: string): AssetCondition {
+  if (!(ASSET_STANDARDS as readonly string[]).includes(a.standard)) {
+    throw invalid(`standard must be one of ${ASSET_STANDARDS.join(", ")}.`, `${at}/standard`);
+  }
+  const standard = a.standard as AssetStandard;
+  // A field of another standard is a mistake worth reporting (a TRC-20 entry given a tokenId means something else).
+  if (standard !== "TRC10" && a.tokenId !== undefined) throw invalid("tokenId belongs to TRC10 entries only.", `${at}/tokenId`);
+  if (standard !== "TRC20" && a.contract !== undefined) throw invalid("contract belongs to TRC20 entries only.", `${at}/contract`);
+  const minAmount = checkMinAmount(a.minAmount, `${at}/minAmount`);
+  if (standard === "TRC10") {
+    const id = a.tokenId;
+    if (id === undefined || !/^[1-9][0-9]{0,18}$/.test(id) || BigInt(id) > MAX_TOKEN_ID) {
+      throw invalid("A TRC10 entry needs tokenId: the token's decimal id, e.g. \"1002000\".", `${at}/tokenId`);
+    }
+    return { standard, tokenId: id, minAmount };
+  }
+  if (standard === "TRC20") {
+    if (!isBase58Address(a.contract)) {
+      throw invalid("A TRC20 entry needs contract: the token contract's base58check address (T...).", `${at}/contract`);
+    }
+    return { standard, contract: a.contract, minAmount };
+  }
+  return { standard, minAmount };
+}
+
+/**
+ * A request's match conditions, normalized with defaults filled; unset means the default. `assets` and
+ * `directions` may not be empty (a subscription that can never match is a mistake; disabling it is the way to
+ * pause it); an asset listed twice is invalid (which minAmount would apply?); duplicate directions collapse.
+ */
+export function checkMatch(input: MatchConditionsMessage | undefined): MatchConditions {
+  const out = defaultMatch();
+  if (!input) return out;
+  if (input.assets) {
+    const items = input.assets.items;
+    if (items.length === 0) throw invalid("assets must list at least one asset; null lets every asset through.", "/match/assets");
+    if (items.length > MAX_MATCH_ASSETS) throw invalid(`assets may list at most ${MAX_MATCH_ASSETS} entries.`, "/match/assets");
+    const seen = new Map<string, number>();
+    out.assets = items.map((item, i) => {
+      const asset = checkAsset(item, `/match/assets/${i}`);
+      const key = assetKey(asset);
+      const first = seen.get(key);
+      if (first !== undefined) throw invalid(`This asset is already listed at /match/assets/${first}.`, `/match/assets/${i}`);
+      seen.set(key, i);
+      return asset;
+    });
+  }
+  if (input.directions) {
+    const items = input.directions.items;
+    if (items.length === 0) throw invalid('directions must list "incoming", "outgoing" or both.', "/match/directions");
+    const directions: MatchDirection[] = [];
+    items.forEach((d, i) => {
+      if (!(DIRECTIONS as readonly string[]).includes(d)) {
+        throw invalid('Each direction must be "incoming" or "outgoing".', `/match/directions/${i}`);
+      }
+      if (!directions.includes(d as MatchDirection)) directions.push(d as MatchDirection);
+    });
+    out.directions = directions;
+  }
+  if (input.includeZeroValue !== undefined) out.includeZeroValue = input.includeZeroValue;
+  return out;
 }
 
 /** "" means the default, enabled. */

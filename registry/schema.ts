@@ -1,6 +1,7 @@
 // The registry's tables (its own migrations folder and journal, __registry_migrations). Row types come from here.
 import { idempotencyTable } from "../common/idempotency.ts";
-import { bigint, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, index, integer, jsonb, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { defaultMatch, type MatchConditions } from "../common/match-conditions.ts";
 
 const ms = (name: string) => timestamp(name, { precision: 3, withTimezone: true, mode: "date" });
 
@@ -15,6 +16,17 @@ export const apiKeys = pgTable("api_keys", {
   revokedAt: ms("revoked_at"),
 });
 
+// Message brokers registered by the operator (`bun run brokers`): queue destinations name one, never a host, so the
+// public API can never point the service at an arbitrary internal address, and credentials never pass through it.
+export const brokers = pgTable("brokers", {
+  name: text("name").primaryKey(),
+  // "amqp" or "nats".
+  type: text("type").notNull(),
+  // The connection URL with its credentials, encrypted with the app's encryptionKey (common/crypto.ts).
+  url: text("url").notNull(),
+  createdAt: ms("created_at").notNull().defaultNow(),
+});
+
 export const subscriptions = pgTable(
   "subscriptions",
   {
@@ -22,7 +34,15 @@ export const subscriptions = pgTable(
     keyId: text("key_id")
       .notNull()
       .references(() => apiKeys.id),
+    // "https", "amqp" or "nats"; `url` is "" for a queue destination.
+    destinationType: text("destination_type").notNull().default("https"),
     url: text("url").notNull(),
+    // Queue destinations: the broker (a registered one; removing it is refused while a subscription uses it), the
+    // AMQP exchange and routing key, or the NATS subject. Null for https.
+    broker: text("broker").references(() => brokers.name, { onDelete: "restrict" }),
+    exchange: text("exchange"),
+    routingKey: text("routing_key"),
+    subject: text("subject"),
     events: text("events").array().notNull(),
     status: text("status").notNull(),
     description: text("description").notNull().default(""),
@@ -31,10 +51,16 @@ export const subscriptions = pgTable(
     previousSecret: text("previous_secret"),
     previousSecretExpiresAt: ms("previous_secret_expires_at"),
     addressCount: integer("address_count").notNull().default(0),
+    // Match conditions, normalized with every default filled in (common/match-conditions.ts).
+    match: jsonb("match").$type<MatchConditions>().notNull().default(defaultMatch()),
     createdAt: ms("created_at").notNull(),
     updatedAt: ms("updated_at").notNull(),
   },
-  (t) => [index("subscriptions_key_page_idx").on(t.keyId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst())],
+  (t) => [
+    index("subscriptions_key_page_idx").on(t.keyId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    // The foreign key's check when a broker is removed.
+    index("subscriptions_broker_idx").on(t.broker),
+  ],
 );
 
 export const subscriptionAddresses = pgTable(
@@ -57,11 +83,12 @@ export const subscriptionAddresses = pgTable(
 // Idempotency records of subscription creation and secret rotation, written in the effect's transaction.
 export const idempotencyRecords = idempotencyTable("idempotency_records", "idempotency_records_expires_idx");
 
-export const registrySchema = { apiKeys, subscriptions, subscriptionAddresses, idempotencyRecords };
+export const registrySchema = { apiKeys, brokers, subscriptions, subscriptionAddresses, idempotencyRecords };
 export type RegistrySchema = typeof registrySchema;
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type SubscriptionRow = typeof subscriptions.$inferSelect;
+export type BrokerRow = typeof brokers.$inferSelect;
 export type SubscriptionAddressRow = typeof subscriptionAddresses.$inferSelect;
 export type IdempotencyRow = typeof idempotencyRecords.$inferSelect;
 

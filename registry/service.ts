@@ -14,21 +14,25 @@ import {
   type Destination,
   type SubscriptionResponse,
   type DeliveryTargetSchema,
+  type MatchConditions as MatchConditionsMessage,
+  type MatchConditionsSchema,
   type SubscriptionSchema,
 } from "../gen/webhooks/registry/v1/registry_pb.ts";
+import type { MatchConditions } from "../common/match-conditions.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
 import type { Logger } from "../common/logger.ts";
 import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
 import type { RegisterRoutes } from "../common/rpc.ts";
+import { checkDestinationType, checkExchange, checkRoutingKey, checkSubject, isBrokerName, type DestinationType } from "./destination.ts";
 import {
   checkDescription,
-  checkDestinationType,
   checkEvents,
   checkGivenSecret,
   checkGracePeriod,
   checkKeyChains,
   checkLimit,
+  checkMatch,
   checkStatus,
   generateSigningSecret,
 } from "./rules.ts";
@@ -37,6 +41,7 @@ import type { ApiKeyRow, SubscriptionRow } from "./schema.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
 import type {
   AddressRef,
+  DestinationFields,
   RegistryStore,
   RegistryExecutor,
   SubscriptionCursor,
@@ -77,10 +82,19 @@ export interface SubscriptionView {
   hasMore?: boolean;
 }
 
+/** Stored conditions as the message every representation carries: every field set, `assets` unset for "every asset". */
+export function matchMessage(m: MatchConditions): MessageInitShape<typeof MatchConditionsSchema> {
+  return {
+    assets: m.assets ? { items: m.assets.map((a) => ({ ...a })) } : undefined,
+    directions: { items: [...m.directions] },
+    includeZeroValue: m.includeZeroValue,
+  };
+}
+
 export function subscriptionMessage(row: SubscriptionRow, view: SubscriptionView = {}): SubscriptionInit {
   return {
     id: row.id,
-    destination: { type: "https", url: row.url, secret: view.secret ?? "" },
+    destination: { ...destinationMessage(row), secret: view.secret ?? "" },
     events: row.events,
     addresses: view.addresses ?? [],
     hasMore: view.hasMore ?? false,
@@ -88,7 +102,22 @@ export function subscriptionMessage(row: SubscriptionRow, view: SubscriptionView
     description: row.description,
     dateCreatedMs: BigInt(row.createdAt.getTime()),
     dateUpdatedMs: BigInt(row.updatedAt.getTime()),
+    match: matchMessage(row.match),
   };
+}
+
+/** The destination as it was given: only the fields of its type. */
+type DestinationInit = { type: string; url?: string; broker?: string; exchange?: string; routingKey?: string; subject?: string };
+
+export function destinationMessage(row: SubscriptionRow): DestinationInit {
+  switch (row.destinationType) {
+    case "amqp":
+      return { type: "amqp", broker: row.broker ?? "", exchange: row.exchange ?? "", routingKey: row.routingKey ?? "" };
+    case "nats":
+      return { type: "nats", broker: row.broker ?? "", subject: row.subject ?? "" };
+    default:
+      return { type: "https", url: row.url };
+  }
 }
 
 export function apiKeyMessage(row: ApiKeyRow): MessageInitShape<typeof ApiKeySchema> {
@@ -122,20 +151,56 @@ function isCursor(value: unknown): value is SubscriptionCursor {
   return typeof c === "object" && c !== null && Number.isSafeInteger(c.t) && typeof c.id === "string" && isId("sub", c.id);
 }
 
-/** The checks create and PUT share; `checkDestination` (DNS) runs last, after every cheap check passed. */
+/** The destination's own fields, checked without I/O; the broker's existence and the URL's DNS come later. */
+function destinationShape(d: Destination): DestinationFields {
+  const type: DestinationType = checkDestinationType(d.type);
+  if (type === "https") {
+    if (d.url === "") throw new ApiError("invalid_request", "destination.url is required.", { param: "/destination/url" });
+    return { destinationType: type, url: d.url, broker: null, exchange: null, routingKey: null, subject: null };
+  }
+  if (d.broker === "") throw new ApiError("invalid_request", "destination.broker is required.", { param: "/destination/broker" });
+  if (!isBrokerName(d.broker)) {
+    throw new ApiError("invalid_request", `No ${type} broker named "${d.broker}" is registered.`, { param: "/destination/broker" });
+  }
+  const base = { destinationType: type, url: "", broker: d.broker, exchange: null, routingKey: null, subject: null };
+  if (type === "amqp") return { ...base, exchange: checkExchange(d.exchange), routingKey: checkRoutingKey(d.routingKey) };
+  return { ...base, subject: checkSubject(d.subject) };
+}
+
+/** A queue destination's broker must be registered, and of the destination's type. */
+async function checkBroker(ctx: RegistryContext, type: string, name: string): Promise<void> {
+  const broker = await ctx.store.getBroker(name);
+  if (!broker) {
+    throw new ApiError("invalid_request", `No ${type} broker named "${name}" is registered.`, { param: "/destination/broker" });
+  }
+  if (broker.type !== type) {
+    throw new ApiError("invalid_request", `The broker "${name}" is a ${broker.type} broker, not ${type}.`, { param: "/destination/broker" });
+  }
+}
+
+/**
+ * The checks create and PUT share; the I/O (the broker lookup, or the URL's DNS and SSRF check) runs last, after
+ * every cheap check passed.
+ */
 async function checkSubscriptionFields(
   ctx: RegistryContext,
-  input: { destination?: Destination; events: string[]; status: string; description: string },
+  input: { destination?: Destination; events: string[]; status: string; description: string; match?: MatchConditionsMessage },
 ): Promise<SubscriptionFields> {
   if (!input.destination) {
     throw new ApiError("invalid_request", "destination is required.", { param: "/destination" });
   }
-  checkDestinationType(input.destination.type);
+  const destination = destinationShape(input.destination);
   const events = checkEvents(input.events);
   const status = checkStatus(input.status);
   const description = checkDescription(input.description);
-  const url = await ctx.checkDestination(input.destination.url);
-  return { url, events, status, description };
+  const match = checkMatch(input.match);
+  if (destination.broker !== null) {
+    await checkBroker(ctx, destination.destinationType, destination.broker);
+    return { ...destination, events, status, description, match };
+  }
+  // The URL as stored and returned: normalized once by the check (common/ssrf.ts).
+  const url = await ctx.checkDestination(destination.url);
+  return { ...destination, url, events, status, description, match };
 }
 
 async function runHook(ctx: RegistryContext, name: string, fn: () => Promise<void>): Promise<void> {
@@ -275,6 +340,8 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
           secrets: store.signingSecrets(t.subscription, now),
           keyId: t.key.id,
           chains: t.key.chains,
+          destination: destinationMessage(t.subscription),
+          brokerUrl: t.broker ? store.brokerUrl(t.broker) : "",
         };
       });
       return { targets };

@@ -4,20 +4,24 @@
 import { randomBytes } from "node:crypto";
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import { maskBrokerUrl } from "./destination.ts";
 import { IdempotencyLedger, isKeyed, type IdempotentOutcome } from "../common/idempotency.ts";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { decrypt, encrypt, sha256Hex } from "../common/crypto.ts";
 import { COMMIT_SETTLE_MS, openDatabase, runMigrations, withDatabase, type Database, type DbOptions } from "../common/db.ts";
 import { ApiError } from "../common/errors.ts";
 import { newId } from "../common/ids.ts";
+import type { MatchConditions } from "../common/match-conditions.ts";
 import { databaseUnavailable } from "./metrics.ts";
 import {
   apiKeys,
   idempotencyRecords,
   registrySchema,
   subscriptionAddresses,
+  brokers,
   subscriptions,
   type ApiKeyRow,
+  type BrokerRow,
   type RegistrySchema,
   type SubscriptionRow,
 } from "./schema.ts";
@@ -158,21 +162,35 @@ export function hashApiKey(secret: string): string {
 // ---------------------------------------------------------------------------------------------------------------
 // Subscriptions
 
-export interface NewSubscription {
-  keyId: string;
+/** Where a subscription's events go: `url` for https ("" otherwise), the broker and its target for queues (null otherwise). */
+export interface DestinationFields {
+  destinationType: string;
   url: string;
+  broker: string | null;
+  exchange: string | null;
+  routingKey: string | null;
+  subject: string | null;
+}
+
+export interface SubscriptionFields extends DestinationFields {
   events: string[];
   status: string;
   description: string;
+  match: MatchConditions;
+}
+
+export interface NewSubscription extends SubscriptionFields {
+  keyId: string;
   /** Plain "whsec_..." secret; stored encrypted. */
   secret: string;
 }
 
-export interface SubscriptionFields {
-  url: string;
-  events: string[];
-  status: string;
-  description: string;
+/** A registered broker as the CLI shows it: the URL with its password masked. */
+export interface BrokerInfo {
+  name: string;
+  type: string;
+  maskedUrl: string;
+  createdAt: Date;
 }
 
 export interface SubscriptionCursor {
@@ -189,6 +207,8 @@ export interface AddressRef {
 export interface DeliveryTargetRow {
   subscription: SubscriptionRow;
   key: ApiKeyRow;
+  /** The queue destination's broker; null for https. */
+  broker: BrokerRow | null;
 }
 
 export interface RegistryStoreOptions {
@@ -368,10 +388,16 @@ export class RegistryStore {
     const values = {
       id: newId("sub"),
       keyId: input.keyId,
+      destinationType: input.destinationType,
       url: input.url,
+      broker: input.broker,
+      exchange: input.exchange,
+      routingKey: input.routingKey,
+      subject: input.subject,
       events: input.events,
       status: input.status,
       description: input.description,
+      match: input.match,
       secret: this.seal(input.secret),
       createdAt: now,
       updatedAt: now,
@@ -504,12 +530,61 @@ export class RegistryStore {
     if (ids.length === 0) return Promise.resolve([]);
     return this.run(async (db) => {
       const rows = await db
-        .select({ subscription: subscriptions, key: apiKeys })
+        .select({ subscription: subscriptions, key: apiKeys, broker: brokers })
         .from(subscriptions)
         .innerJoin(apiKeys, eq(apiKeys.id, subscriptions.keyId))
+        .leftJoin(brokers, eq(brokers.name, subscriptions.broker))
         .where(inArray(subscriptions.id, ids));
       return rows;
     });
+  }
+
+  // ---- brokers ----
+
+  getBroker(name: string): Promise<BrokerRow | undefined> {
+    return this.run(async (db) => (await db.select().from(brokers).where(eq(brokers.name, name)))[0]);
+  }
+
+  /** The broker's connection URL in clear (for the deliverer). */
+  brokerUrl(row: BrokerRow): string {
+    return this.open(row.url);
+  }
+
+  /** Registers a broker; false when the name is taken (nothing changes). */
+  addBroker(name: string, type: string, url: string): Promise<boolean> {
+    return this.run(async (db) => {
+      const rows = await db
+        .insert(brokers)
+        .values({ name, type, url: this.seal(url) })
+        .onConflictDoNothing()
+        .returning({ name: brokers.name });
+      return rows.length > 0;
+    });
+  }
+
+  listBrokers(): Promise<BrokerInfo[]> {
+    return this.run(async (db) => {
+      const rows = await db.select().from(brokers).orderBy(asc(brokers.name));
+      return rows.map((r) => ({ name: r.name, type: r.type, maskedUrl: maskBrokerUrl(this.open(r.url)), createdAt: r.createdAt }));
+    });
+  }
+
+  /**
+   * Removes a broker unless a subscription uses it. The foreign key from subscriptions decides under concurrent
+   * writes; the count only makes the refusal say how many.
+   */
+  removeBroker(name: string): Promise<{ removed: boolean; usedBy: number }> {
+    return this.run((db) =>
+      db.transaction(async (tx) => {
+        const [used] = await tx
+          .select({ n: sql<number>`count(*)::int` })
+          .from(subscriptions)
+          .where(eq(subscriptions.broker, name));
+        if ((used?.n ?? 0) > 0) return { removed: false, usedBy: used!.n };
+        const rows = await tx.delete(brokers).where(eq(brokers.name, name)).returning({ name: brokers.name });
+        return { removed: rows.length > 0, usedBy: 0 };
+      }),
+    );
   }
 
   // ---- idempotency ----

@@ -41,6 +41,7 @@ import {
   type AddressChange,
   type SubscriptionMeta,
 } from "../common/watch-index.ts";
+import type { MatchConditions } from "../common/match-conditions.ts";
 import type { SubscriptionRow } from "./schema.ts";
 import type { RegistryDb } from "./store.ts";
 import type { WatchHooks } from "./watch-hooks.ts";
@@ -75,8 +76,18 @@ export function keyActiveOn(key: KeyState, chainId: string): boolean {
   return !key.revoked && key.chains.includes(chainId);
 }
 
-export function subscriptionMeta(row: { id: string; keyId: string; status: string; events: string[] }): SubscriptionMeta {
-  return { id: row.id, keyId: row.keyId, enabled: row.status === "enabled", events: row.events };
+/** The columns the index carries per subscription; `match` as drizzle reads it or as a raw query returns jsonb. */
+export interface IndexedSubscription {
+  id: string;
+  keyId: string;
+  status: string;
+  events: string[];
+  match: MatchConditions | string;
+}
+
+export function subscriptionMeta(row: IndexedSubscription): SubscriptionMeta {
+  const match = typeof row.match === "string" ? (JSON.parse(row.match) as MatchConditions) : row.match;
+  return { id: row.id, keyId: row.keyId, enabled: row.status === "enabled", events: row.events, match };
 }
 
 export interface WatchIndexOptions {
@@ -200,12 +211,12 @@ export class WatchIndex {
     }
   }
 
-  /** Status, kinds: re-read under FOR SHARE and written from that state. */
+  /** Status, kinds, match conditions: re-read under FOR SHARE and written from that state. */
   async subscriptionChanged(id: string): Promise<void> {
     await this.db.transaction(async (tx) => {
       const rows = (await tx.execute(
-        dsql`SELECT id, key_id AS "keyId", status, events FROM subscriptions WHERE id = ${id} FOR SHARE`,
-      )) as unknown as { id: string; keyId: string; status: string; events: string[] }[];
+        dsql`SELECT id, key_id AS "keyId", status, events, match FROM subscriptions WHERE id = ${id} FOR SHARE`,
+      )) as unknown as IndexedSubscription[];
       const row = rows[0];
       if (!row) return;
       try {
@@ -348,9 +359,9 @@ export class WatchIndex {
   private async copySubscription(id: string, gens: Map<string, string>): Promise<number> {
     return this.db.transaction(async (tx) => {
       const subs = (await tx.execute(
-        dsql`SELECT s.id, s.key_id AS "keyId", s.status, s.events, k.chains, k.revoked_at IS NOT NULL AS revoked
+        dsql`SELECT s.id, s.key_id AS "keyId", s.status, s.events, s.match, k.chains, k.revoked_at IS NOT NULL AS revoked
              FROM subscriptions s JOIN api_keys k ON k.id = s.key_id WHERE s.id = ${id} FOR SHARE OF s`,
-      )) as unknown as { id: string; keyId: string; status: string; events: string[]; chains: string[]; revoked: boolean }[];
+      )) as unknown as (IndexedSubscription & KeyState)[];
       const sub = subs[0];
       if (!sub) return 0;
       const rows = (await tx.execute(

@@ -58,7 +58,7 @@ const EventQuery = InputObject({
 
 const TestInput = t.Optional(
   InputObject({
-    kind: t.Optional(t.String({ description: "service.ping (default) or wallet.transfer.broadcasted for a sample transfer marked test: true." })),
+    kind: t.Optional(t.String({ description: "service.ping (default), or wallet.transfer.broadcasted, wallet.transfer.confirmed or wallet.transfer.failed for a sample transfer of that kind marked test: true (failed: reason REVERT)." })),
   }),
 );
 
@@ -123,7 +123,7 @@ export function eventRoutes(deps: GatewayDeps) {
         detail: {
           summary: "Send a test event",
           description:
-            "Fires service.ping (default) or a sample wallet.transfer.broadcasted, whatever the subscription's events and addresses. 409 subscription_disabled on a disabled subscription.",
+            "Fires service.ping (default) or a sample transfer event (wallet.transfer.broadcasted, .confirmed or .failed), whatever the subscription's events and addresses. 409 subscription_disabled on a disabled subscription.",
           tags: TAGS,
           security: SECURITY,
         },

@@ -1,7 +1,7 @@
 // /v1/subscriptions: create, list, get, replace, delete, rotate the signing secret. Maps JSON ⇄ registry RPCs;
 // every business rule (URL policy, events, description, idempotency records, page tokens) is the registry's.
 import { createClient } from "@connectrpc/connect";
-import { Elysia, t } from "elysia";
+import { Elysia, t, type Static } from "elysia";
 import { log } from "../../common/logger.ts";
 import { DeliveryService } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { ApiError } from "../../common/errors.ts";
@@ -10,12 +10,13 @@ import { principalOf } from "../context.ts";
 import { RPC_OPTIONS, WRITE_RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
 import { notFound } from "../errors.ts";
 import { idempotencyFor, replayHeaders } from "../idempotency.ts";
-import { renderSubscription, type SubscriptionJson } from "../render.ts";
+import { matchRequest, renderSubscription, type SubscriptionJson } from "../render.ts";
 import {
   DestinationInput,
   EventsInput,
   IdempotencyHeaders,
   InputObject,
+  MatchInput,
   PageQuery,
   StatusInput,
   SubscriptionIdParams,
@@ -51,11 +52,24 @@ function present(s: Subscription | undefined): Subscription {
   return s;
 }
 
+/** The JSON destination as the registry's message; omitted fields are "" (the registry says which are required). */
+function destinationRequest(d: Static<typeof DestinationInput>) {
+  return {
+    type: d.type,
+    url: d.url ?? "",
+    broker: d.broker ?? "",
+    exchange: d.exchange ?? "",
+    routingKey: d.routingKey ?? "",
+    subject: d.subject ?? "",
+  };
+}
+
 const SubscriptionInput = {
   destination: DestinationInput,
   events: EventsInput,
   status: t.Optional(StatusInput),
   description: t.Optional(t.String({ description: "Free label, at most 512 characters. Empty when omitted." })),
+  match: t.Optional(MatchInput),
 };
 
 const RotateInput = t.Optional(
@@ -95,10 +109,11 @@ export function subscriptionRoutes(deps: GatewayDeps) {
           subs.createSubscription(
             {
               keyId,
-              destination: { type: body.destination.type, url: body.destination.url },
+              destination: destinationRequest(body.destination),
               events: body.events,
               status: body.status ?? "",
               description: body.description ?? "",
+              match: matchRequest(body.match),
               idempotency,
             },
             WRITE_RPC_OPTIONS,
@@ -163,11 +178,12 @@ export function subscriptionRoutes(deps: GatewayDeps) {
             {
               keyId,
               id,
-              destination: { type: body.destination.type, url: body.destination.url },
+              destination: destinationRequest(body.destination),
               events: body.events,
               // A full replacement: what is omitted returns to its default.
               status: body.status ?? "enabled",
               description: body.description ?? "",
+              match: matchRequest(body.match),
             },
             WRITE_RPC_OPTIONS,
           ),
@@ -179,8 +195,9 @@ export function subscriptionRoutes(deps: GatewayDeps) {
         body: InputObject(SubscriptionInput),
         response: { 200: SubscriptionSchema, ...errorResponses(400, 401, 404, 413, 415, 429, 503) },
         detail: {
-          summary: "Replace a subscription's destination, events, status and description",
-          description: "Omitted status becomes enabled and omitted description becomes empty. Address filters and the secret are untouched.",
+          summary: "Replace a subscription's destination, events, status, description and match conditions",
+          description:
+            "Omitted status becomes enabled, omitted description becomes empty and omitted match becomes the default. Address filters and the secret are untouched.",
           tags: TAGS,
           security: SECURITY,
         },

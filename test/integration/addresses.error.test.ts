@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { SQL } from "bun";
-import fixtures from "../../../shared/fixtures/tron/addresses.json";
+import fixtures from "../../fixtures/tron/addresses.json";
 import { hexToBase58 } from "../../common/tron-address.ts";
 import { lookup } from "../../common/watch-index.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";

@@ -3,7 +3,7 @@
 // up to date by the time each response arrives. Real PostgreSQL and Redis (test/support/stack.ts).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import fixtures from "../../../shared/fixtures/tron/addresses.json";
+import fixtures from "../../fixtures/tron/addresses.json";
 import { hexToBase58 } from "../../common/tron-address.ts";
 import { lookup } from "../../common/watch-index.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";

@@ -7,7 +7,7 @@ import { SQL } from "bun";
 import { setLogSink } from "../../common/logger.ts";
 import { staticResolver } from "../../common/ssrf.ts";
 import type { SubscriptionJson } from "../../gateway/render.ts";
-import { apiClient, expectError, expectStatus, type ApiClient } from "../support/http.ts";
+import { apiClient, expectError, expectStatus, urlOf, type ApiClient } from "../support/http.ts";
 import { startStack, TEST_HOSTS, type Stack } from "../support/stack.ts";
 
 let stack: Stack;
@@ -128,7 +128,7 @@ describe("destination URLs are normalized once; what is stored is what is return
       expectError(res, 400, "invalid_request", { param: "/destination/url", reason });
       const existing = await created();
       expectError(await api.put(`/v1/subscriptions/${existing.id}`, sub(url)), 400, "invalid_request", { param: "/destination/url", reason });
-      expect((await api.get(`/v1/subscriptions/${existing.id}`)).json<SubscriptionJson>().destination.url).toBe("https://hooks.example.com/h");
+      expect(urlOf((await api.get(`/v1/subscriptions/${existing.id}`)).json<SubscriptionJson>())).toBe("https://hooks.example.com/h");
       expect(await subscriptionCount()).toBe(before + 1);
       expectStatus(await api.get("/v1/subscriptions"), 200);
     });
@@ -146,16 +146,16 @@ describe("destination URLs are normalized once; what is stored is what is return
       const res = await api.post("/v1/subscriptions", sub(input));
       expectStatus(res, 201);
       const s = res.json<SubscriptionJson>();
-      expect(s.destination.url).toBe(stored);
-      expect((await api.get(`/v1/subscriptions/${s.id}`)).json<SubscriptionJson>().destination.url).toBe(stored);
+      expect(urlOf(s)).toBe(stored);
+      expect(urlOf((await api.get(`/v1/subscriptions/${s.id}`)).json<SubscriptionJson>())).toBe(stored);
       const list = await api.get("/v1/subscriptions?limit=200");
       expectStatus(list, 200);
-      expect(list.json<{ items: SubscriptionJson[] }>().items.find((i) => i.id === s.id)?.destination.url).toBe(stored);
+      expect(urlOf(list.json<{ items: SubscriptionJson[] }>().items.find((i) => i.id === s.id)!)).toBe(stored);
       const put = await api.put(`/v1/subscriptions/${s.id}`, sub(input));
       expectStatus(put, 200);
-      expect(put.json<SubscriptionJson>().destination.url).toBe(stored);
+      expect(urlOf(put.json<SubscriptionJson>())).toBe(stored);
       // The stored form is accepted as it is.
-      expect((await api.put(`/v1/subscriptions/${s.id}`, sub(stored))).json<SubscriptionJson>().destination.url).toBe(stored);
+      expect(urlOf((await api.put(`/v1/subscriptions/${s.id}`, sub(stored))).json<SubscriptionJson>())).toBe(stored);
     });
   }
 
@@ -172,7 +172,7 @@ describe("destination URLs are normalized once; what is stored is what is return
     }
     const get = await api.get(`/v1/subscriptions/${id}`);
     expectStatus(get, 200);
-    expect(get.json<SubscriptionJson>().destination.url).toBe(legacy);
+    expect(urlOf(get.json<SubscriptionJson>())).toBe(legacy);
     const list = await api.get("/v1/subscriptions?limit=200");
     expectStatus(list, 200);
     expect(list.json<{ items: SubscriptionJson[] }>().items.some((i) => i.id === id)).toBe(true);

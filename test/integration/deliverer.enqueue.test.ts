@@ -1,9 +1,10 @@
-// Enqueue (the matcher's call): one event per (subscription, chain, txId, logIndex), however often a block is read;
-// no events for subscriptions that are gone or disabled; bad input changes nothing.
+// Enqueue (the matcher's call): one event per (subscription, kind, chain, txId, logIndex, internalIndex), however
+// often a block is read; the three transfer kinds with their payload fields; no events for subscriptions that are
+// gone or disabled; bad input changes nothing.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { create } from "@bufbuild/protobuf";
 import { fromRpcError } from "../../common/errors.ts";
-import { NewEventSchema } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
+import { NewEventSchema, type Transfer } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { sampleTransfer, startDeliveryBed, waitForEvent, type DeliveryBed } from "../support/delivery.ts";
 
 let bed: DeliveryBed;
@@ -61,10 +62,13 @@ describe("Enqueue", () => {
         blockTimestamp: Number(t1!.blockTimestampMs),
         txId: t1!.txId,
         logIndex: -1,
+        internalIndex: -1,
         from: t1!.from,
         to: t1!.to,
         amount: "1000001",
         asset: { type: "native", standard: "TRX", contract: null, tokenId: null, symbol: "TRX", decimals: 6 },
+        fee: "0",
+        memo: null,
         matchedAddresses: [{ chainId: "tron:nile", address: t1!.to, role: "to" }],
       },
     });
@@ -74,6 +78,56 @@ describe("Enqueue", () => {
     expect(bed.receiver.count("/enq")).toBe(2);
     const body = bed.receiver.deliveries("/enq").find((d) => d.headers["webhook-id"] === ref.eventId)!.body;
     expect(body).toBe(e.payloadJson);
+  });
+
+  test("each kind of the same transfer is its own event, and internal transfers of one transaction are distinct", async () => {
+    const sub = await bed.subscribe("/enq-kinds");
+    const base = { ...sampleTransfer(30), fee: "2086320", memo: "invoice 42 ✓" };
+    const internal0 = { ...sampleTransfer(30), internalIndex: 0, fee: "433850" };
+    const internal2 = { ...internal0, internalIndex: 2 };
+    const event = (k: string, transfer: Transfer) => create(NewEventSchema, { subscriptionId: sub.subscriptionId, kind: k, transfer });
+    const batch = [
+      event(kind, base),
+      event("wallet.transfer.confirmed", { ...base, solidifiedBlockNumber: 1049n }),
+      event("wallet.transfer.failed", { ...base, reason: "REVERT", solidifiedBlockNumber: 1050n }),
+      event(kind, internal0),
+      event(kind, internal2),
+    ];
+    const first = await bed.delivery.enqueue({ events: batch });
+    expect(first.created).toBe(5);
+    expect(new Set(first.eventIds).size).toBe(5);
+    const again = await bed.delivery.enqueue({ events: [...batch].reverse() });
+    expect(again.created).toBe(0);
+    expect(again.eventIds).toEqual([...first.eventIds].reverse());
+    expect(await eventCount(sub.subscriptionId)).toBe(5);
+
+    const data = async (i: number) => {
+      const e = await waitForEvent(bed, { ...sub, eventId: first.eventIds[i]! }, () => true);
+      return { kind: e.kind, data: JSON.parse(e.payloadJson).data as Record<string, unknown> };
+    };
+    const broadcasted = await data(0);
+    expect(broadcasted.kind).toBe(kind);
+    expect(broadcasted.data).toMatchObject({ txId: base.txId, logIndex: -1, internalIndex: -1, fee: "2086320", memo: "invoice 42 ✓" });
+    expect("reason" in broadcasted.data).toBe(false);
+    expect("solidifiedBlockNumber" in broadcasted.data).toBe(false);
+    const confirmed = await data(1);
+    expect(confirmed.kind).toBe("wallet.transfer.confirmed");
+    expect(confirmed.data).toMatchObject({ txId: base.txId, internalIndex: -1, fee: "2086320", solidifiedBlockNumber: 1049 });
+    expect("reason" in confirmed.data).toBe(false);
+    const failed = await data(2);
+    expect(failed.kind).toBe("wallet.transfer.failed");
+    expect(failed.data).toMatchObject({ reason: "REVERT", solidifiedBlockNumber: 1050, memo: "invoice 42 ✓" });
+    expect(Object.keys(failed.data)).toEqual([
+      "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "internalIndex", "from", "to",
+      "amount", "asset", "fee", "memo", "reason", "solidifiedBlockNumber", "matchedAddresses",
+    ]);
+    expect((await data(3)).data).toMatchObject({ internalIndex: 0, logIndex: -1, fee: "433850", memo: null });
+    expect((await data(4)).data).toMatchObject({ internalIndex: 2 });
+    const rows = (await bed.sql`SELECT kind, internal_index FROM events WHERE subscription_id = ${sub.subscriptionId}
+      ORDER BY kind, internal_index`) as { kind: string; internal_index: number }[];
+    expect(rows.map((r) => `${r.kind}:${r.internal_index}`)).toEqual([
+      `${kind}:-1`, `${kind}:0`, `${kind}:2`, "wallet.transfer.confirmed:-1", "wallet.transfer.failed:-1",
+    ]);
   });
 
   test("a call larger than one write (4,500 events) is whole, and idempotent when repeated", async () => {
@@ -112,6 +166,9 @@ describe("Enqueue", () => {
       create(NewEventSchema, { subscriptionId: sub.subscriptionId, kind: "service.ping", transfer: sampleTransfer(22) }),
       create(NewEventSchema, { subscriptionId: sub.subscriptionId, kind, transfer: { ...sampleTransfer(23)!, chainId: "tron:nope" } }),
       create(NewEventSchema, { subscriptionId: sub.subscriptionId, kind }),
+      create(NewEventSchema, { subscriptionId: sub.subscriptionId, kind: "wallet.transfer.pending", transfer: sampleTransfer(24) }),
+      // A failed transfer without its reason.
+      create(NewEventSchema, { subscriptionId: sub.subscriptionId, kind: "wallet.transfer.failed", transfer: sampleTransfer(25) }),
     ];
     for (const b of bad) {
       let codeSeen = "ok";

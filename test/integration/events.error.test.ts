@@ -51,8 +51,8 @@ describe("test events", () => {
 
   test("an unknown kind: 400 unsupported_event naming it; a wrong type: 400 invalid_request", async () => {
     const s = await setup("/err-kind");
-    const bad = expectError(await call(base, s.key, "POST", `/v1/subscriptions/${s.id}/test`, { kind: "wallet.transfer.confirmed" }), 400, "unsupported_event");
-    expect(bad.detail).toEqual({ event: "wallet.transfer.confirmed" });
+    const bad = expectError(await call(base, s.key, "POST", `/v1/subscriptions/${s.id}/test`, { kind: "wallet.transfer.pending" }), 400, "unsupported_event");
+    expect(bad.detail).toEqual({ event: "wallet.transfer.pending" });
     const typed = expectError(await call(base, s.key, "POST", `/v1/subscriptions/${s.id}/test`, { kind: 7 }), 400, "invalid_request");
     expect(typed.detail).toMatchObject({ param: "/kind" });
     expect(await eventCount(s.key, s.id)).toBe(0);

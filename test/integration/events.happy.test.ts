@@ -75,13 +75,55 @@ describe("POST /v1/subscriptions/:id/test", () => {
     const data = res.body.payload.data;
     expect(data.test).toBe(true);
     expect(data.chainId).toBe("tron:mainnet");
-    expect(Object.keys(data)).toEqual(expect.arrayContaining([
-      "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "from", "to", "amount", "asset", "matchedAddresses",
-    ]));
+    expect(Object.keys(data)).toEqual([
+      "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "internalIndex", "from", "to", "amount",
+      "asset", "fee", "memo", "matchedAddresses", "test",
+    ]);
+    expect(data).toMatchObject({ internalIndex: -1, fee: expect.stringMatching(/^\d+$/), memo: null });
     const nile = await setup("/ev-sample-nile", ["tron:shasta", "tron:nile"]);
     const other = await call<Ev>(base, nile.key, "POST", `/v1/subscriptions/${nile.id}/test`, { kind: "wallet.transfer.broadcasted" });
     expect(other.body.chainId).toBe("tron:shasta");
     expect(other.body.payload.data.chainId).toBe("tron:shasta");
+  });
+
+  test("kinds wallet.transfer.confirmed and .failed: realistic samples with every lifecycle field, delivered", async () => {
+    const s = await setup("/ev-final");
+    const confirmed = await call<Ev>(base, s.key, "POST", `/v1/subscriptions/${s.id}/test`, { kind: "wallet.transfer.confirmed" });
+    expect(confirmed.status).toBe(200);
+    expect(confirmed.body).toMatchObject({ kind: "wallet.transfer.confirmed", chainId: "tron:mainnet", status: "pending" });
+    const c = confirmed.body.payload.data;
+    expect(Object.keys(c)).toEqual([
+      "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "internalIndex", "from", "to", "amount",
+      "asset", "fee", "memo", "solidifiedBlockNumber", "matchedAddresses", "test",
+    ]);
+    expect(c).toMatchObject({
+      test: true, chainId: "tron:mainnet", logIndex: 0, internalIndex: -1, memo: null, fee: expect.stringMatching(/^\d+$/),
+      asset: { standard: "TRC20", contract: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", symbol: "USDT", decimals: 6 },
+    });
+    expect(c.solidifiedBlockNumber as number).toBeGreaterThan(c.blockNumber as number);
+
+    const failed = await call<Ev>(base, s.key, "POST", `/v1/subscriptions/${s.id}/test`, { kind: "wallet.transfer.failed" });
+    expect(failed.status).toBe(200);
+    expect(failed.body.kind).toBe("wallet.transfer.failed");
+    const f = failed.body.payload.data;
+    expect(Object.keys(f)).toEqual([
+      "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "internalIndex", "from", "to", "amount",
+      "asset", "fee", "memo", "reason", "solidifiedBlockNumber", "matchedAddresses", "test",
+    ]);
+    // A failed call emits no log: decoded from its call data, so logIndex -1; charged a fee all the same.
+    expect(f).toMatchObject({ test: true, reason: "REVERT", logIndex: -1, internalIndex: -1, memo: null });
+    expect(BigInt(f.fee as string)).toBeGreaterThan(0n);
+    expect(f.txId).not.toBe(c.txId);
+
+    for (const e of [confirmed.body, failed.body]) {
+      await waitFor(s.key, s.id, e.id, (v) => v.status === "delivered");
+      const d = env.receiver.deliveries("/ev-final").find((x) => x.headers["webhook-id"] === e.id)!;
+      expect(d.verified).toBe(true);
+      expect(JSON.parse(d.body)).toEqual(e.payload);
+    }
+    const shasta = await setup("/ev-final-shasta", ["tron:shasta"]);
+    const onShasta = await call<Ev>(base, shasta.key, "POST", `/v1/subscriptions/${shasta.id}/test`, { kind: "wallet.transfer.failed" });
+    expect(onShasta.body.payload.data).toMatchObject({ chainId: "tron:shasta", reason: "REVERT", asset: { standard: "TRX" } });
   });
 
   test("Idempotency-Key: the same key replays the same event (one delivery); another body conflicts", async () => {

@@ -68,11 +68,13 @@ test("gateway, registry and deliverer as separate processes; the registry going 
   const registry = spawn("registry/main.ts", env);
   await waitFor(`http://127.0.0.1:${registryPort}/readyz`, 200);
   spawn("deliverer/main.ts", env);
+  // The gateway is ready without the deliverer (it only shows it): wait for it, so the readiness below is complete.
+  await waitFor(`http://127.0.0.1:${delivererPort}/readyz`, 200);
   const gateway = spawn("gateway/main.ts", env);
   const base = `http://127.0.0.1:${gatewayPort}`;
   await waitFor(`${base}/readyz`, 200);
-  const readiness = (await (await fetch(`${base}/readyz`)).json()) as { checks: Record<string, boolean> };
-  expect(readiness.checks).toEqual({ redis: true, registry: true, deliverer: true });
+  const readiness = (await (await fetch(`${base}/readyz`)).json()) as Record<string, unknown>;
+  expect(readiness).toEqual({ status: "ready", checks: { registry: true }, informational: { redis: true, deliverer: true } });
 
   const issued = Bun.spawnSync([process.execPath, join(ROOT, "cli", "keys.ts"), "create", "--name", "split"], { env, cwd: ROOT });
   expect(issued.exitCode).toBe(0);
@@ -98,6 +100,10 @@ test("gateway, registry and deliverer as separate processes; the registry going 
   expect(down.status).toBe(503);
   expect(((await down.json()) as { error: string }).error).toBe("service_unavailable");
   await waitFor(`${base}/readyz`, 503, 5_000);
+  // The deliverer rides the registry's outage out: it stays in rotation and says what it misses.
+  const deliverer = await fetch(`http://127.0.0.1:${delivererPort}/readyz`);
+  expect(deliverer.status).toBe(200);
+  expect(await deliverer.json()).toMatchObject({ status: "ready", informational: { registry: false } });
 
   gateway.kill("SIGTERM");
   expect(await gateway.exited).toBe(0);

@@ -1,7 +1,7 @@
 // Secrets (signing secrets, API keys) never reach the logs: everything the services log while the API is used —
 // creations, rotations, replays, errors — is captured through common/logger.ts and searched for them.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { setLogLevel, setLogSink } from "../../common/logger.ts";
+import { setLogLevel, setLogSink, type LogLevel } from "../../common/logger.ts";
 import type { SubscriptionJson } from "../../gateway/render.ts";
 import { apiClient, expectStatus, type ApiResponse } from "../support/http.ts";
 import { startStack, TEST_DESTINATION, type Stack } from "../support/stack.ts";
@@ -9,15 +9,16 @@ import { startStack, TEST_DESTINATION, type Stack } from "../support/stack.ts";
 let stack: Stack;
 const lines: string[] = [];
 let restoreSink: ((line: string) => void) | undefined;
+let restoreLevel: LogLevel | undefined;
 
 beforeAll(async () => {
   restoreSink = setLogSink((line) => lines.push(line));
-  setLogLevel("debug");
+  restoreLevel = setLogLevel("debug");
   stack = await startStack();
 });
 afterAll(async () => {
   await stack?.stop();
-  setLogLevel("info");
+  if (restoreLevel) setLogLevel(restoreLevel);
   if (restoreSink) setLogSink(restoreSink);
 });
 

@@ -4,10 +4,14 @@
 import type { ChainId } from "../../common/config.ts";
 import { loadConfig } from "../../common/config.ts";
 import { inProcessTransport } from "../../common/rpc.ts";
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { EventView } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
+import type { MatchConditionsSchema } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { createMatcher, type MatcherHandle } from "../../matcher/index.ts";
 import { startTronSim, type TronSim, type TronSimOptions } from "../../tools/tron-sim/server.ts";
 import { startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
+
+export type MatchConditionsInit = MessageInitShape<typeof MatchConditionsSchema>;
 
 export interface MatcherBed {
   bed: DeliveryBed;
@@ -16,7 +20,10 @@ export interface MatcherBed {
   /** Starts the in-process matcher (when the bed was made without one). */
   startMatcher(): Promise<MatcherHandle>;
   /** A key (with `chains`) and a subscription to the receiver's `path`; the receiver verifies with its secret. */
-  subscribe(path: string, opts?: { chains?: string[]; status?: string; events?: string[] }): Promise<{ keyId: string; subscriptionId: string }>;
+  subscribe(
+    path: string,
+    opts?: { chains?: string[]; status?: string; events?: string[]; match?: MatchConditionsInit },
+  ): Promise<{ keyId: string; subscriptionId: string }>;
   watch(sub: { keyId: string; subscriptionId: string }, chainId: ChainId, addresses: string[]): Promise<void>;
   /** Every event of a subscription (all pages). */
   events(sub: { keyId: string; subscriptionId: string }): Promise<EventView[]>;
@@ -77,6 +84,7 @@ export async function startMatcherBed(opts: MatcherBedOptions = {}): Promise<Mat
           events: sopts.events ?? ["wallet.transfer.broadcasted"],
           status: sopts.status ?? "",
           description: "",
+          match: sopts.match,
         });
         const sub = res.subscription!;
         bed.receiver.setSecrets(path, [sub.destination!.secret]);

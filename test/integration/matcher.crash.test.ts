@@ -85,6 +85,8 @@ test("SIGKILL mid-stream and restart, three times → no transfer missed, no dup
   for (let n = startHead; n <= finalHead; n++) {
     const stored = sim.chain.byNumber(n)!;
     for (const tr of decodeBlock(stored.block, stored.infos)) {
+      // The head stream broadcasts successful transfers; zero-value ones are dropped by default.
+      if (tr.result !== "SUCCESS" || tr.amount === "0") continue;
       if (watchedSet.has(tr.from) || watchedSet.has(tr.to)) expected.add(`${tr.txId}:${tr.logIndex}`);
     }
   }

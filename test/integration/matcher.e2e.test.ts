@@ -72,10 +72,14 @@ describe("matcher end to end", () => {
       blockTimestamp: block.timestamp,
       txId: block.txIds[0],
       logIndex: -1,
+      internalIndex: -1,
       from: A,
       to: B,
       amount: "1500000",
       asset: { type: "native", standard: "TRX", contract: null, tokenId: null, symbol: "TRX", decimals: 6 },
+      // The simulator charges a transfer 268,000 sun of bandwidth (its synthesized transaction info).
+      fee: "268000",
+      memo: null,
       matchedAddresses: [{ chainId: "tron:mainnet", address: A, role: "from" }],
     });
     const usdt = byTx.get(block.txIds[1]!)!.data;

@@ -184,10 +184,9 @@ describe("subscriptions", () => {
     await expectCode(subs.createSubscription(createReq(k.id, { destination: { type: "https", url: "https://broken.receiver.test/x" } })), "service_unavailable");
     await expectCode(subs.createSubscription(createReq(k.id, { events: [] })), "invalid_request", { param: "/events" });
     await expectCode(subs.createSubscription(createReq(k.id, { events: ["wallet.transfer.broadcasted", "nope"] })), "unsupported_event", { event: "nope" });
-    const planned = await expectCode(subs.createSubscription(createReq(k.id, { events: ["wallet.transfer.confirmed"] })), "unsupported_event");
-    expect(planned.detail?.event).toBe("wallet.transfer.confirmed");
-    expect(planned.message).toContain("planned");
-    await expectCode(subs.createSubscription(createReq(k.id, { events: ["wallet.transfer.failed"] })), "unsupported_event");
+    const lifecycle = ["wallet.transfer.broadcasted", "wallet.transfer.confirmed", "wallet.transfer.failed", "service.ping"];
+    expect((await subs.createSubscription(createReq(k.id, { events: lifecycle }))).subscription!.events).toEqual(lifecycle);
+    expect((await subs.createSubscription(createReq(k.id, { events: ["wallet.transfer.failed"] }))).subscription!.events).toEqual(["wallet.transfer.failed"]);
     // 17 entries that collapse to 2 are fine; 17 distinct are not.
     const many = Array.from({ length: 17 }, (_, i) => (i % 2 ? "service.ping" : "wallet.transfer.broadcasted"));
     expect((await subs.createSubscription(createReq(k.id, { events: many }))).subscription!.events).toHaveLength(2);
@@ -199,7 +198,7 @@ describe("subscriptions", () => {
     expect((await subs.createSubscription(createReq(k.id, { description: ok }))).subscription!.description).toBe(ok);
     await expectCode(subs.createSubscription(createReq(k.id, { description: "é".repeat(513) })), "description_too_long");
 
-    expect(await countRows("subscriptions", k.id)).toBe(3);
+    expect(await countRows("subscriptions", k.id)).toBe(5);
   });
 
   test("keyset pages newest first, limit rules, tokens scoped to the key", async () => {
@@ -501,7 +500,7 @@ describe("operational endpoints", () => {
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: "ready", checks: { postgres: true, redis: true } });
+    expect(await ready.json()).toEqual({ status: "ready", checks: { postgres: true }, informational: { redis: true } });
     const text = await (await fetch(`${base}/metrics`)).text();
     // Earlier tests made calls, replays and errors: each shows up by method and outcome.
     expect(text).toMatch(/registry_rpc_calls_total\{method="createSubscription",outcome="ok"\} [1-9]/);

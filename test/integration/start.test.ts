@@ -150,9 +150,9 @@ test("npm start creates the database, serves the API with every service, and sto
     );
 
     const ready = await fetch(`${base}/readyz`);
-    const readiness = (await ready.json()) as { status: string; checks: Record<string, boolean> };
+    const readiness = (await ready.json()) as Record<string, unknown>;
     expect(ready.status).toBe(200);
-    expect(Object.keys(readiness.checks)).toEqual(expect.arrayContaining(["redis", "registry.postgres", "deliverer.postgres"]));
+    expect(readiness).toEqual({ status: "ready", checks: { registry: true }, informational: { redis: true, deliverer: true } });
     // The gateway's /metrics is the process's one registry: the internal services' metrics show there.
     const metrics = await (await fetch(`${base}/metrics`)).text();
     expect(metrics).toContain("process_cpu_seconds_total");

@@ -73,7 +73,7 @@ describe("POST /v1/subscriptions errors (and nothing is created)", () => {
     ["host that does not resolve", { ...valid(), destination: { type: "https", url: "https://nxdomain.example.com/" } }, 400, "invalid_request", { param: "/destination/url", reason: "does not resolve" }],
     ["private IP literal", { ...valid(), destination: { type: "https", url: "https://10.0.0.5/hook" } }, 400, "ssrf_blocked", { ip: "10.0.0.5", cidr: "10.0.0.0/8" }],
     ["unknown event", { ...valid(), events: ["wallet.transfer.broadcasted", "wallet.exploded"] }, 400, "unsupported_event", { event: "wallet.exploded" }],
-    ["planned event", { ...valid(), events: ["wallet.transfer.confirmed"] }, 400, "unsupported_event", { event: "wallet.transfer.confirmed", planned: true }],
+    ["unknown lifecycle-like event", { ...valid(), events: ["wallet.transfer.dropped"] }, 400, "unsupported_event", { event: "wallet.transfer.dropped" }],
     ["description of 513 code points", { ...valid(), description: "é".repeat(513) }, 400, "description_too_long", { max: 512 }],
     ["resolver failure", { ...valid(), destination: { type: "https", url: "https://servfail.example.com/" } }, 503, "service_unavailable", null],
     ["body a JSON array", [valid()], 400, "invalid_request", { param: "/" }],
@@ -142,6 +142,71 @@ describe("GET/PUT/DELETE/rotate on a missing or malformed id → 404 not_found",
       expectError(await api.post(`/v1/subscriptions/${id}/secrets/rotate`), 404, "not_found", null);
     });
   }
+});
+
+// A real contract (USDT on mainnet) and the same string with its last character changed (checksum broken).
+const USDT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
+const BAD_CHECKSUM = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6u";
+const TRX = { standard: "TRX" };
+const withMatch = (match: unknown) => ({ ...valid(), match });
+const assetsAt3 = (bad: Record<string, unknown>) => withMatch({ assets: [TRX, { standard: "TRC10", tokenId: "1002000" }, { standard: "TRC20", contract: USDT }, bad] });
+
+const MATCH_CASES: [string, unknown, string][] = [
+  ["match not an object", withMatch("incoming"), "/match"],
+  ["match an array", withMatch([]), "/match"],
+  ["assets not an array", withMatch({ assets: "TRX" }), "/match/assets"],
+  ["assets empty (null means every asset)", withMatch({ assets: [] }), "/match/assets"],
+  ["101 assets", withMatch({ assets: Array.from({ length: 101 }, (_, i) => ({ standard: "TRC10", tokenId: String(1_000_001 + i) })) }), "/match/assets"],
+  ["an asset not an object", assetsAt3("TRX" as unknown as Record<string, unknown>), "/match/assets/3"],
+  ["unknown standard", assetsAt3({ standard: "TRC721", contract: USDT }), "/match/assets/3/standard"],
+  ["standard missing", assetsAt3({ contract: USDT }), "/match/assets/3/standard"],
+  ["standard of the wrong case", assetsAt3({ standard: "trx" }), "/match/assets/3/standard"],
+  ["TRC20 contract with a bad checksum", assetsAt3({ standard: "TRC20", contract: BAD_CHECKSUM }), "/match/assets/3/contract"],
+  ["TRC20 contract in hex", assetsAt3({ standard: "TRC20", contract: "41a614f803b6fd780986a42c78ec9c7f77e6ded13c" }), "/match/assets/3/contract"],
+  ["TRC20 without contract", assetsAt3({ standard: "TRC20" }), "/match/assets/3/contract"],
+  ["TRC20 contract of the wrong type", assetsAt3({ standard: "TRC20", contract: 41 }), "/match/assets/3/contract"],
+  ["TRC10 without tokenId", assetsAt3({ standard: "TRC10" }), "/match/assets/3/tokenId"],
+  ["TRC10 tokenId not numeric", assetsAt3({ standard: "TRC10", tokenId: "BTT" }), "/match/assets/3/tokenId"],
+  ["TRC10 tokenId with a leading zero", assetsAt3({ standard: "TRC10", tokenId: "01002000" }), "/match/assets/3/tokenId"],
+  ["TRC10 tokenId as a number", assetsAt3({ standard: "TRC10", tokenId: 1002000 }), "/match/assets/3/tokenId"],
+  ["tokenId on a TRX entry", assetsAt3({ standard: "TRX", tokenId: "1002000" }), "/match/assets/3/tokenId"],
+  ["contract on a TRC10 entry", assetsAt3({ standard: "TRC10", tokenId: "1002001", contract: USDT }), "/match/assets/3/contract"],
+  ["minAmount negative", assetsAt3({ standard: "TRC10", tokenId: "1002001", minAmount: "-1" }), "/match/assets/3/minAmount"],
+  ["minAmount with decimals", assetsAt3({ standard: "TRC10", tokenId: "1002001", minAmount: "1.5" }), "/match/assets/3/minAmount"],
+  ["minAmount not numeric", assetsAt3({ standard: "TRC10", tokenId: "1002001", minAmount: "ten" }), "/match/assets/3/minAmount"],
+  ["minAmount empty", assetsAt3({ standard: "TRC10", tokenId: "1002001", minAmount: "" }), "/match/assets/3/minAmount"],
+  ["minAmount in exponent form", assetsAt3({ standard: "TRC10", tokenId: "1002001", minAmount: "1e6" }), "/match/assets/3/minAmount"],
+  ["minAmount above 2^256-1", assetsAt3({ standard: "TRC10", tokenId: "1002001", minAmount: (1n << 256n).toString() }), "/match/assets/3/minAmount"],
+  ["minAmount as a JSON number", assetsAt3({ standard: "TRC10", tokenId: "1002001", minAmount: 5 }), "/match/assets/3/minAmount"],
+  ["an asset listed twice", assetsAt3({ standard: "TRC20", contract: USDT, minAmount: "5" }), "/match/assets/3"],
+  ["directions empty", withMatch({ directions: [] }), "/match/directions"],
+  ["an unknown direction", withMatch({ directions: ["incoming", "sideways"] }), "/match/directions/1"],
+  ["directions a string", withMatch({ directions: "incoming" }), "/match/directions"],
+  ["includeZeroValue a string", withMatch({ includeZeroValue: "true" }), "/match/includeZeroValue"],
+];
+
+describe("match conditions: invalid → 400 invalid_request with the JSON pointer; nothing created or changed", () => {
+  for (const [name, body, param] of MATCH_CASES) {
+    test(`POST: ${name} → ${param}`, async () => {
+      const before = await count();
+      expectError(await api.post("/v1/subscriptions", body), 400, "invalid_request", { param });
+      expect(await count()).toBe(before);
+    });
+  }
+
+  test("PUT with an invalid match changes nothing (not even the conditions already stored)", async () => {
+    const match = { assets: [{ standard: "TRX", minAmount: "1000000" }], directions: ["incoming"], includeZeroValue: true };
+    const created = await api.post("/v1/subscriptions", { ...valid(), match });
+    expectStatus(created, 201);
+    const sub = created.json<SubscriptionJson>();
+    for (const [, body, param] of MATCH_CASES) {
+      expectError(await api.put(`/v1/subscriptions/${sub.id}`, body), 400, "invalid_request", { param });
+    }
+    const after = (await api.get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionJson>();
+    const { secret: _s, ...destination } = sub.destination;
+    expect(after).toEqual({ ...sub, destination, filters: { addresses: [], hasMore: false } });
+    expect(after.match).toEqual(match as SubscriptionJson["match"]);
+  });
 });
 
 describe("PUT /v1/subscriptions/:id errors (and nothing changes)", () => {

@@ -1,7 +1,7 @@
 // Every success path of the subscription endpoints, through HTTP, against the real registry on PostgreSQL.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { SubscriptionJson } from "../../gateway/render.ts";
-import { apiClient, expectError, expectStatus, type ApiClient } from "../support/http.ts";
+import { apiClient, expectError, expectStatus, urlOf, type ApiClient } from "../support/http.ts";
 import { startStack, TEST_DESTINATION, type Stack } from "../support/stack.ts";
 
 let stack: Stack;
@@ -11,6 +11,7 @@ let keyId: string;
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const SUB_ID = /^sub_[0-9A-HJKMNP-TV-Z]{26}$/;
 const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
+const DEFAULT_MATCH: SubscriptionJson["match"] = { assets: null, directions: ["incoming", "outgoing"], includeZeroValue: false };
 
 beforeAll(async () => {
   stack = await startStack();
@@ -41,12 +42,13 @@ describe("POST /v1/subscriptions", () => {
     });
     expectStatus(res, 201);
     const sub = res.json<SubscriptionJson>();
-    expect(Object.keys(sub)).toEqual(["id", "destination", "events", "filters", "status", "description", "dateCreated", "dateUpdated"]);
+    expect(Object.keys(sub)).toEqual(["id", "destination", "events", "filters", "match", "status", "description", "dateCreated", "dateUpdated"]);
     expect(sub).toEqual({
       id: expect.stringMatching(SUB_ID),
       destination: { type: "https", url: TEST_DESTINATION, secret: expect.stringMatching(SECRET) },
       events: ["wallet.transfer.broadcasted", "service.ping"],
       filters: { addresses: [], hasMore: false },
+      match: DEFAULT_MATCH,
       status: "enabled",
       description: "",
       dateCreated: expect.stringMatching(ISO_MS),
@@ -69,6 +71,13 @@ describe("POST /v1/subscriptions", () => {
     expect(sub.events).toEqual(["service.ping", "wallet.transfer.broadcasted"]);
   });
 
+  test("the transfer lifecycle kinds are accepted: confirmed and failed, alone or with broadcasted", async () => {
+    const all = ["wallet.transfer.broadcasted", "wallet.transfer.confirmed", "wallet.transfer.failed", "service.ping"];
+    expect((await create({ events: all })).events).toEqual(all);
+    expect((await create({ events: ["wallet.transfer.confirmed"] })).events).toEqual(["wallet.transfer.confirmed"]);
+    expect((await create({ events: ["wallet.transfer.failed"] })).events).toEqual(["wallet.transfer.failed"]);
+  });
+
   test("a description of exactly 512 code points (astral characters count once) is accepted", async () => {
     const description = "😀".repeat(512);
     const sub = await create({ description });
@@ -77,16 +86,16 @@ describe("POST /v1/subscriptions", () => {
 
   test("unknown fields are ignored, at every level", async () => {
     const sub = await create({ extra: 1, destination: { type: "https", url: TEST_DESTINATION, headers: { a: "b" } } });
-    expect(sub.destination.url).toBe(TEST_DESTINATION);
+    expect(urlOf(sub)).toBe(TEST_DESTINATION);
     expect(Object.keys(sub)).not.toContain("extra");
     expect(Object.keys(sub.destination).sort()).toEqual(["secret", "type", "url"]);
   });
 
   test("a public IP literal and a host resolving to public addresses (v4 and v6) are accepted", async () => {
-    expect((await create({ destination: { type: "https", url: "https://93.184.216.34/hook" } })).destination.url).toBe(
+    expect(urlOf(await create({ destination: { type: "https", url: "https://93.184.216.34/hook" } }))).toBe(
       "https://93.184.216.34/hook",
     );
-    expect((await create({ destination: { type: "https", url: "https://receiver.example.org:8443/x?y=1" } })).destination.url).toBe(
+    expect(urlOf(await create({ destination: { type: "https", url: "https://receiver.example.org:8443/x?y=1" } }))).toBe(
       "https://receiver.example.org:8443/x?y=1",
     );
   });
@@ -173,6 +182,7 @@ describe("PUT /v1/subscriptions/:id", () => {
       destination: { type: "https", url: "https://receiver.example.org/new" },
       events: ["service.ping"],
       filters: { addresses: [] },
+      match: DEFAULT_MATCH,
       status: "disabled",
       description: "after",
       dateCreated: created.dateCreated,
@@ -256,5 +266,79 @@ describe("POST /v1/subscriptions/:id/secrets/rotate", () => {
     expectStatus(res, 200);
     expect(res.json<SubscriptionJson>().destination.secret).toBe(secret);
     expectStatus(await api.post(`/v1/subscriptions/${created.id}/secrets/rotate`, { gracePeriodSeconds: 604800 }), 200);
+  });
+});
+
+describe("match conditions", () => {
+  const USDT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
+  const given = {
+    assets: [
+      { standard: "TRC20", contract: USDT, minAmount: "1000000" },
+      { standard: "TRX" },
+      { standard: "TRC10", tokenId: "1002000", minAmount: "000250" },
+    ],
+    directions: ["incoming", "incoming"],
+    includeZeroValue: true,
+    unknownField: "ignored",
+  };
+  // Normalized: minAmount filled ("0") and canonical, duplicate directions collapsed, unknown fields dropped.
+  const stored: SubscriptionJson["match"] = {
+    assets: [
+      { standard: "TRC20", contract: USDT, minAmount: "1000000" },
+      { standard: "TRX", minAmount: "0" },
+      { standard: "TRC10", tokenId: "1002000", minAmount: "250" },
+    ],
+    directions: ["incoming"],
+    includeZeroValue: true,
+  };
+
+  test("given on create: returned normalized by create, GET, list items, PUT, rotate and the PATCH result", async () => {
+    const sub = await create({ match: given });
+    expect(sub.match).toEqual(stored);
+    expect((await api.get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionJson>().match).toEqual(stored);
+    const listed = (await api.get("/v1/subscriptions?limit=200")).json<{ items: SubscriptionJson[] }>().items;
+    expect(listed.find((s) => s.id === sub.id)!.match).toEqual(stored);
+    const rotated = await api.post(`/v1/subscriptions/${sub.id}/secrets/rotate`);
+    expectStatus(rotated, 200);
+    expect(rotated.json<SubscriptionJson>().match).toEqual(stored);
+    const patched = await api.request("PATCH", `/v1/subscriptions/${sub.id}/filters/addresses`, { body: { add: [{ chainId: "tron:mainnet", address: USDT }] } });
+    expectStatus(patched, 200);
+    expect(patched.json<{ subscription: SubscriptionJson }>().subscription.match).toEqual(stored);
+    const put = await api.put(`/v1/subscriptions/${sub.id}`, { destination: { type: "https", url: TEST_DESTINATION }, events: ["wallet.transfer.failed"], match: given });
+    expectStatus(put, 200);
+    expect(put.json<SubscriptionJson>().match).toEqual(stored);
+  });
+
+  test("omitted or null on create is the default; null assets means every asset; partial conditions keep the other defaults", async () => {
+    expect((await create()).match).toEqual(DEFAULT_MATCH);
+    expect((await create({ match: null })).match).toEqual(DEFAULT_MATCH);
+    expect((await create({ match: {} })).match).toEqual(DEFAULT_MATCH);
+    expect((await create({ match: { assets: null, directions: ["outgoing", "incoming"] } })).match).toEqual({ ...DEFAULT_MATCH, directions: ["outgoing", "incoming"] });
+    expect((await create({ match: { includeZeroValue: true } })).match).toEqual({ ...DEFAULT_MATCH, includeZeroValue: true });
+    const hundred = Array.from({ length: 100 }, (_, i) => ({ standard: "TRC10", tokenId: String(1_000_001 + i) }));
+    expect((await create({ match: { assets: hundred } })).match.assets).toHaveLength(100);
+  });
+
+  test("PUT without match resets it to the default; PUT with match replaces it", async () => {
+    const sub = await create({ match: given });
+    const body = { destination: { type: "https", url: TEST_DESTINATION }, events: ["wallet.transfer.broadcasted"] };
+    const reset = await api.put(`/v1/subscriptions/${sub.id}`, body);
+    expectStatus(reset, 200);
+    expect(reset.json<SubscriptionJson>().match).toEqual(DEFAULT_MATCH);
+    expect((await api.get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionJson>().match).toEqual(DEFAULT_MATCH);
+    const outgoing = await api.put(`/v1/subscriptions/${sub.id}`, { ...body, match: { directions: ["outgoing"] } });
+    expect(outgoing.json<SubscriptionJson>().match).toEqual({ ...DEFAULT_MATCH, directions: ["outgoing"] });
+    expect((await api.get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionJson>().match).toEqual({ ...DEFAULT_MATCH, directions: ["outgoing"] });
+  });
+
+  test("an idempotent replay of a create returns the same conditions", async () => {
+    const headers = { "idempotency-key": `match-${Date.now()}` };
+    const body = { destination: { type: "https", url: TEST_DESTINATION }, events: ["wallet.transfer.confirmed"], match: given };
+    const first = await api.post("/v1/subscriptions", body, { headers });
+    const again = await api.post("/v1/subscriptions", body, { headers });
+    expectStatus(again, 201);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.json<SubscriptionJson>().match).toEqual(stored);
+    expect(again.json<SubscriptionJson>().id).toBe(first.json<SubscriptionJson>().id);
   });
 });

@@ -6,7 +6,7 @@ import { inProcessTransport } from "../../common/rpc.ts";
 import { staticResolver } from "../../common/ssrf.ts";
 import type { SubscriptionJson } from "../../gateway/render.ts";
 import { ApiKeyService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
-import { apiClient, expectError, expectStatus, type ApiClient } from "../support/http.ts";
+import { apiClient, expectError, expectStatus, urlOf, type ApiClient } from "../support/http.ts";
 import { startStack, TEST_DESTINATION, TEST_HOSTS, type Stack } from "../support/stack.ts";
 
 let stack: Stack;
@@ -165,7 +165,7 @@ describe("SSRF: destinations in private or reserved ranges are refused at reques
       ip: "10.1.2.3",
       cidr: "10.0.0.0/8",
     });
-    expect((await alice.get(`/v1/subscriptions/${created.id}`)).json<SubscriptionJson>().destination.url).toBe(TEST_DESTINATION);
+    expect(urlOf((await alice.get(`/v1/subscriptions/${created.id}`)).json<SubscriptionJson>())).toBe(TEST_DESTINATION);
   });
 });
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { SQL, type Subprocess } from "bun";
-import fixtures from "../../../shared/fixtures/tron/addresses.json";
+import fixtures from "../../fixtures/tron/addresses.json";
 import { log } from "../../common/logger.ts";
 import { networkTransport } from "../../common/rpc.ts";
 import { intentsKey, lookup } from "../../common/watch-index.ts";

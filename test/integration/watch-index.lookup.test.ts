@@ -2,7 +2,7 @@
 // generation mechanics the registry's rebuild relies on.
 import { afterAll, beforeAll, beforeEach, expect, test } from "bun:test";
 import Redis from "ioredis";
-import fixtures from "../../../shared/fixtures/tron/addresses.json";
+import fixtures from "../../fixtures/tron/addresses.json";
 import {
   applyAddresses,
   beginBuild,
@@ -16,6 +16,7 @@ import {
   sweepDeadHandles,
   WatchIndexNotReadyError,
 } from "../../common/watch-index.ts";
+import { defaultMatch, type MatchConditions } from "../../common/match-conditions.ts";
 import { allocateRedisDb, type TestRedis } from "../support/redis.ts";
 
 const P = "t:";
@@ -64,7 +65,41 @@ test("disabled subscriptions, revoked keys and chains off the key never match, b
   expect(await ids([A])).toEqual({});
   expect(await ids([A], true)).toEqual({ [A]: ["sub_a", "sub_b"] });
   const [w] = (await lookup(redis, P, C, [A], { includeInactive: true })).get(A)!.filter((x) => x.subscriptionId === "sub_b");
-  expect(w).toEqual({ subscriptionId: "sub_b", keyId: "key_2", active: false, events: KINDS });
+  expect(w).toEqual({ subscriptionId: "sub_b", keyId: "key_2", active: false, events: KINDS, match: defaultMatch() });
+});
+
+test("match conditions travel with status and kinds: written, refreshed, shared per text, per subscription not per address", async () => {
+  const usdtOver100: MatchConditions = {
+    assets: [{ standard: "TRC20", contract: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", minAmount: "100000000" }],
+    directions: ["incoming"],
+    includeZeroValue: false,
+  };
+  await applyAddresses(redis, { prefix: P, chainId: C }, { ...sub("sub_a"), match: usdtOver100 }, true, { add: [A, B], remove: [] });
+  await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_b"), true, { add: [B], remove: [] });
+  const found = await lookup(redis, P, C, [A, B]);
+  const [wa] = found.get(A)!;
+  const wb = found.get(B)!.find((w) => w.subscriptionId === "sub_a")!;
+  expect(wa!.match).toEqual(usdtOver100);
+  // One parsed object per distinct text: the matcher's compiled conditions are cached on it.
+  expect(wb.match).toBe(wa!.match);
+  expect(found.get(B)!.find((w) => w.subscriptionId === "sub_b")!.match).toEqual(defaultMatch());
+  // The address fields hold only handles: conditions cost nothing per address.
+  const state = await readState(redis, P, C);
+  const buckets = await redis.keys(`${P}wi:{${C}}:${state.cur}:b:*`);
+  for (const v of (await Promise.all(buckets.map((k) => redis.hgetall(k)))).flatMap(Object.values)) expect(v).toMatch(/^[0-9,]+$/);
+
+  // A change of conditions reaches every watcher of the subscription; back to the default stores no text at all.
+  const zeroToo: MatchConditions = { ...defaultMatch(), includeZeroValue: true };
+  await setSubscriptionMeta(redis, { prefix: P, chainId: C }, { ...sub("sub_a"), match: zeroToo });
+  expect((await lookup(redis, P, C, [A])).get(A)![0]!.match).toEqual(zeroToo);
+  await setSubscriptionMeta(redis, { prefix: P, chainId: C }, { ...sub("sub_a"), match: defaultMatch() });
+  expect(Object.values(await redis.hgetall(`${P}wi:{${C}}:${state.cur}:meta`)).every((m) => m.endsWith("|"))).toBe(true);
+  expect((await lookup(redis, P, C, [A])).get(A)![0]!.match).toEqual(defaultMatch());
+
+  // A meta written before match conditions existed (four fields) reads as the default.
+  const handle = await redis.hget(`${P}wi:{${C}}:${state.cur}:sub`, "sub_a");
+  await redis.hset(`${P}wi:{${C}}:${state.cur}:meta`, handle!, `sub_a|key_1|e|${KINDS.join(",")}`);
+  expect((await lookup(redis, P, C, [A])).get(A)![0]).toMatchObject({ active: true, events: KINDS, match: defaultMatch() });
 });
 
 test("a dropped subscription stops matching at once; the sweep removes its fields", async () => {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { createClient, type Client } from "@connectrpc/connect";
 import { SQL } from "bun";
 import fc from "fast-check";
-import fixtures from "../../../shared/fixtures/tron/addresses.json";
+import fixtures from "../../fixtures/tron/addresses.json";
 import { inProcessTransport } from "../../common/rpc.ts";
 import { ApiKeyService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";

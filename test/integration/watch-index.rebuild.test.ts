@@ -8,7 +8,7 @@ import net from "node:net";
 import { createClient } from "@connectrpc/connect";
 import { SQL } from "bun";
 import Redis from "ioredis";
-import fixtures from "../../../shared/fixtures/tron/addresses.json";
+import fixtures from "../../fixtures/tron/addresses.json";
 import { inProcessTransport } from "../../common/rpc.ts";
 import { hexToBase58 } from "../../common/tron-address.ts";
 import { beginBuild, lookup, readState } from "../../common/watch-index.ts";
@@ -60,11 +60,12 @@ async function api(stack: Stack, k: TestKey, method: string, path: string, body?
   return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : null };
 }
 
-async function subscribe(stack: Stack, k: TestKey, addresses: string[], status = "enabled"): Promise<string> {
+async function subscribe(stack: Stack, k: TestKey, addresses: string[], status = "enabled", match?: unknown): Promise<string> {
   const created = await api(stack, k, "POST", "/v1/subscriptions", {
     destination: { type: "https", url: TEST_DESTINATION },
     events: ["wallet.transfer.broadcasted"],
     status,
+    match,
   });
   expect(created.status).toBe(201);
   const id = created.body!.id as string;
@@ -92,7 +93,9 @@ describe("Redis emptied or rebuilt while the service runs", () => {
     flusher = new Redis(stack.redis.url);
     for (let s = 0; s < 4; s++) {
       const list = s === 0 ? [...VALID, ...generated(5_000)] : generated(5_000);
-      const id = await subscribe(stack, key, list);
+      // One subscription with match conditions: the rebuild must bring them back with the rest.
+      const match = s === 1 ? { assets: [{ standard: "TRX", minAmount: "1000000" }], directions: ["outgoing"], includeZeroValue: true } : undefined;
+      const id = await subscribe(stack, key, list, "enabled", match);
       for (const a of list) if (!watched.has(a)) watched.set(a, id);
     }
     await subscribe(stack, key, generated(2_000), "disabled");

@@ -181,6 +181,8 @@ export function sampleTransfer(n: number, chainId = "tron:nile"): Transfer {
     blockTimestampMs: BigInt(Date.now()),
     txId: (n + 0xabc000).toString(16).padStart(64, "0"),
     logIndex: -1,
+    internalIndex: -1,
+    fee: "0",
     from: "TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8",
     to: "TNUC9Qb1rRpS5CbWLmNMxXBjyFoydXjWFR",
     amount: String(1_000_000 + n),

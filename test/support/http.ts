@@ -76,3 +76,8 @@ export function expectError(res: ApiResponse, status: number, code: string, deta
 export function expectStatus(res: ApiResponse, status: number): void {
   expect(`${res.status} ${res.text}`).toStartWith(`${status} `);
 }
+
+/** An HTTPS destination's URL (undefined for a queue destination). */
+export function urlOf(sub: { destination: object }): string | undefined {
+  return (sub.destination as { url?: string }).url;
+}

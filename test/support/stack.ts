@@ -122,10 +122,6 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       config,
       registry: registryTransport,
       deliverer: deliverer ? inProcessTransport(deliverer.routes) : undefined,
-      dependencyChecks: Object.fromEntries([
-        ...Object.entries(registry.checks).map(([n, c]) => [`registry.${n}`, c] as const),
-        ...Object.entries(deliverer?.checks ?? {}).map(([n, c]) => [`deliverer.${n}`, c] as const),
-      ]),
       authCacheMs: opts.authCacheMs,
     });
     gateway.listen({ port: 0, hostname: "127.0.0.1" });

@@ -3,10 +3,11 @@
 //   refuse()    every connection closed and nothing listening (connection refused)
 //   blackhole() connections closed; new ones accepted but never answered
 //   freeze()    open connections stay up but carry no more bytes (a dead path, no reset)
-//   restore()   forwarding again on the same port (frozen connections are reset first, as TCP eventually would)
+//   mute()      bytes still flow to the upstream, but nothing comes back (a request lands, its answer is lost)
+//   restore()   forwarding again on the same port (frozen and muted connections are reset first, as TCP eventually would)
 import type { Socket, TCPSocketListener } from "bun";
 
-type Mode = "forward" | "blackhole" | "freeze";
+type Mode = "forward" | "blackhole" | "freeze" | "mute";
 
 interface Pipe {
   peer: Socket<Pipe> | undefined;
@@ -19,6 +20,7 @@ export interface TcpProxy {
   refuse(): Promise<void>;
   blackhole(): void;
   freeze(): void;
+  mute(): void;
   restore(): Promise<void>;
   close(): Promise<void>;
 }
@@ -92,7 +94,7 @@ export async function startTcpProxy(target: { hostname: string; port: number } =
           }).catch(() => client.end());
         },
         data(client, bytes) {
-          if (mode !== "forward") return;
+          if (mode !== "forward" && mode !== "mute") return;
           if (client.data.peer) send(client.data.peer, bytes, []);
           else client.data.queue.push(bytes.slice());
         },
@@ -124,8 +126,11 @@ export async function startTcpProxy(target: { hostname: string; port: number } =
     freeze() {
       mode = "freeze";
     },
+    mute() {
+      mode = "mute";
+    },
     async restore() {
-      if (mode === "freeze") resetAll();
+      if (mode === "freeze" || mode === "mute") resetAll();
       mode = "forward";
       server ??= listen(port);
     },

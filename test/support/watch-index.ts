@@ -1,13 +1,15 @@
 // The watch index as PostgreSQL says it should be, and as Redis holds it, in one comparable form:
-// chain → address → sorted "subscriptionId active events" strings. Used by the watch-index tests.
+// chain → address → sorted "subscriptionId active events match" strings. Used by the watch-index tests.
 import type { SQL } from "bun";
 import { TRON_CHAINS } from "../../common/config.ts";
 import type { Redis } from "../../common/redis.ts";
+import { encodeMatch, type MatchConditions } from "../../common/match-conditions.ts";
 import { dumpChain, readState, type Watcher } from "../../common/watch-index.ts";
 
 export type IndexView = Record<string, Record<string, string[]>>;
 
-const describe = (id: string, active: boolean, events: readonly string[]) => `${id} ${active ? "active" : "inactive"} ${events.join(",")}`;
+const describe = (id: string, active: boolean, events: readonly string[], match: MatchConditions) =>
+  `${id} ${active ? "active" : "inactive"} ${events.join(",")} ${encodeMatch(match)}`;
 
 function sortView(view: IndexView): IndexView {
   const out: IndexView = {};
@@ -21,7 +23,7 @@ function sortView(view: IndexView): IndexView {
 /** What the index must hold: every stored address entry with its subscription's matching state. */
 export async function expectedIndex(sql: SQL): Promise<IndexView> {
   const rows = (await sql`
-    SELECT a.chain_id, a.address, s.id, s.status, s.events, k.chains, k.revoked_at IS NOT NULL AS revoked
+    SELECT a.chain_id, a.address, s.id, s.status, s.events, s.match, k.chains, k.revoked_at IS NOT NULL AS revoked
     FROM subscription_addresses a
     JOIN subscriptions s ON s.id = a.subscription_id
     JOIN api_keys k ON k.id = s.key_id`) as {
@@ -30,13 +32,15 @@ export async function expectedIndex(sql: SQL): Promise<IndexView> {
     id: string;
     status: string;
     events: string[];
+    match: MatchConditions | string;
     chains: string[];
     revoked: boolean;
   }[];
   const view: IndexView = Object.fromEntries(TRON_CHAINS.map((c) => [c, {}]));
   for (const r of rows) {
     const active = r.status === "enabled" && !r.revoked && r.chains.includes(r.chain_id);
-    ((view[r.chain_id] ??= {})[r.address] ??= []).push(describe(r.id, active, r.events));
+    const match = typeof r.match === "string" ? (JSON.parse(r.match) as MatchConditions) : r.match;
+    ((view[r.chain_id] ??= {})[r.address] ??= []).push(describe(r.id, active, r.events, match));
   }
   return sortView(view);
 }
@@ -49,7 +53,7 @@ export async function actualIndex(redis: Redis, prefix: string): Promise<IndexVi
     if (!dump) return null;
     view[chain] = {};
     for (const [address, watchers] of dump) {
-      view[chain]![address] = watchers.map((w: Watcher) => describe(w.subscriptionId, w.active, w.events));
+      view[chain]![address] = watchers.map((w: Watcher) => describe(w.subscriptionId, w.active, w.events, w.match));
     }
   }
   return sortView(view);

@@ -20,7 +20,7 @@ import type { TronBlock, TronTransaction, TronTransactionInfo } from "../../matc
 // its generated protobuf files, which need a load order only require() guarantees; see common/tron-address.ts).
 const { TronWeb, utils } = createRequire(import.meta.url)("tronweb") as typeof import("tronweb");
 
-const FIXTURES = join(import.meta.dir, "../../../shared/fixtures/tron");
+const FIXTURES = join(import.meta.dir, "../../fixtures/tron");
 const load = <T>(name: string): T => JSON.parse(readFileSync(join(FIXTURES, name), "utf8")) as T;
 
 const hexBlock = load<TronBlock>("mainnet-block-61132092.getblockbynum.json");
@@ -176,12 +176,14 @@ describe("what is not a broadcasted transfer", () => {
     expect(decodeTransactionInfo({ ...usdtInfo, receipt: { ...usdtInfo.receipt, result: "REVERT" } })).toEqual([]);
     expect(decodeTransactionInfo({ ...usdtInfo, result: "FAILED" })).toEqual([]);
   });
-  test("a native transfer whose contractRet is not SUCCESS yields nothing, nor do its logs in a block", () => {
+  test("a failed native transfer is decoded with its result; a failed call's logs are not read, its call data is", () => {
     const trx = nativeTxs(hexBlock)[0]!;
-    expect(decodeTransaction({ ...trx, ret: [{ contractRet: "REVERT" }] })).toBeNull();
+    expect(decodeTransaction({ ...trx, ret: [{ contractRet: "REVERT" }] })).toMatchObject({ txId: trx.txID, result: "REVERT" });
     const usdtTx = visibleBlock.transactions!.find((t) => t.txID === usdtInfo.id)!;
     const failed: TronBlock = { ...visibleBlock, transactions: [{ ...usdtTx, ret: [{ contractRet: "OUT_OF_ENERGY" }] }] };
-    expect(decodeBlock(failed, [usdtInfo])).toEqual([]);
+    const [fromCalldata, ...rest] = decodeBlock(failed, [usdtInfo]);
+    expect(rest).toEqual([]);
+    expect(fromCalldata).toMatchObject({ logIndex: -1, internalIndex: -1, result: "OUT_OF_ENERGY", amount: "2384950100" });
   });
   test("the Transfer topic is keccak256 of the event signature", () => {
     expect(utils.ethersUtils.id("Transfer(address,address,uint256)").slice(2)).toBe(TRANSFER_TOPIC);

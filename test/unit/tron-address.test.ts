@@ -13,7 +13,7 @@ interface AddressFixtures {
   valid_details: { address: string; hex: string; label: string }[];
 }
 
-const fixtureDir = join(import.meta.dir, "..", "..", "..", "shared", "fixtures", "tron");
+const fixtureDir = join(import.meta.dir, "..", "..", "fixtures", "tron");
 const fixtures = JSON.parse(readFileSync(join(fixtureDir, "addresses.json"), "utf8")) as AddressFixtures;
 
 describe("fixture addresses", () => {

@@ -65,3 +65,54 @@ test("a fork replaces the newest blocks with a new branch from the same parent",
   expect(first.block_header.raw_data.parentHash).toBe(sim.chain.byNumber(res.ancestor)!.block.blockID);
   expect(await (await post("/wallet/getblockbyid", { value: res.removed[0] })).json()).toEqual({});
 });
+
+test("the solidity API serves only up to the solidified head, which trails the head by solidLag blocks", async () => {
+  await post("/sim/config", { solidLag: 3 });
+  sim.produce(5);
+  const head = sim.chain.head().block.block_header.raw_data.number;
+  const state = (await (await fetch(`${sim.url}/sim/state`)).json()) as { head: { number: number }; solid: { number: number }; solidLag: number };
+  expect(state.solid.number).toBe(head - 3);
+  expect(state.solidLag).toBe(3);
+  const now = (await (await post("/walletsolidity/getnowblock", {})).json()) as TronBlock;
+  expect(now.block_header.raw_data.number).toBe(head - 3);
+  expect(await (await post("/walletsolidity/getblockbynum", { num: head - 2 })).json()).toEqual({});
+  expect(((await (await post("/walletsolidity/getblockbynum", { num: head - 3 })).json()) as TronBlock).blockID).toBe(now.blockID);
+  expect(await (await post("/walletsolidity/gettransactioninfobyblocknum", { num: head })).json()).toEqual([]);
+  const range = (await (await post("/walletsolidity/getblockbylimitnext", { startNum: head - 4, endNum: head + 1 })).json()) as { block: TronBlock[] };
+  expect(range.block.map((b) => b.block_header.raw_data.number)).toEqual([head - 4, head - 3]);
+  // The full node still serves the head.
+  expect(((await (await post("/wallet/getnowblock", {})).json()) as TronBlock).block_header.raw_data.number).toBe(head);
+
+  // A fork reaching the solidified head is refused; one above it is not.
+  const refused = await post("/sim/fork", { depth: 4 });
+  expect(refused.status).toBe(400);
+  expect(sim.chain.head().block.block_header.raw_data.number).toBe(head);
+  expect((await post("/sim/fork", { depth: 3 })).status).toBe(200);
+
+  // Without the solidity API every /walletsolidity request is a 404.
+  await post("/sim/config", { solidityApi: false });
+  expect((await post("/walletsolidity/getnowblock", {})).status).toBe(404);
+  expect((await post("/wallet/getnowblock", {})).status).toBe(200);
+  await post("/sim/config", { solidityApi: true, solidLag: 19 });
+});
+
+test("a fork re-includes only the chosen transactions; advanceMs moves the clock for blocks and expirations", async () => {
+  const ids = sim.chain.enqueue([
+    { type: "trx", from: sim.poolAddresses(1)[0]!, to: sim.poolAddresses(2)[1]!, amount: 5 },
+    { type: "trx", from: sim.poolAddresses(1)[0]!, to: sim.poolAddresses(2)[1]!, amount: 6 },
+  ]);
+  sim.produce(1);
+  const res = (await (await post("/sim/fork", { depth: 1, reinclude: [ids[1]] })).json()) as { added: string[] };
+  const block = sim.chain.byBlockId(res.added[0]!)!.block;
+  const txIds = (block.transactions ?? []).map((t) => t.txID);
+  expect(txIds).toContain(ids[1]!);
+  expect(txIds).not.toContain(ids[0]!);
+
+  const before = Date.now();
+  const produced = (await (await post("/sim/produce", { count: 1, advanceMs: 120_000 })).json()) as { blocks: { timestamp: number }[] };
+  expect(produced.blocks[0]!.timestamp).toBeGreaterThanOrEqual(before + 120_000);
+  const [later] = sim.chain.enqueue([{ type: "trx", from: sim.poolAddresses(1)[0]!, to: sim.poolAddresses(2)[1]!, amount: 7 }]);
+  const [stored] = sim.produce(1);
+  const tx = stored!.block.transactions!.find((t) => t.txID === later)!;
+  expect(tx.raw_data.expiration).toBeGreaterThanOrEqual(before + 180_000);
+});

@@ -3,13 +3,24 @@
 // form on request; the recorded blocks render to their original bytes in the form they were recorded in.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { TronBlock, TronTransaction, TronTransactionInfo } from "../../matcher/tron-types.ts";
+import type { TronBlock, TronInternalTransaction, TronTransaction, TronTransactionInfo } from "../../matcher/tron-types.ts";
 import { renderVisible, toHexForm } from "./forms.ts";
-import { BlockGenerator, MAINNET_MIX, addressPool, assembleBlock, transferTransaction, type TransferSpec, type TxMix } from "./generate.ts";
-import { synthesizeTransactionInfos } from "./txinfo.ts";
+import {
+  BlockGenerator,
+  MAINNET_MIX,
+  USDT_HEX,
+  addressPool,
+  assembleBlock,
+  internalSpecs,
+  transferTransaction,
+  type TransferSpec,
+  type TxMix,
+} from "./generate.ts";
+import { blockTxFromTronGrid, infoFromTronGrid, loadTestnetInfos, loadTronGridTransactions } from "./recorded.ts";
+import { internalTransactions, synthesizeTransactionInfos } from "./txinfo.ts";
 import { addressToHex } from "./forms.ts";
 
-export const FIXTURES_DIR = join(import.meta.dir, "../../../shared/fixtures/tron");
+export const FIXTURES_DIR = join(import.meta.dir, "../../fixtures/tron");
 
 export interface StoredBlock {
   block: TronBlock;
@@ -35,7 +46,12 @@ export interface ChainOptions {
   startNumber?: number;
   /** Generated blocks before the head at start, timestamps spaced 3 s apart, ending now. */
   backlog?: number;
+  /** How many blocks the solidified head trails the head (java-tron: about 19). */
+  solidLag?: number;
 }
+
+/** Why a fork was refused (the server answers it as a 400). */
+export class ForkRefused extends Error {}
 
 function loadJson(name: string): { text: string; value: unknown } {
   const text = readFileSync(join(FIXTURES_DIR, name), "utf8");
@@ -48,15 +64,26 @@ export class SimChain {
   txPerBlock: number;
   /** Serve only part of the newest block's infos for this long after it appears (models a lagging node). */
   infoLagMs = 0;
+  /** Blocks between the head and the solidified head. */
+  solidLag: number;
+  /** False: the node has no solidity API (/walletsolidity/* answer 404), as some full nodes are deployed. */
+  solidityApi = true;
+  /** Added to the wall clock for new blocks and transactions: lets a test pass a transaction's expiration at once. */
+  clockOffsetMs = 0;
   private readonly canonical: StoredBlock[] = [];
   private readonly archive = new Map<number, StoredBlock>();
   private readonly byId = new Map<string, StoredBlock>();
   private readonly txIndex = new Map<string, StoredBlock>();
   private readonly recordedInfos = new Map<string, TronTransactionInfo>();
+  /** Synthesized infos of placed recorded transactions (the TronGrid ones: their infos were never recorded). */
+  private readonly placedInfos = new Map<string, TronTransactionInfo>();
+  /** The internal transactions asked for with a transfer spec, by txID. */
+  private readonly internalMoves = new Map<string, TronInternalTransaction[]>();
   private pending: TronTransaction[] = [];
 
   constructor(opts: ChainOptions = {}) {
     this.txPerBlock = opts.txPerBlock ?? 300;
+    this.solidLag = opts.solidLag ?? 19;
     this.pool = addressPool(opts.poolSize ?? 2_000, opts.seed ?? 1);
     this.generator = new BlockGenerator({ pool: this.pool, mix: opts.mix ?? MAINNET_MIX, seed: (opts.seed ?? 1) + 7 });
     if (opts.recorded ?? true) {
@@ -85,7 +112,11 @@ export class SimChain {
   }
 
   private store(block: TronBlock, availableAt: number, recorded?: StoredBlock["recorded"]): StoredBlock {
-    const infos = synthesizeTransactionInfos(block, this.recordedInfos);
+    const infos = synthesizeTransactionInfos(
+      block,
+      (id) => this.recordedInfos.get(id) ?? this.placedInfos.get(id),
+      this.internalMoves,
+    );
     const synthesized = infos.some((i) => !this.recordedInfos.has(i.id));
     const stored: StoredBlock = { block, infos, synthesized, availableAt, rendered: new Map() };
     if (recorded) stored.recorded = recorded;
@@ -108,12 +139,22 @@ export class SimChain {
     return this.canonical[0]!;
   }
 
+  /** The solidified head: `solidLag` blocks below the head, never below the first block. */
+  solid(): StoredBlock {
+    return this.canonical[Math.max(0, this.canonical.length - 1 - this.solidLag)]!;
+  }
+
+  /** The simulator's clock (ms): the wall clock plus the offset tests may add. */
+  now(): number {
+    return Date.now() + this.clockOffsetMs;
+  }
+
   private ref(stored: StoredBlock) {
     return { number: stored.block.block_header.raw_data.number, blockID: stored.block.blockID };
   }
 
   /** Makes the next block: queued transfers first, then random transactions. */
-  produce(timestamp = Date.now()): StoredBlock {
+  produce(timestamp = this.now()): StoredBlock {
     const parent = this.head();
     const extra = this.pending;
     this.pending = [];
@@ -131,8 +172,11 @@ export class SimChain {
         from: addressToHex(spec.from),
         to: addressToHex(spec.to),
         ...(spec.contract ? { contract: addressToHex(spec.contract) } : {}),
+        ...(spec.internal ? { internal: spec.internal.map((m) => ({ ...m, to: addressToHex(m.to) })) } : {}),
       };
-      const tx = transferTransaction(hexSpec, this.ref(parent), Date.now(), this.generator.rand);
+      const tx = transferTransaction(hexSpec, this.ref(parent), this.now(), this.generator.rand);
+      const moves = internalSpecs(hexSpec);
+      if (moves.length > 0) this.internalMoves.set(tx.txID, internalTransactions(tx.txID, hexSpec.contract ?? USDT_HEX, moves));
       this.pending.push(tx);
       ids.push(tx.txID);
     }
@@ -140,20 +184,57 @@ export class SimChain {
   }
 
   /**
-   * Replaces the newest `depth` blocks with a new branch of `length` blocks (default depth) from the same parent.
-   * With `reinclude` (default) the old blocks' transactions reappear in the new branch, as on a real chain.
+   * Queues recorded lifecycle transactions for the next block (see fixtures/tron/PROVENANCE.md):
+   * - `failed-usdt`: the transactions of mainnet block 50568556 in the TronGrid capture (4 × REVERT, 1 ×
+   *   OUT_OF_ENERGY and the SUCCESS of the same USDT transfer, then TRX transfers), with synthesized infos;
+   * - `internal`: the real infos of testnet block 1,000,000 (internal TRX transfers), each beside a synthesized
+   *   contract call carrying its txID.
+   * Their infos are served with the number and timestamp of the block they land in. Returns the txIds.
    */
-  fork(depth: number, length = depth, reinclude = true): { ancestor: number; removed: string[]; added: string[] } {
+  place(fixture: "failed-usdt" | "internal"): string[] {
+    const parent = this.head();
+    const txs: TronTransaction[] = [];
+    if (fixture === "failed-usdt") {
+      for (const r of loadTronGridTransactions().filter((r) => r.blockNumber === 50568556)) {
+        this.placedInfos.set(r.txID, infoFromTronGrid(r));
+        txs.push(blockTxFromTronGrid(r));
+      }
+    } else {
+      for (const info of loadTestnetInfos()) {
+        this.recordedInfos.set(info.id, info);
+        const caller = info.contract_address ?? USDT_HEX;
+        const call = transferTransaction({ type: "call", from: this.pool[0]!, to: caller, amount: 0, contract: caller }, this.ref(parent), this.now(), this.generator.rand);
+        txs.push({ ...call, txID: info.id });
+      }
+    }
+    this.pending.push(...txs);
+    return txs.map((t) => t.txID);
+  }
+
+  /**
+   * Replaces the newest `depth` blocks with a new branch of `length` blocks (default depth) from the same parent.
+   * `reinclude`: true (default) puts the old blocks' transactions back in the new branch, as on a real chain; false
+   * drops them all; a list of txIds re-includes only those (the rest vanish, as a transaction that expired in a
+   * node's pool does). A fork that would replace the solidified head or anything below it is refused: solidified
+   * blocks are final on TRON.
+   */
+  fork(depth: number, length = depth, reinclude: boolean | readonly string[] = true): { ancestor: number; removed: string[]; added: string[] } {
     if (!Number.isInteger(depth) || depth < 1 || depth >= this.canonical.length) {
-      throw new Error(`fork depth must be 1..${this.canonical.length - 1}`);
+      throw new ForkRefused(`fork depth must be 1..${this.canonical.length - 1}`);
+    }
+    if (!Number.isInteger(length) || length < 0) throw new ForkRefused("fork length must be a whole number ≥ 0");
+    const solidIndex = Math.max(0, this.canonical.length - 1 - this.solidLag);
+    if (this.canonical.length - depth <= solidIndex) {
+      throw new ForkRefused(`a fork of depth ${depth} would replace solidified block ${this.ref(this.solid()).number}`);
     }
     const removed = this.canonical.splice(this.canonical.length - depth, depth);
     for (const r of removed) for (const tx of r.block.transactions ?? []) this.txIndex.delete(tx.txID);
+    const keep = (tx: TronTransaction) => (typeof reinclude === "boolean" ? reinclude : reinclude.includes(tx.txID));
     const added: string[] = [];
-    const now = Date.now();
+    const now = this.now();
     for (let i = 0; i < length; i++) {
       const parent = this.head();
-      const old = reinclude ? (removed[i]?.block.transactions ?? []) : [];
+      const old = (removed[i]?.block.transactions ?? []).filter(keep);
       const ts = removed[i]?.block.block_header.raw_data.timestamp ?? now;
       const fresh: TronTransaction[] = [];
       for (let j = 0; j < Math.min(this.txPerBlock, 20); j++) fresh.push(this.generator.randomTransaction(this.ref(parent), ts));
@@ -173,6 +254,11 @@ export class SimChain {
     if (!s) return undefined;
     // Orphaned blocks are no longer served once a fork replaced them.
     return this.byNumber(s.block.block_header.raw_data.number) === s ? s : undefined;
+  }
+
+  /** Whether the info of `txId` is recorded node output (else the simulator made it up). */
+  isRecordedInfo(txId: string): boolean {
+    return this.recordedInfos.has(txId);
   }
 
   byTxId(txId: string): StoredBlock | undefined {

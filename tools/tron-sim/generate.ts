@@ -23,19 +23,56 @@ export interface TxMix {
 
 export const MAINNET_MIX: TxMix = { trx: 0.4, usdt: 0.45, trc10: 0.04, other: 0.11 };
 
-/** A transfer a test or the demo asks for; addresses in either form. */
+/** A TRX or TRC-10 move a contract makes during a call (an `internal_transactions` entry of its info). */
+export interface InternalSpec {
+  to: string;
+  /** Base units; 0 makes java-tron's empty `callValueInfo: [{}]` (a plain call). */
+  amount: string | number;
+  /** TRC-10 token id; absent for TRX. */
+  tokenId?: string;
+  /** Rolled back (java-tron's `rejected: true`): moved nothing. */
+  rejected?: boolean;
+}
+
+/**
+ * A transaction a test or the demo asks for; addresses in either form.
+ * - `trx`, `trc10`: a TransferContract / TransferAssetContract.
+ * - `trc20`: a `transfer(to, amount)` call of `contract` (default mainnet USDT).
+ * - `call`: a call of `contract` by `from` whose info lists `internal` (the contract paying out); `to`/`amount` unused.
+ * - `internal`: shorthand for a `call` of `contract` (default: `from`'s own contract call to USDT) whose
+ *   `internal_transactions` are, as java-tron records such calls, a zero-value call of the contract to itself, then
+ *   the move of `amount` (TRX, or TRC-10 with `tokenId`) from the contract to `to` (internalIndex 1), then the same
+ *   move rolled back (`rejected: true`).
+ */
 export interface TransferSpec {
-  type: "trx" | "trc10" | "trc20";
+  type: "trx" | "trc10" | "trc20" | "call" | "internal";
   from: string;
   to: string;
   /** Base units, decimal string or integer. */
   amount: string | number;
-  /** TRC-10 token id (default 1002000). */
+  /** TRC-10 token id (default 1002000 for `trc10`; for `internal`, absent means TRX). */
   tokenId?: string;
-  /** TRC-20 contract (default mainnet USDT). */
+  /** The called contract (default mainnet USDT). */
   contract?: string;
-  /** "SUCCESS" (default) or a failure such as "REVERT". */
+  /** java-tron's contractRet: "SUCCESS" (default), "REVERT", "OUT_OF_ENERGY", … */
   result?: string;
+  /** The memo (raw_data.data) as UTF-8 text. */
+  memo?: string;
+  /** The memo as raw bytes (hex), for one that is not UTF-8. */
+  memoHex?: string;
+  /** TRX (sun) sent with a contract call (`call_value`). */
+  callValue?: number;
+  /** `call`: the info's internal transactions, in order. */
+  internal?: InternalSpec[];
+}
+
+/** The internal transactions a spec's call makes (hex addresses), or none. */
+export function internalSpecs(spec: TransferSpec): InternalSpec[] {
+  if (spec.type === "call") return spec.internal ?? [];
+  if (spec.type !== "internal") return [];
+  const contract = spec.contract ?? USDT_HEX;
+  const move = { to: spec.to, amount: spec.amount, ...(spec.tokenId ? { tokenId: spec.tokenId } : {}) };
+  return [{ to: contract, amount: 0 }, move, { ...move, rejected: true }];
 }
 
 export function mulberry32(seed: number): () => number {
@@ -90,19 +127,27 @@ interface RefBlock {
   blockID: string;
 }
 
-function baseRaw(ref: RefBlock, timestamp: number) {
+function baseRaw(ref: RefBlock, timestamp: number, memoHex?: string) {
   return {
     ref_block_bytes: (ref.number & 0xffff).toString(16).padStart(4, "0"),
     ref_block_hash: ref.blockID.slice(16, 32),
     expiration: timestamp + 60_000,
     timestamp: timestamp - 3_000,
+    // The memo is raw_data field 10 (bytes); java-tron prints it as hex, tronweb encodes it into raw_data_hex.
+    ...(memoHex ? { data: memoHex.toLowerCase() } : {}),
   };
+}
+
+function memoHexOf(spec: TransferSpec): string | undefined {
+  if (spec.memoHex) return spec.memoHex;
+  return spec.memo ? Buffer.from(spec.memo, "utf8").toString("hex") : undefined;
 }
 
 /** One transaction for an explicit transfer (hex-form addresses). */
 export function transferTransaction(spec: TransferSpec, ref: RefBlock, timestamp: number, rand: () => number): TronTransaction {
   const result = spec.result ?? "SUCCESS";
   const amount = BigInt(spec.amount);
+  const memoHex = memoHexOf(spec);
   if (spec.type === "trx" || spec.type === "trc10") {
     const value: Record<string, unknown> = { amount: Number(amount), owner_address: spec.from, to_address: spec.to };
     if (spec.type === "trc10") value.asset_name = Buffer.from(spec.tokenId ?? "1002000", "utf8").toString("hex");
@@ -110,25 +155,25 @@ export function transferTransaction(spec: TransferSpec, ref: RefBlock, timestamp
     return finishTransaction(
       {
         contract: [{ parameter: { value, type_url: `type.googleapis.com/protocol.${type}` }, type }],
-        ...baseRaw(ref, timestamp),
+        ...baseRaw(ref, timestamp, memoHex),
       },
       result,
       rand,
     );
   }
-  const data = `a9059cbb${word(spec.to.slice(2))}${word(amount.toString(16))}`;
+  // A payout call (`call`, `internal`) carries a made-up selector; `trc20` the real `transfer(address,uint256)`.
+  const data = spec.type === "trc20" ? `a9059cbb${word(spec.to.slice(2))}${word(amount.toString(16))}` : "3ccfd60b";
+  const value: Record<string, unknown> = { data, owner_address: spec.from, contract_address: spec.contract ?? USDT_HEX };
+  if (spec.callValue) value.call_value = spec.callValue;
   return finishTransaction(
     {
       contract: [
         {
-          parameter: {
-            value: { data, owner_address: spec.from, contract_address: spec.contract ?? USDT_HEX },
-            type_url: "type.googleapis.com/protocol.TriggerSmartContract",
-          },
+          parameter: { value, type_url: "type.googleapis.com/protocol.TriggerSmartContract" },
           type: "TriggerSmartContract",
         },
       ],
-      ...baseRaw(ref, timestamp),
+      ...baseRaw(ref, timestamp, memoHex),
       fee_limit: 100_000_000,
     },
     result,

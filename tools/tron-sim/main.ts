@@ -1,5 +1,6 @@
 // `bun tools/tron-sim/main.ts [--port 8090] [--block-ms 3000] [--tx 300] [--pool 2000] [--seed 1] [--backlog 0]
-//   [--no-recorded] [--start 70000000] [--prerender] [--usdt 0.45]`: a java-tron HTTP API simulator on its own (see README.md).
+//   [--no-recorded] [--start 70000000] [--prerender] [--usdt 0.45]
+//   [--solid-lag 19] [--no-solidity]`: a java-tron HTTP API simulator on its own (see README.md).
 import { parseArgs } from "node:util";
 import { MAINNET_MIX, type TxMix } from "./generate.ts";
 import { startTronSim } from "./server.ts";
@@ -24,6 +25,8 @@ const { values } = parseArgs({
     usdt: { type: "string" },
     start: { type: "string" },
     hostname: { type: "string", default: "127.0.0.1" },
+    "solid-lag": { type: "string", default: "19" },
+    "no-solidity": { type: "boolean", default: false },
   },
 });
 
@@ -37,9 +40,11 @@ const sim = startTronSim({
   backlog: Number(values.backlog),
   recorded: !values["no-recorded"],
   prerender: values.prerender,
+  solidLag: Number(values["solid-lag"]),
   ...(values.usdt ? { mix: mixWithUsdt(Number(values.usdt)) } : {}),
   ...(values.start ? { startNumber: Number(values.start) } : {}),
 });
+if (values["no-solidity"]) sim.chain.solidityApi = false;
 const head = sim.chain.head().block.block_header.raw_data.number;
 process.stdout.write(`${JSON.stringify({ msg: "tron-sim listening", url: sim.url, head })}\n`);
 // Nothing to flush: stop at once (waiting for keep-alive clients to leave could take long).

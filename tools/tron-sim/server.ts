@@ -1,8 +1,10 @@
 // A java-tron full-node HTTP API simulator on Bun.serve: the /wallet endpoints the matcher uses (GET with query
 // parameters and POST with a JSON body, `visible` honoured on every one, as java-tron accepts them), a head that
-// advances every `blockMs`, and /sim/* controls for tests: produce blocks now, queue transfers, fork, pause.
+// advances every `blockMs`, the solidity API (/walletsolidity/*: the same endpoints, answering only up to the
+// solidified head, which trails the head by `solidLag` blocks), and /sim/* controls for tests: produce blocks now,
+// queue transfers, fork, pause, switch the solidity API off.
 import type { Server } from "bun";
-import { SimChain, renderBlock, renderInfos, type ChainOptions, type StoredBlock } from "./chain.ts";
+import { ForkRefused, SimChain, renderBlock, renderInfos, type ChainOptions, type StoredBlock } from "./chain.ts";
 import { addressToBase58, renderVisible } from "./forms.ts";
 import type { TransferSpec } from "./generate.ts";
 
@@ -83,7 +85,7 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
     timer = setTimeout(() => {
       chain.produce();
       schedule();
-    }, Math.max(0, next - Date.now()));
+    }, Math.max(0, next - chain.now()));
   };
 
   const produce = (count = 1) => {
@@ -100,24 +102,32 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
     transactions: s.block.transactions?.length ?? 0,
   });
 
-  async function wallet(path: string, p: Params): Promise<Response> {
+  /**
+   * The /wallet endpoints; with `solidity`, the /walletsolidity ones: the same answers, cut at the solidified head
+   * (a block above it is `{}`, its infos `[]`), as java-tron's solidity API serves only solidified blocks.
+   */
+  async function wallet(path: string, p: Params, solidity = false): Promise<Response> {
     const visible = flag(p.visible);
+    const top = () => (solidity ? chain.solid() : chain.head());
+    const limit = (s: StoredBlock | undefined): StoredBlock | undefined =>
+      s && solidity && s.block.block_header.raw_data.number > top().block.block_header.raw_data.number ? undefined : s;
+    const byNumber = (n: number) => limit(chain.byNumber(n));
     switch (path) {
       case "getnowblock":
-        return text(renderBlock(chain.head(), visible));
+        return text(renderBlock(top(), visible));
       case "getblockbynum": {
-        const s = chain.byNumber(num(p.num));
+        const s = byNumber(num(p.num));
         return text(s ? renderBlock(s, visible) : "{}");
       }
       case "getblockbyid": {
-        const s = chain.byBlockId(String(p.value ?? ""));
+        const s = limit(chain.byBlockId(String(p.value ?? "")));
         return text(s ? renderBlock(s, visible) : "{}");
       }
       case "getblock": {
         const key = p.id_or_num;
         const detail = flag(p.detail);
-        if (key === undefined || key === "") return text(renderBlock(chain.head(), visible, detail));
-        const s = /^\d+$/.test(String(key)) ? chain.byNumber(Number(key)) : chain.byBlockId(String(key));
+        if (key === undefined || key === "") return text(renderBlock(top(), visible, detail));
+        const s = /^\d+$/.test(String(key)) ? byNumber(Number(key)) : limit(chain.byBlockId(String(key)));
         return text(s ? renderBlock(s, visible, detail) : "{}");
       }
       case "getblockbylimitnext": {
@@ -126,7 +136,7 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
         if (!(end > start) || end - start > 100) return text(JSON.stringify({ Error: "invalid range: endNum - startNum must be 1..100" }));
         const parts: string[] = [];
         for (let n = start; n < end; n++) {
-          const s = chain.byNumber(n);
+          const s = byNumber(n);
           if (!s || n < chain.first().block.block_header.raw_data.number) break;
           parts.push(renderBlock(s, visible));
         }
@@ -134,16 +144,16 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
       }
       case "getblockbylatestnum": {
         const count = Math.min(100, Math.max(1, num(p.num) || 1));
-        const headNum = chain.head().block.block_header.raw_data.number;
+        const headNum = top().block.block_header.raw_data.number;
         const parts: string[] = [];
         for (let n = headNum - count + 1; n <= headNum; n++) {
-          const s = chain.byNumber(n);
+          const s = byNumber(n);
           if (s) parts.push(renderBlock(s, visible));
         }
         return text(`{"block":[${parts.join(",")}]}`);
       }
       case "gettransactioninfobyblocknum": {
-        const s = chain.byNumber(num(p.num));
+        const s = byNumber(num(p.num));
         if (!s) return text("[]");
         let count = s.infos.length;
         if (chain.infoLagMs > 0 && s === chain.head() && Date.now() - s.availableAt < chain.infoLagMs) count = Math.floor(count / 2);
@@ -151,14 +161,14 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
       }
       case "gettransactioninfobyid": {
         const id = String(p.value ?? "");
-        const s = chain.byTxId(id);
+        const s = limit(chain.byTxId(id));
         const info = s?.infos.find((i) => i.id === id);
         if (!s || !info) return text("{}");
-        return text(JSON.stringify(visible ? renderVisible(info) : info), s.synthesized && info.log !== undefined && id !== "661f1df88ce02b746efe7449c3c7a04d6d21a7fc019723c92679228d8275ad57");
+        return text(JSON.stringify(visible ? renderVisible(info) : info), !chain.isRecordedInfo(id));
       }
       case "gettransactionbyid": {
         const id = String(p.value ?? "");
-        const tx = chain.byTxId(id)?.block.transactions?.find((t) => t.txID === id);
+        const tx = limit(chain.byTxId(id))?.block.transactions?.find((t) => t.txID === id);
         return text(tx ? JSON.stringify(visible ? renderVisible(tx) : tx) : "{}");
       }
       default:
@@ -169,12 +179,23 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
   async function control(path: string, req: Request, p: Params): Promise<Response> {
     switch (`${req.method} ${path}`) {
       case "GET state":
-        return Response.json({ head: summary(chain.head()), first: summary(chain.first()), blockMs, paused, txPerBlock: chain.txPerBlock });
+        return Response.json({
+          head: summary(chain.head()),
+          solid: summary(chain.solid()),
+          first: summary(chain.first()),
+          blockMs,
+          paused,
+          txPerBlock: chain.txPerBlock,
+          solidLag: chain.solidLag,
+          solidityApi: chain.solidityApi,
+        });
       case "GET addresses": {
         const limit = Math.min(chain.pool.length, num(p.limit) || 100);
         return Response.json({ addresses: chain.pool.slice(0, limit).map(addressToBase58) });
       }
       case "POST produce":
+        // advanceMs moves the simulator's clock forward first (a test passing transactions' expiration at once).
+        if (p.advanceMs !== undefined) chain.clockOffsetMs += Math.max(0, num(p.advanceMs) || 0);
         return Response.json({ blocks: produce(Math.max(1, num(p.count) || 1)).map(summary) });
       case "POST transfers": {
         const specs = (p.transfers ?? []) as TransferSpec[];
@@ -182,12 +203,27 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
         if (flag(p.produce)) produce(1);
         return Response.json({ txIds });
       }
+      case "POST place": {
+        const fixture = p.fixture;
+        if (fixture !== "failed-usdt" && fixture !== "internal") {
+          return Response.json({ error: 'fixture must be "failed-usdt" or "internal"' }, { status: 400 });
+        }
+        const txIds = chain.place(fixture);
+        if (flag(p.produce)) produce(1);
+        return Response.json({ txIds });
+      }
       case "POST fork": {
         const depth = num(p.depth);
         const length = p.length === undefined ? depth : num(p.length);
-        const result = chain.fork(depth, length, p.reinclude === undefined ? true : flag(p.reinclude));
-        schedule();
-        return Response.json(result);
+        const reinclude = Array.isArray(p.reinclude) ? p.reinclude.map(String) : p.reinclude === undefined ? true : flag(p.reinclude);
+        try {
+          const result = chain.fork(depth, length, reinclude);
+          schedule();
+          return Response.json(result);
+        } catch (err) {
+          if (err instanceof ForkRefused) return Response.json({ Error: err.message }, { status: 400 });
+          throw err;
+        }
       }
       case "POST pause":
         paused = true;
@@ -201,8 +237,14 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
         if (p.blockMs !== undefined) blockMs = num(p.blockMs);
         if (p.txPerBlock !== undefined) chain.txPerBlock = num(p.txPerBlock);
         if (p.infoLagMs !== undefined) chain.infoLagMs = num(p.infoLagMs);
+        if (p.solidLag !== undefined) {
+          const lag = num(p.solidLag);
+          if (!Number.isInteger(lag) || lag < 0) return Response.json({ Error: "solidLag must be a whole number ≥ 0" }, { status: 400 });
+          chain.solidLag = lag;
+        }
+        if (p.solidityApi !== undefined) chain.solidityApi = flag(p.solidityApi);
         schedule();
-        return Response.json({ blockMs, txPerBlock: chain.txPerBlock, infoLagMs: chain.infoLagMs });
+        return Response.json({ blockMs, txPerBlock: chain.txPerBlock, infoLagMs: chain.infoLagMs, solidLag: chain.solidLag, solidityApi: chain.solidityApi });
       }
       default:
         return Response.json({ error: "not_found" }, { status: 404 });
@@ -216,8 +258,13 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
       const url = new URL(req.url);
       try {
         const p = await readParams(req, url);
-        const wm = /^\/(?:wallet|walletsolidity)\/([a-z]+)$/.exec(url.pathname);
-        if (wm) return await wallet(wm[1]!, p);
+        const wm = /^\/(wallet|walletsolidity)\/([a-z]+)$/.exec(url.pathname);
+        if (wm) {
+          const solidity = wm[1] === "walletsolidity";
+          // A full node deployed without the solidity API: nothing is served there.
+          if (solidity && !chain.solidityApi) return new Response("Not Found", { status: 404 });
+          return await wallet(wm[2]!, p, solidity);
+        }
         const cm = /^\/sim\/([a-z]+)$/.exec(url.pathname);
         if (cm) return await control(cm[1]!, req, p);
         return Response.json({ error: "not_found" }, { status: 404 });

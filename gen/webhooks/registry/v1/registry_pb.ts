@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webhooks/registry/v1/registry.proto.
  */
 export const file_webhooks_registry_v1_registry: GenFile = /*@__PURE__*/
-  fileDesc("CiN3ZWJob29rcy9yZWdpc3RyeS92MS9yZWdpc3RyeS5wcm90bxIUd2ViaG9va3MucmVnaXN0cnkudjEiMQoMQWRkcmVzc0VudHJ5EhAKCGNoYWluX2lkGAEgASgJEg8KB2FkZHJlc3MYAiABKAkiOAoLRGVzdGluYXRpb24SDAoEdHlwZRgBIAEoCRILCgN1cmwYAiABKAkSDgoGc2VjcmV0GAMgASgJIoICCgxTdWJzY3JpcHRpb24SCgoCaWQYASABKAkSNgoLZGVzdGluYXRpb24YAiABKAsyIS53ZWJob29rcy5yZWdpc3RyeS52MS5EZXN0aW5hdGlvbhIOCgZldmVudHMYAyADKAkSNQoJYWRkcmVzc2VzGAQgAygLMiIud2ViaG9va3MucmVnaXN0cnkudjEuQWRkcmVzc0VudHJ5EhAKCGhhc19tb3JlGAUgASgIEg4KBnN0YXR1cxgGIAEoCRITCgtkZXNjcmlwdGlvbhgHIAEoCRIXCg9kYXRlX2NyZWF0ZWRfbXMYCCABKAMSFwoPZGF0ZV91cGRhdGVkX21zGAkgASgDIowBChRTdWJzY3JpcHRpb25SZXNwb25zZRI4CgxzdWJzY3JpcHRpb24YASABKAsyIi53ZWJob29rcy5yZWdpc3RyeS52MS5TdWJzY3JpcHRpb24SOgoLaWRlbXBvdGVuY3kYAiABKAsyJS53ZWJob29rcy5jb21tb24udjEuSWRlbXBvdGVuY3lSZXN1bHQi1QEKGUNyZWF0ZVN1YnNjcmlwdGlvblJlcXVlc3QSDgoGa2V5X2lkGAEgASgJEjYKC2Rlc3RpbmF0aW9uGAIgASgLMiEud2ViaG9va3MucmVnaXN0cnkudjEuRGVzdGluYXRpb24SDgoGZXZlbnRzGAMgAygJEg4KBnN0YXR1cxgEIAEoCRITCgtkZXNjcmlwdGlvbhgFIAEoCRI7CgtpZGVtcG90ZW5jeRgGIAEoCzImLndlYmhvb2tzLmNvbW1vbi52MS5JZGVtcG90ZW5jeVJlcXVlc3QiTQoYTGlzdFN1YnNjcmlwdGlvbnNSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRINCgVsaW1pdBgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImcKGUxpc3RTdWJzY3JpcHRpb25zUmVzcG9uc2USMQoFaXRlbXMYASADKAsyIi53ZWJob29rcy5yZWdpc3RyeS52MS5TdWJzY3JpcHRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjQKFkdldFN1YnNjcmlwdGlvblJlcXVlc3QSDgoGa2V5X2lkGAEgASgJEgoKAmlkGAIgASgJIqQBChlVcGRhdGVTdWJzY3JpcHRpb25SZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRIKCgJpZBgCIAEoCRI2CgtkZXN0aW5hdGlvbhgDIAEoCzIhLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkRlc3RpbmF0aW9uEg4KBmV2ZW50cxgEIAMoCRIOCgZzdGF0dXMYBSABKAkSEwoLZGVzY3JpcHRpb24YBiABKAkiNwoZRGVsZXRlU3Vic2NyaXB0aW9uUmVxdWVzdBIOCgZrZXlfaWQYASABKAkSCgoCaWQYAiABKAkiHAoaRGVsZXRlU3Vic2NyaXB0aW9uUmVzcG9uc2UiugEKE1JvdGF0ZVNlY3JldFJlcXVlc3QSDgoGa2V5X2lkGAEgASgJEgoKAmlkGAIgASgJEiEKFGdyYWNlX3BlcmlvZF9zZWNvbmRzGAMgASgFSACIAQESDgoGc2VjcmV0GAQgASgJEjsKC2lkZW1wb3RlbmN5GAUgASgLMiYud2ViaG9va3MuY29tbW9uLnYxLklkZW1wb3RlbmN5UmVxdWVzdEIXChVfZ3JhY2VfcGVyaW9kX3NlY29uZHMimAEKFVBhdGNoQWRkcmVzc2VzUmVxdWVzdBIOCgZrZXlfaWQYASABKAkSCgoCaWQYAiABKAkSLwoDYWRkGAMgAygLMiIud2ViaG9va3MucmVnaXN0cnkudjEuQWRkcmVzc0VudHJ5EjIKBnJlbW92ZRgEIAMoCzIiLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkFkZHJlc3NFbnRyeSJjCg5Ta2lwcGVkQWRkcmVzcxIxCgVpbnB1dBgBIAEoCzIiLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkFkZHJlc3NFbnRyeRIOCgZyZWFzb24YAiABKAkSDgoGZGV0YWlsGAMgASgJIvEBChZQYXRjaEFkZHJlc3Nlc1Jlc3BvbnNlEjgKDHN1YnNjcmlwdGlvbhgBIAEoCzIiLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLlN1YnNjcmlwdGlvbhIxCgVhZGRlZBgCIAMoCzIiLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkFkZHJlc3NFbnRyeRIzCgdyZW1vdmVkGAMgAygLMiIud2ViaG9va3MucmVnaXN0cnkudjEuQWRkcmVzc0VudHJ5EjUKB3NraXBwZWQYBCADKAsyJC53ZWJob29rcy5yZWdpc3RyeS52MS5Ta2lwcGVkQWRkcmVzcyJsChdSZXBsYWNlQWRkcmVzc2VzUmVxdWVzdBIOCgZrZXlfaWQYASABKAkSCgoCaWQYAiABKAkSNQoJYWRkcmVzc2VzGAMgAygLMiIud2ViaG9va3MucmVnaXN0cnkudjEuQWRkcmVzc0VudHJ5IlUKFExpc3RBZGRyZXNzZXNSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRIKCgJpZBgCIAEoCRINCgVsaW1pdBgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJImMKFUxpc3RBZGRyZXNzZXNSZXNwb25zZRIxCgVpdGVtcxgBIAMoCzIiLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkFkZHJlc3NFbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkihwEKDkRlbGl2ZXJ5VGFyZ2V0EhcKD3N1YnNjcmlwdGlvbl9pZBgBIAEoCRIOCgZleGlzdHMYAiABKAgSDgoGYWN0aXZlGAMgASgIEgsKA3VybBgEIAEoCRIPCgdzZWNyZXRzGAUgAygJEg4KBmtleV9pZBgGIAEoCRIOCgZjaGFpbnMYByADKAkiNQoZR2V0RGVsaXZlcnlUYXJnZXRzUmVxdWVzdBIYChBzdWJzY3JpcHRpb25faWRzGAEgAygJIlMKGkdldERlbGl2ZXJ5VGFyZ2V0c1Jlc3BvbnNlEjUKB3RhcmdldHMYASADKAsyJC53ZWJob29rcy5yZWdpc3RyeS52MS5EZWxpdmVyeVRhcmdldCJkCgZBcGlLZXkSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIOCgZjaGFpbnMYAyADKAkSFwoPZGF0ZV9jcmVhdGVkX21zGAQgASgDEhcKD2RhdGVfcmV2b2tlZF9tcxgFIAEoAyIzChNDcmVhdGVBcGlLZXlSZXF1ZXN0EgwKBG5hbWUYASABKAkSDgoGY2hhaW5zGAIgAygJIlEKFENyZWF0ZUFwaUtleVJlc3BvbnNlEikKA2tleRgBIAEoCzIcLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiFAoSTGlzdEFwaUtleXNSZXF1ZXN0IkEKE0xpc3RBcGlLZXlzUmVzcG9uc2USKgoEa2V5cxgBIAMoCzIcLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkFwaUtleSIhChNSZXZva2VBcGlLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIjQKFlNldEFwaUtleUNoYWluc1JlcXVlc3QSCgoCaWQYASABKAkSDgoGY2hhaW5zGAIgAygJIjsKDkFwaUtleVJlc3BvbnNlEikKA2tleRgBIAEoCzIcLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkFwaUtleSImChRSZXNvbHZlQXBpS2V5UmVxdWVzdBIOCgZzZWNyZXQYASABKAkiUQoVUmVzb2x2ZUFwaUtleVJlc3BvbnNlEg0KBXZhbGlkGAEgASgIEikKA2tleRgCIAEoCzIcLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkFwaUtleSItChhSZWJ1aWxkV2F0Y2hJbmRleFJlcXVlc3QSEQoJY2hhaW5faWRzGAEgAygJIkUKGVJlYnVpbGRXYXRjaEluZGV4UmVzcG9uc2USEQoJYWRkcmVzc2VzGAEgASgDEhUKDXN1YnNjcmlwdGlvbnMYAiABKAMy/QgKE1N1YnNjcmlwdGlvblNlcnZpY2UScQoSQ3JlYXRlU3Vic2NyaXB0aW9uEi8ud2ViaG9va3MucmVnaXN0cnkudjEuQ3JlYXRlU3Vic2NyaXB0aW9uUmVxdWVzdBoqLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLlN1YnNjcmlwdGlvblJlc3BvbnNlEnQKEUxpc3RTdWJzY3JpcHRpb25zEi4ud2ViaG9va3MucmVnaXN0cnkudjEuTGlzdFN1YnNjcmlwdGlvbnNSZXF1ZXN0Gi8ud2ViaG9va3MucmVnaXN0cnkudjEuTGlzdFN1YnNjcmlwdGlvbnNSZXNwb25zZRJrCg9HZXRTdWJzY3JpcHRpb24SLC53ZWJob29rcy5yZWdpc3RyeS52MS5HZXRTdWJzY3JpcHRpb25SZXF1ZXN0Gioud2ViaG9va3MucmVnaXN0cnkudjEuU3Vic2NyaXB0aW9uUmVzcG9uc2UScQoSVXBkYXRlU3Vic2NyaXB0aW9uEi8ud2ViaG9va3MucmVnaXN0cnkudjEuVXBkYXRlU3Vic2NyaXB0aW9uUmVxdWVzdBoqLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLlN1YnNjcmlwdGlvblJlc3BvbnNlEncKEkRlbGV0ZVN1YnNjcmlwdGlvbhIvLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkRlbGV0ZVN1YnNjcmlwdGlvblJlcXVlc3QaMC53ZWJob29rcy5yZWdpc3RyeS52MS5EZWxldGVTdWJzY3JpcHRpb25SZXNwb25zZRJlCgxSb3RhdGVTZWNyZXQSKS53ZWJob29rcy5yZWdpc3RyeS52MS5Sb3RhdGVTZWNyZXRSZXF1ZXN0Gioud2ViaG9va3MucmVnaXN0cnkudjEuU3Vic2NyaXB0aW9uUmVzcG9uc2USawoOUGF0Y2hBZGRyZXNzZXMSKy53ZWJob29rcy5yZWdpc3RyeS52MS5QYXRjaEFkZHJlc3Nlc1JlcXVlc3QaLC53ZWJob29rcy5yZWdpc3RyeS52MS5QYXRjaEFkZHJlc3Nlc1Jlc3BvbnNlEm0KEFJlcGxhY2VBZGRyZXNzZXMSLS53ZWJob29rcy5yZWdpc3RyeS52MS5SZXBsYWNlQWRkcmVzc2VzUmVxdWVzdBoqLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLlN1YnNjcmlwdGlvblJlc3BvbnNlEmgKDUxpc3RBZGRyZXNzZXMSKi53ZWJob29rcy5yZWdpc3RyeS52MS5MaXN0QWRkcmVzc2VzUmVxdWVzdBorLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkxpc3RBZGRyZXNzZXNSZXNwb25zZRJ3ChJHZXREZWxpdmVyeVRhcmdldHMSLy53ZWJob29rcy5yZWdpc3RyeS52MS5HZXREZWxpdmVyeVRhcmdldHNSZXF1ZXN0GjAud2ViaG9va3MucmVnaXN0cnkudjEuR2V0RGVsaXZlcnlUYXJnZXRzUmVzcG9uc2UyjAQKDUFwaUtleVNlcnZpY2USZQoMQ3JlYXRlQXBpS2V5Eikud2ViaG9va3MucmVnaXN0cnkudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBoqLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlEmIKC0xpc3RBcGlLZXlzEigud2ViaG9va3MucmVnaXN0cnkudjEuTGlzdEFwaUtleXNSZXF1ZXN0Gikud2ViaG9va3MucmVnaXN0cnkudjEuTGlzdEFwaUtleXNSZXNwb25zZRJfCgxSZXZva2VBcGlLZXkSKS53ZWJob29rcy5yZWdpc3RyeS52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GiQud2ViaG9va3MucmVnaXN0cnkudjEuQXBpS2V5UmVzcG9uc2USZQoPU2V0QXBpS2V5Q2hhaW5zEiwud2ViaG9va3MucmVnaXN0cnkudjEuU2V0QXBpS2V5Q2hhaW5zUmVxdWVzdBokLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkFwaUtleVJlc3BvbnNlEmgKDVJlc29sdmVBcGlLZXkSKi53ZWJob29rcy5yZWdpc3RyeS52MS5SZXNvbHZlQXBpS2V5UmVxdWVzdBorLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLlJlc29sdmVBcGlLZXlSZXNwb25zZTKJAQoRV2F0Y2hJbmRleFNlcnZpY2USdAoRUmVidWlsZFdhdGNoSW5kZXgSLi53ZWJob29rcy5yZWdpc3RyeS52MS5SZWJ1aWxkV2F0Y2hJbmRleFJlcXVlc3QaLy53ZWJob29rcy5yZWdpc3RyeS52MS5SZWJ1aWxkV2F0Y2hJbmRleFJlc3BvbnNlYgZwcm90bzM", [file_webhooks_common_v1_error]);
+  fileDesc("CiN3ZWJob29rcy9yZWdpc3RyeS92MS9yZWdpc3RyeS5wcm90bxIUd2ViaG9va3MucmVnaXN0cnkudjEiMQoMQWRkcmVzc0VudHJ5EhAKCGNoYWluX2lkGAEgASgJEg8KB2FkZHJlc3MYAiABKAkigAEKC0Rlc3RpbmF0aW9uEgwKBHR5cGUYASABKAkSCwoDdXJsGAIgASgJEg4KBnNlY3JldBgDIAEoCRIOCgZicm9rZXIYBCABKAkSEAoIZXhjaGFuZ2UYBSABKAkSEwoLcm91dGluZ19rZXkYBiABKAkSDwoHc3ViamVjdBgHIAEoCSKSAQoOQXNzZXRDb25kaXRpb24SEAoIc3RhbmRhcmQYASABKAkSFQoIdG9rZW5faWQYAiABKAlIAIgBARIVCghjb250cmFjdBgDIAEoCUgBiAEBEhcKCm1pbl9hbW91bnQYBCABKAlIAogBAUILCglfdG9rZW5faWRCCwoJX2NvbnRyYWN0Qg0KC19taW5fYW1vdW50IkYKD0Fzc2V0Q29uZGl0aW9ucxIzCgVpdGVtcxgBIAMoCzIkLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkFzc2V0Q29uZGl0aW9uIhsKCkRpcmVjdGlvbnMSDQoFaXRlbXMYASADKAkitgEKD01hdGNoQ29uZGl0aW9ucxI1CgZhc3NldHMYASABKAsyJS53ZWJob29rcy5yZWdpc3RyeS52MS5Bc3NldENvbmRpdGlvbnMSNAoKZGlyZWN0aW9ucxgCIAEoCzIgLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkRpcmVjdGlvbnMSHwoSaW5jbHVkZV96ZXJvX3ZhbHVlGAMgASgISACIAQFCFQoTX2luY2x1ZGVfemVyb192YWx1ZSK4AgoMU3Vic2NyaXB0aW9uEgoKAmlkGAEgASgJEjYKC2Rlc3RpbmF0aW9uGAIgASgLMiEud2ViaG9va3MucmVnaXN0cnkudjEuRGVzdGluYXRpb24SDgoGZXZlbnRzGAMgAygJEjUKCWFkZHJlc3NlcxgEIAMoCzIiLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkFkZHJlc3NFbnRyeRIQCghoYXNfbW9yZRgFIAEoCBIOCgZzdGF0dXMYBiABKAkSEwoLZGVzY3JpcHRpb24YByABKAkSFwoPZGF0ZV9jcmVhdGVkX21zGAggASgDEhcKD2RhdGVfdXBkYXRlZF9tcxgJIAEoAxI0CgVtYXRjaBgKIAEoCzIlLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLk1hdGNoQ29uZGl0aW9ucyKMAQoUU3Vic2NyaXB0aW9uUmVzcG9uc2USOAoMc3Vic2NyaXB0aW9uGAEgASgLMiIud2ViaG9va3MucmVnaXN0cnkudjEuU3Vic2NyaXB0aW9uEjoKC2lkZW1wb3RlbmN5GAIgASgLMiUud2ViaG9va3MuY29tbW9uLnYxLklkZW1wb3RlbmN5UmVzdWx0IosCChlDcmVhdGVTdWJzY3JpcHRpb25SZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRI2CgtkZXN0aW5hdGlvbhgCIAEoCzIhLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkRlc3RpbmF0aW9uEg4KBmV2ZW50cxgDIAMoCRIOCgZzdGF0dXMYBCABKAkSEwoLZGVzY3JpcHRpb24YBSABKAkSOwoLaWRlbXBvdGVuY3kYBiABKAsyJi53ZWJob29rcy5jb21tb24udjEuSWRlbXBvdGVuY3lSZXF1ZXN0EjQKBW1hdGNoGAcgASgLMiUud2ViaG9va3MucmVnaXN0cnkudjEuTWF0Y2hDb25kaXRpb25zIk0KGExpc3RTdWJzY3JpcHRpb25zUmVxdWVzdBIOCgZrZXlfaWQYASABKAkSDQoFbGltaXQYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJnChlMaXN0U3Vic2NyaXB0aW9uc1Jlc3BvbnNlEjEKBWl0ZW1zGAEgAygLMiIud2ViaG9va3MucmVnaXN0cnkudjEuU3Vic2NyaXB0aW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI0ChZHZXRTdWJzY3JpcHRpb25SZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRIKCgJpZBgCIAEoCSLaAQoZVXBkYXRlU3Vic2NyaXB0aW9uUmVxdWVzdBIOCgZrZXlfaWQYASABKAkSCgoCaWQYAiABKAkSNgoLZGVzdGluYXRpb24YAyABKAsyIS53ZWJob29rcy5yZWdpc3RyeS52MS5EZXN0aW5hdGlvbhIOCgZldmVudHMYBCADKAkSDgoGc3RhdHVzGAUgASgJEhMKC2Rlc2NyaXB0aW9uGAYgASgJEjQKBW1hdGNoGAcgASgLMiUud2ViaG9va3MucmVnaXN0cnkudjEuTWF0Y2hDb25kaXRpb25zIjcKGURlbGV0ZVN1YnNjcmlwdGlvblJlcXVlc3QSDgoGa2V5X2lkGAEgASgJEgoKAmlkGAIgASgJIhwKGkRlbGV0ZVN1YnNjcmlwdGlvblJlc3BvbnNlIroBChNSb3RhdGVTZWNyZXRSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRIKCgJpZBgCIAEoCRIhChRncmFjZV9wZXJpb2Rfc2Vjb25kcxgDIAEoBUgAiAEBEg4KBnNlY3JldBgEIAEoCRI7CgtpZGVtcG90ZW5jeRgFIAEoCzImLndlYmhvb2tzLmNvbW1vbi52MS5JZGVtcG90ZW5jeVJlcXVlc3RCFwoVX2dyYWNlX3BlcmlvZF9zZWNvbmRzIpgBChVQYXRjaEFkZHJlc3Nlc1JlcXVlc3QSDgoGa2V5X2lkGAEgASgJEgoKAmlkGAIgASgJEi8KA2FkZBgDIAMoCzIiLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkFkZHJlc3NFbnRyeRIyCgZyZW1vdmUYBCADKAsyIi53ZWJob29rcy5yZWdpc3RyeS52MS5BZGRyZXNzRW50cnkiYwoOU2tpcHBlZEFkZHJlc3MSMQoFaW5wdXQYASABKAsyIi53ZWJob29rcy5yZWdpc3RyeS52MS5BZGRyZXNzRW50cnkSDgoGcmVhc29uGAIgASgJEg4KBmRldGFpbBgDIAEoCSLxAQoWUGF0Y2hBZGRyZXNzZXNSZXNwb25zZRI4CgxzdWJzY3JpcHRpb24YASABKAsyIi53ZWJob29rcy5yZWdpc3RyeS52MS5TdWJzY3JpcHRpb24SMQoFYWRkZWQYAiADKAsyIi53ZWJob29rcy5yZWdpc3RyeS52MS5BZGRyZXNzRW50cnkSMwoHcmVtb3ZlZBgDIAMoCzIiLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkFkZHJlc3NFbnRyeRI1Cgdza2lwcGVkGAQgAygLMiQud2ViaG9va3MucmVnaXN0cnkudjEuU2tpcHBlZEFkZHJlc3MibAoXUmVwbGFjZUFkZHJlc3Nlc1JlcXVlc3QSDgoGa2V5X2lkGAEgASgJEgoKAmlkGAIgASgJEjUKCWFkZHJlc3NlcxgDIAMoCzIiLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkFkZHJlc3NFbnRyeSJVChRMaXN0QWRkcmVzc2VzUmVxdWVzdBIOCgZrZXlfaWQYASABKAkSCgoCaWQYAiABKAkSDQoFbGltaXQYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSJjChVMaXN0QWRkcmVzc2VzUmVzcG9uc2USMQoFaXRlbXMYASADKAsyIi53ZWJob29rcy5yZWdpc3RyeS52MS5BZGRyZXNzRW50cnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJItMBCg5EZWxpdmVyeVRhcmdldBIXCg9zdWJzY3JpcHRpb25faWQYASABKAkSDgoGZXhpc3RzGAIgASgIEg4KBmFjdGl2ZRgDIAEoCBILCgN1cmwYBCABKAkSDwoHc2VjcmV0cxgFIAMoCRIOCgZrZXlfaWQYBiABKAkSDgoGY2hhaW5zGAcgAygJEjYKC2Rlc3RpbmF0aW9uGAggASgLMiEud2ViaG9va3MucmVnaXN0cnkudjEuRGVzdGluYXRpb24SEgoKYnJva2VyX3VybBgJIAEoCSI1ChlHZXREZWxpdmVyeVRhcmdldHNSZXF1ZXN0EhgKEHN1YnNjcmlwdGlvbl9pZHMYASADKAkiUwoaR2V0RGVsaXZlcnlUYXJnZXRzUmVzcG9uc2USNQoHdGFyZ2V0cxgBIAMoCzIkLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkRlbGl2ZXJ5VGFyZ2V0ImQKBkFwaUtleRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBmNoYWlucxgDIAMoCRIXCg9kYXRlX2NyZWF0ZWRfbXMYBCABKAMSFwoPZGF0ZV9yZXZva2VkX21zGAUgASgDIjMKE0NyZWF0ZUFwaUtleVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZjaGFpbnMYAiADKAkiUQoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USKQoDa2V5GAEgASgLMhwud2ViaG9va3MucmVnaXN0cnkudjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCSIUChJMaXN0QXBpS2V5c1JlcXVlc3QiQQoTTGlzdEFwaUtleXNSZXNwb25zZRIqCgRrZXlzGAEgAygLMhwud2ViaG9va3MucmVnaXN0cnkudjEuQXBpS2V5IiEKE1Jldm9rZUFwaUtleVJlcXVlc3QSCgoCaWQYASABKAkiNAoWU2V0QXBpS2V5Q2hhaW5zUmVxdWVzdBIKCgJpZBgBIAEoCRIOCgZjaGFpbnMYAiADKAkiOwoOQXBpS2V5UmVzcG9uc2USKQoDa2V5GAEgASgLMhwud2ViaG9va3MucmVnaXN0cnkudjEuQXBpS2V5IiYKFFJlc29sdmVBcGlLZXlSZXF1ZXN0Eg4KBnNlY3JldBgBIAEoCSJRChVSZXNvbHZlQXBpS2V5UmVzcG9uc2USDQoFdmFsaWQYASABKAgSKQoDa2V5GAIgASgLMhwud2ViaG9va3MucmVnaXN0cnkudjEuQXBpS2V5Ii0KGFJlYnVpbGRXYXRjaEluZGV4UmVxdWVzdBIRCgljaGFpbl9pZHMYASADKAkiRQoZUmVidWlsZFdhdGNoSW5kZXhSZXNwb25zZRIRCglhZGRyZXNzZXMYASABKAMSFQoNc3Vic2NyaXB0aW9ucxgCIAEoAzL9CAoTU3Vic2NyaXB0aW9uU2VydmljZRJxChJDcmVhdGVTdWJzY3JpcHRpb24SLy53ZWJob29rcy5yZWdpc3RyeS52MS5DcmVhdGVTdWJzY3JpcHRpb25SZXF1ZXN0Gioud2ViaG9va3MucmVnaXN0cnkudjEuU3Vic2NyaXB0aW9uUmVzcG9uc2USdAoRTGlzdFN1YnNjcmlwdGlvbnMSLi53ZWJob29rcy5yZWdpc3RyeS52MS5MaXN0U3Vic2NyaXB0aW9uc1JlcXVlc3QaLy53ZWJob29rcy5yZWdpc3RyeS52MS5MaXN0U3Vic2NyaXB0aW9uc1Jlc3BvbnNlEmsKD0dldFN1YnNjcmlwdGlvbhIsLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkdldFN1YnNjcmlwdGlvblJlcXVlc3QaKi53ZWJob29rcy5yZWdpc3RyeS52MS5TdWJzY3JpcHRpb25SZXNwb25zZRJxChJVcGRhdGVTdWJzY3JpcHRpb24SLy53ZWJob29rcy5yZWdpc3RyeS52MS5VcGRhdGVTdWJzY3JpcHRpb25SZXF1ZXN0Gioud2ViaG9va3MucmVnaXN0cnkudjEuU3Vic2NyaXB0aW9uUmVzcG9uc2USdwoSRGVsZXRlU3Vic2NyaXB0aW9uEi8ud2ViaG9va3MucmVnaXN0cnkudjEuRGVsZXRlU3Vic2NyaXB0aW9uUmVxdWVzdBowLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkRlbGV0ZVN1YnNjcmlwdGlvblJlc3BvbnNlEmUKDFJvdGF0ZVNlY3JldBIpLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLlJvdGF0ZVNlY3JldFJlcXVlc3QaKi53ZWJob29rcy5yZWdpc3RyeS52MS5TdWJzY3JpcHRpb25SZXNwb25zZRJrCg5QYXRjaEFkZHJlc3NlcxIrLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLlBhdGNoQWRkcmVzc2VzUmVxdWVzdBosLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLlBhdGNoQWRkcmVzc2VzUmVzcG9uc2USbQoQUmVwbGFjZUFkZHJlc3NlcxItLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLlJlcGxhY2VBZGRyZXNzZXNSZXF1ZXN0Gioud2ViaG9va3MucmVnaXN0cnkudjEuU3Vic2NyaXB0aW9uUmVzcG9uc2USaAoNTGlzdEFkZHJlc3NlcxIqLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkxpc3RBZGRyZXNzZXNSZXF1ZXN0Gisud2ViaG9va3MucmVnaXN0cnkudjEuTGlzdEFkZHJlc3Nlc1Jlc3BvbnNlEncKEkdldERlbGl2ZXJ5VGFyZ2V0cxIvLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLkdldERlbGl2ZXJ5VGFyZ2V0c1JlcXVlc3QaMC53ZWJob29rcy5yZWdpc3RyeS52MS5HZXREZWxpdmVyeVRhcmdldHNSZXNwb25zZTKMBAoNQXBpS2V5U2VydmljZRJlCgxDcmVhdGVBcGlLZXkSKS53ZWJob29rcy5yZWdpc3RyeS52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0Gioud2ViaG9va3MucmVnaXN0cnkudjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USYgoLTGlzdEFwaUtleXMSKC53ZWJob29rcy5yZWdpc3RyeS52MS5MaXN0QXBpS2V5c1JlcXVlc3QaKS53ZWJob29rcy5yZWdpc3RyeS52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlEl8KDFJldm9rZUFwaUtleRIpLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLlJldm9rZUFwaUtleVJlcXVlc3QaJC53ZWJob29rcy5yZWdpc3RyeS52MS5BcGlLZXlSZXNwb25zZRJlCg9TZXRBcGlLZXlDaGFpbnMSLC53ZWJob29rcy5yZWdpc3RyeS52MS5TZXRBcGlLZXlDaGFpbnNSZXF1ZXN0GiQud2ViaG9va3MucmVnaXN0cnkudjEuQXBpS2V5UmVzcG9uc2USaAoNUmVzb2x2ZUFwaUtleRIqLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLlJlc29sdmVBcGlLZXlSZXF1ZXN0Gisud2ViaG9va3MucmVnaXN0cnkudjEuUmVzb2x2ZUFwaUtleVJlc3BvbnNlMokBChFXYXRjaEluZGV4U2VydmljZRJ0ChFSZWJ1aWxkV2F0Y2hJbmRleBIuLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLlJlYnVpbGRXYXRjaEluZGV4UmVxdWVzdBovLndlYmhvb2tzLnJlZ2lzdHJ5LnYxLlJlYnVpbGRXYXRjaEluZGV4UmVzcG9uc2ViBnByb3RvMw", [file_webhooks_common_v1_error]);
 
 /**
  * @generated from message webhooks.registry.v1.AddressEntry
@@ -41,6 +41,9 @@ export const AddressEntrySchema: GenMessage<AddressEntry> = /*@__PURE__*/
   messageDesc(file_webhooks_registry_v1_registry, 0);
 
 /**
+ * Where events go. "https": `url`. "amqp": `broker`, `exchange`, `routing_key`. "nats": `broker`, `subject`.
+ * A queue destination names a broker registered by the operator (`bun run brokers add`), never a host.
+ *
  * @generated from message webhooks.registry.v1.Destination
  */
 export type Destination = Message<"webhooks.registry.v1.Destination"> & {
@@ -60,6 +63,32 @@ export type Destination = Message<"webhooks.registry.v1.Destination"> & {
    * @generated from field: string secret = 3;
    */
   secret: string;
+
+  /**
+   * amqp and nats: the registered broker's name.
+   *
+   * @generated from field: string broker = 4;
+   */
+  broker: string;
+
+  /**
+   * amqp: the exchange ("" is the default exchange, which routes by queue name) and the routing key.
+   *
+   * @generated from field: string exchange = 5;
+   */
+  exchange: string;
+
+  /**
+   * @generated from field: string routing_key = 6;
+   */
+  routingKey: string;
+
+  /**
+   * nats: the JetStream subject.
+   *
+   * @generated from field: string subject = 7;
+   */
+  subject: string;
 };
 
 /**
@@ -68,6 +97,124 @@ export type Destination = Message<"webhooks.registry.v1.Destination"> & {
  */
 export const DestinationSchema: GenMessage<Destination> = /*@__PURE__*/
   messageDesc(file_webhooks_registry_v1_registry, 1);
+
+/**
+ * One asset a subscription's match conditions let through.
+ *
+ * @generated from message webhooks.registry.v1.AssetCondition
+ */
+export type AssetCondition = Message<"webhooks.registry.v1.AssetCondition"> & {
+  /**
+   * "TRX", "TRC10" or "TRC20".
+   *
+   * @generated from field: string standard = 1;
+   */
+  standard: string;
+
+  /**
+   * The TRC-10 token id (decimal): TRC10 only.
+   *
+   * @generated from field: optional string token_id = 2;
+   */
+  tokenId?: string | undefined;
+
+  /**
+   * The TRC-20 contract (base58check): TRC20 only.
+   *
+   * @generated from field: optional string contract = 3;
+   */
+  contract?: string | undefined;
+
+  /**
+   * Smallest amount that passes, in base units (decimal string); unset means "0".
+   *
+   * @generated from field: optional string min_amount = 4;
+   */
+  minAmount?: string | undefined;
+};
+
+/**
+ * Describes the message webhooks.registry.v1.AssetCondition.
+ * Use `create(AssetConditionSchema)` to create a new message.
+ */
+export const AssetConditionSchema: GenMessage<AssetCondition> = /*@__PURE__*/
+  messageDesc(file_webhooks_registry_v1_registry, 2);
+
+/**
+ * A list wrapper, so that "no list" (every asset) differs from an empty list.
+ *
+ * @generated from message webhooks.registry.v1.AssetConditions
+ */
+export type AssetConditions = Message<"webhooks.registry.v1.AssetConditions"> & {
+  /**
+   * @generated from field: repeated webhooks.registry.v1.AssetCondition items = 1;
+   */
+  items: AssetCondition[];
+};
+
+/**
+ * Describes the message webhooks.registry.v1.AssetConditions.
+ * Use `create(AssetConditionsSchema)` to create a new message.
+ */
+export const AssetConditionsSchema: GenMessage<AssetConditions> = /*@__PURE__*/
+  messageDesc(file_webhooks_registry_v1_registry, 3);
+
+/**
+ * A list wrapper, so that "no list" (both directions) differs from an empty list.
+ *
+ * @generated from message webhooks.registry.v1.Directions
+ */
+export type Directions = Message<"webhooks.registry.v1.Directions"> & {
+  /**
+   * "incoming", "outgoing".
+   *
+   * @generated from field: repeated string items = 1;
+   */
+  items: string[];
+};
+
+/**
+ * Describes the message webhooks.registry.v1.Directions.
+ * Use `create(DirectionsSchema)` to create a new message.
+ */
+export const DirectionsSchema: GenMessage<Directions> = /*@__PURE__*/
+  messageDesc(file_webhooks_registry_v1_registry, 4);
+
+/**
+ * Which transfers of the watched addresses make events (spam and noise control). In a request every field may be
+ * unset (its default); in a Subscription every field is set except `assets` when every asset passes.
+ *
+ * @generated from message webhooks.registry.v1.MatchConditions
+ */
+export type MatchConditions = Message<"webhooks.registry.v1.MatchConditions"> & {
+  /**
+   * Unset: every asset.
+   *
+   * @generated from field: webhooks.registry.v1.AssetConditions assets = 1;
+   */
+  assets?: AssetConditions | undefined;
+
+  /**
+   * Unset: both directions.
+   *
+   * @generated from field: webhooks.registry.v1.Directions directions = 2;
+   */
+  directions?: Directions | undefined;
+
+  /**
+   * Unset: false (transfers of amount 0 make no event).
+   *
+   * @generated from field: optional bool include_zero_value = 3;
+   */
+  includeZeroValue?: boolean | undefined;
+};
+
+/**
+ * Describes the message webhooks.registry.v1.MatchConditions.
+ * Use `create(MatchConditionsSchema)` to create a new message.
+ */
+export const MatchConditionsSchema: GenMessage<MatchConditions> = /*@__PURE__*/
+  messageDesc(file_webhooks_registry_v1_registry, 5);
 
 /**
  * @generated from message webhooks.registry.v1.Subscription
@@ -121,6 +268,13 @@ export type Subscription = Message<"webhooks.registry.v1.Subscription"> & {
    * @generated from field: int64 date_updated_ms = 9;
    */
   dateUpdatedMs: bigint;
+
+  /**
+   * Always set, defaults filled in.
+   *
+   * @generated from field: webhooks.registry.v1.MatchConditions match = 10;
+   */
+  match?: MatchConditions | undefined;
 };
 
 /**
@@ -128,7 +282,7 @@ export type Subscription = Message<"webhooks.registry.v1.Subscription"> & {
  * Use `create(SubscriptionSchema)` to create a new message.
  */
 export const SubscriptionSchema: GenMessage<Subscription> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 2);
+  messageDesc(file_webhooks_registry_v1_registry, 6);
 
 /**
  * Every resource call names the API key it acts for; a resource of another key is not_found.
@@ -152,7 +306,7 @@ export type SubscriptionResponse = Message<"webhooks.registry.v1.SubscriptionRes
  * Use `create(SubscriptionResponseSchema)` to create a new message.
  */
 export const SubscriptionResponseSchema: GenMessage<SubscriptionResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 3);
+  messageDesc(file_webhooks_registry_v1_registry, 7);
 
 /**
  * @generated from message webhooks.registry.v1.CreateSubscriptionRequest
@@ -189,6 +343,13 @@ export type CreateSubscriptionRequest = Message<"webhooks.registry.v1.CreateSubs
    * @generated from field: webhooks.common.v1.IdempotencyRequest idempotency = 6;
    */
   idempotency?: IdempotencyRequest | undefined;
+
+  /**
+   * Unset: the default conditions.
+   *
+   * @generated from field: webhooks.registry.v1.MatchConditions match = 7;
+   */
+  match?: MatchConditions | undefined;
 };
 
 /**
@@ -196,7 +357,7 @@ export type CreateSubscriptionRequest = Message<"webhooks.registry.v1.CreateSubs
  * Use `create(CreateSubscriptionRequestSchema)` to create a new message.
  */
 export const CreateSubscriptionRequestSchema: GenMessage<CreateSubscriptionRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 4);
+  messageDesc(file_webhooks_registry_v1_registry, 8);
 
 /**
  * @generated from message webhooks.registry.v1.ListSubscriptionsRequest
@@ -223,7 +384,7 @@ export type ListSubscriptionsRequest = Message<"webhooks.registry.v1.ListSubscri
  * Use `create(ListSubscriptionsRequestSchema)` to create a new message.
  */
 export const ListSubscriptionsRequestSchema: GenMessage<ListSubscriptionsRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 5);
+  messageDesc(file_webhooks_registry_v1_registry, 9);
 
 /**
  * @generated from message webhooks.registry.v1.ListSubscriptionsResponse
@@ -247,7 +408,7 @@ export type ListSubscriptionsResponse = Message<"webhooks.registry.v1.ListSubscr
  * Use `create(ListSubscriptionsResponseSchema)` to create a new message.
  */
 export const ListSubscriptionsResponseSchema: GenMessage<ListSubscriptionsResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 6);
+  messageDesc(file_webhooks_registry_v1_registry, 10);
 
 /**
  * @generated from message webhooks.registry.v1.GetSubscriptionRequest
@@ -269,7 +430,7 @@ export type GetSubscriptionRequest = Message<"webhooks.registry.v1.GetSubscripti
  * Use `create(GetSubscriptionRequestSchema)` to create a new message.
  */
 export const GetSubscriptionRequestSchema: GenMessage<GetSubscriptionRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 7);
+  messageDesc(file_webhooks_registry_v1_registry, 11);
 
 /**
  * @generated from message webhooks.registry.v1.UpdateSubscriptionRequest
@@ -304,6 +465,13 @@ export type UpdateSubscriptionRequest = Message<"webhooks.registry.v1.UpdateSubs
    * @generated from field: string description = 6;
    */
   description: string;
+
+  /**
+   * Unset: back to the default conditions (a PUT replaces the whole subscription).
+   *
+   * @generated from field: webhooks.registry.v1.MatchConditions match = 7;
+   */
+  match?: MatchConditions | undefined;
 };
 
 /**
@@ -311,7 +479,7 @@ export type UpdateSubscriptionRequest = Message<"webhooks.registry.v1.UpdateSubs
  * Use `create(UpdateSubscriptionRequestSchema)` to create a new message.
  */
 export const UpdateSubscriptionRequestSchema: GenMessage<UpdateSubscriptionRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 8);
+  messageDesc(file_webhooks_registry_v1_registry, 12);
 
 /**
  * @generated from message webhooks.registry.v1.DeleteSubscriptionRequest
@@ -333,7 +501,7 @@ export type DeleteSubscriptionRequest = Message<"webhooks.registry.v1.DeleteSubs
  * Use `create(DeleteSubscriptionRequestSchema)` to create a new message.
  */
 export const DeleteSubscriptionRequestSchema: GenMessage<DeleteSubscriptionRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 9);
+  messageDesc(file_webhooks_registry_v1_registry, 13);
 
 /**
  * @generated from message webhooks.registry.v1.DeleteSubscriptionResponse
@@ -346,7 +514,7 @@ export type DeleteSubscriptionResponse = Message<"webhooks.registry.v1.DeleteSub
  * Use `create(DeleteSubscriptionResponseSchema)` to create a new message.
  */
 export const DeleteSubscriptionResponseSchema: GenMessage<DeleteSubscriptionResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 10);
+  messageDesc(file_webhooks_registry_v1_registry, 14);
 
 /**
  * @generated from message webhooks.registry.v1.RotateSecretRequest
@@ -387,7 +555,7 @@ export type RotateSecretRequest = Message<"webhooks.registry.v1.RotateSecretRequ
  * Use `create(RotateSecretRequestSchema)` to create a new message.
  */
 export const RotateSecretRequestSchema: GenMessage<RotateSecretRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 11);
+  messageDesc(file_webhooks_registry_v1_registry, 15);
 
 /**
  * @generated from message webhooks.registry.v1.PatchAddressesRequest
@@ -419,7 +587,7 @@ export type PatchAddressesRequest = Message<"webhooks.registry.v1.PatchAddresses
  * Use `create(PatchAddressesRequestSchema)` to create a new message.
  */
 export const PatchAddressesRequestSchema: GenMessage<PatchAddressesRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 12);
+  messageDesc(file_webhooks_registry_v1_registry, 16);
 
 /**
  * @generated from message webhooks.registry.v1.SkippedAddress
@@ -448,7 +616,7 @@ export type SkippedAddress = Message<"webhooks.registry.v1.SkippedAddress"> & {
  * Use `create(SkippedAddressSchema)` to create a new message.
  */
 export const SkippedAddressSchema: GenMessage<SkippedAddress> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 13);
+  messageDesc(file_webhooks_registry_v1_registry, 17);
 
 /**
  * @generated from message webhooks.registry.v1.PatchAddressesResponse
@@ -480,7 +648,7 @@ export type PatchAddressesResponse = Message<"webhooks.registry.v1.PatchAddresse
  * Use `create(PatchAddressesResponseSchema)` to create a new message.
  */
 export const PatchAddressesResponseSchema: GenMessage<PatchAddressesResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 14);
+  messageDesc(file_webhooks_registry_v1_registry, 18);
 
 /**
  * @generated from message webhooks.registry.v1.ReplaceAddressesRequest
@@ -507,7 +675,7 @@ export type ReplaceAddressesRequest = Message<"webhooks.registry.v1.ReplaceAddre
  * Use `create(ReplaceAddressesRequestSchema)` to create a new message.
  */
 export const ReplaceAddressesRequestSchema: GenMessage<ReplaceAddressesRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 15);
+  messageDesc(file_webhooks_registry_v1_registry, 19);
 
 /**
  * @generated from message webhooks.registry.v1.ListAddressesRequest
@@ -539,7 +707,7 @@ export type ListAddressesRequest = Message<"webhooks.registry.v1.ListAddressesRe
  * Use `create(ListAddressesRequestSchema)` to create a new message.
  */
 export const ListAddressesRequestSchema: GenMessage<ListAddressesRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 16);
+  messageDesc(file_webhooks_registry_v1_registry, 20);
 
 /**
  * @generated from message webhooks.registry.v1.ListAddressesResponse
@@ -563,7 +731,7 @@ export type ListAddressesResponse = Message<"webhooks.registry.v1.ListAddressesR
  * Use `create(ListAddressesResponseSchema)` to create a new message.
  */
 export const ListAddressesResponseSchema: GenMessage<ListAddressesResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 17);
+  messageDesc(file_webhooks_registry_v1_registry, 21);
 
 /**
  * What the deliverer needs to send an event: where, signed with what, and whether it may.
@@ -613,6 +781,20 @@ export type DeliveryTarget = Message<"webhooks.registry.v1.DeliveryTarget"> & {
    * @generated from field: repeated string chains = 7;
    */
   chains: string[];
+
+  /**
+   * The whole destination (type, url or broker and exchange / routing key / subject); never carries the secret.
+   *
+   * @generated from field: webhooks.registry.v1.Destination destination = 8;
+   */
+  destination?: Destination | undefined;
+
+  /**
+   * For amqp and nats: the broker's connection URL with its credentials (internal only; never shown to customers).
+   *
+   * @generated from field: string broker_url = 9;
+   */
+  brokerUrl: string;
 };
 
 /**
@@ -620,7 +802,7 @@ export type DeliveryTarget = Message<"webhooks.registry.v1.DeliveryTarget"> & {
  * Use `create(DeliveryTargetSchema)` to create a new message.
  */
 export const DeliveryTargetSchema: GenMessage<DeliveryTarget> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 18);
+  messageDesc(file_webhooks_registry_v1_registry, 22);
 
 /**
  * @generated from message webhooks.registry.v1.GetDeliveryTargetsRequest
@@ -637,7 +819,7 @@ export type GetDeliveryTargetsRequest = Message<"webhooks.registry.v1.GetDeliver
  * Use `create(GetDeliveryTargetsRequestSchema)` to create a new message.
  */
 export const GetDeliveryTargetsRequestSchema: GenMessage<GetDeliveryTargetsRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 19);
+  messageDesc(file_webhooks_registry_v1_registry, 23);
 
 /**
  * @generated from message webhooks.registry.v1.GetDeliveryTargetsResponse
@@ -654,7 +836,7 @@ export type GetDeliveryTargetsResponse = Message<"webhooks.registry.v1.GetDelive
  * Use `create(GetDeliveryTargetsResponseSchema)` to create a new message.
  */
 export const GetDeliveryTargetsResponseSchema: GenMessage<GetDeliveryTargetsResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 20);
+  messageDesc(file_webhooks_registry_v1_registry, 24);
 
 /**
  * @generated from message webhooks.registry.v1.ApiKey
@@ -695,7 +877,7 @@ export type ApiKey = Message<"webhooks.registry.v1.ApiKey"> & {
  * Use `create(ApiKeySchema)` to create a new message.
  */
 export const ApiKeySchema: GenMessage<ApiKey> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 21);
+  messageDesc(file_webhooks_registry_v1_registry, 25);
 
 /**
  * @generated from message webhooks.registry.v1.CreateApiKeyRequest
@@ -719,7 +901,7 @@ export type CreateApiKeyRequest = Message<"webhooks.registry.v1.CreateApiKeyRequ
  * Use `create(CreateApiKeyRequestSchema)` to create a new message.
  */
 export const CreateApiKeyRequestSchema: GenMessage<CreateApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 22);
+  messageDesc(file_webhooks_registry_v1_registry, 26);
 
 /**
  * @generated from message webhooks.registry.v1.CreateApiKeyResponse
@@ -743,7 +925,7 @@ export type CreateApiKeyResponse = Message<"webhooks.registry.v1.CreateApiKeyRes
  * Use `create(CreateApiKeyResponseSchema)` to create a new message.
  */
 export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 23);
+  messageDesc(file_webhooks_registry_v1_registry, 27);
 
 /**
  * @generated from message webhooks.registry.v1.ListApiKeysRequest
@@ -756,7 +938,7 @@ export type ListApiKeysRequest = Message<"webhooks.registry.v1.ListApiKeysReques
  * Use `create(ListApiKeysRequestSchema)` to create a new message.
  */
 export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 24);
+  messageDesc(file_webhooks_registry_v1_registry, 28);
 
 /**
  * @generated from message webhooks.registry.v1.ListApiKeysResponse
@@ -773,7 +955,7 @@ export type ListApiKeysResponse = Message<"webhooks.registry.v1.ListApiKeysRespo
  * Use `create(ListApiKeysResponseSchema)` to create a new message.
  */
 export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 25);
+  messageDesc(file_webhooks_registry_v1_registry, 29);
 
 /**
  * @generated from message webhooks.registry.v1.RevokeApiKeyRequest
@@ -790,7 +972,7 @@ export type RevokeApiKeyRequest = Message<"webhooks.registry.v1.RevokeApiKeyRequ
  * Use `create(RevokeApiKeyRequestSchema)` to create a new message.
  */
 export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 26);
+  messageDesc(file_webhooks_registry_v1_registry, 30);
 
 /**
  * @generated from message webhooks.registry.v1.SetApiKeyChainsRequest
@@ -812,7 +994,7 @@ export type SetApiKeyChainsRequest = Message<"webhooks.registry.v1.SetApiKeyChai
  * Use `create(SetApiKeyChainsRequestSchema)` to create a new message.
  */
 export const SetApiKeyChainsRequestSchema: GenMessage<SetApiKeyChainsRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 27);
+  messageDesc(file_webhooks_registry_v1_registry, 31);
 
 /**
  * @generated from message webhooks.registry.v1.ApiKeyResponse
@@ -829,7 +1011,7 @@ export type ApiKeyResponse = Message<"webhooks.registry.v1.ApiKeyResponse"> & {
  * Use `create(ApiKeyResponseSchema)` to create a new message.
  */
 export const ApiKeyResponseSchema: GenMessage<ApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 28);
+  messageDesc(file_webhooks_registry_v1_registry, 32);
 
 /**
  * @generated from message webhooks.registry.v1.ResolveApiKeyRequest
@@ -848,7 +1030,7 @@ export type ResolveApiKeyRequest = Message<"webhooks.registry.v1.ResolveApiKeyRe
  * Use `create(ResolveApiKeyRequestSchema)` to create a new message.
  */
 export const ResolveApiKeyRequestSchema: GenMessage<ResolveApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 29);
+  messageDesc(file_webhooks_registry_v1_registry, 33);
 
 /**
  * @generated from message webhooks.registry.v1.ResolveApiKeyResponse
@@ -872,7 +1054,7 @@ export type ResolveApiKeyResponse = Message<"webhooks.registry.v1.ResolveApiKeyR
  * Use `create(ResolveApiKeyResponseSchema)` to create a new message.
  */
 export const ResolveApiKeyResponseSchema: GenMessage<ResolveApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 30);
+  messageDesc(file_webhooks_registry_v1_registry, 34);
 
 /**
  * @generated from message webhooks.registry.v1.RebuildWatchIndexRequest
@@ -891,7 +1073,7 @@ export type RebuildWatchIndexRequest = Message<"webhooks.registry.v1.RebuildWatc
  * Use `create(RebuildWatchIndexRequestSchema)` to create a new message.
  */
 export const RebuildWatchIndexRequestSchema: GenMessage<RebuildWatchIndexRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 31);
+  messageDesc(file_webhooks_registry_v1_registry, 35);
 
 /**
  * @generated from message webhooks.registry.v1.RebuildWatchIndexResponse
@@ -913,7 +1095,7 @@ export type RebuildWatchIndexResponse = Message<"webhooks.registry.v1.RebuildWat
  * Use `create(RebuildWatchIndexResponseSchema)` to create a new message.
  */
 export const RebuildWatchIndexResponseSchema: GenMessage<RebuildWatchIndexResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_registry_v1_registry, 32);
+  messageDesc(file_webhooks_registry_v1_registry, 36);
 
 /**
  * @generated from service webhooks.registry.v1.SubscriptionService

@@ -11,7 +11,6 @@ CREATE TABLE "delivery_attempts" (
 	"trigger" text NOT NULL
 );
 --> statement-breakpoint
-ALTER TABLE "events" ADD COLUMN "key_id" text;--> statement-breakpoint
 ALTER TABLE "events" ADD COLUMN "addresses" text[] DEFAULT '{}'::text[] NOT NULL;--> statement-breakpoint
 ALTER TABLE "events" ADD COLUMN "trigger" text DEFAULT 'automatic' NOT NULL;--> statement-breakpoint
 ALTER TABLE "delivery_attempts" ADD CONSTRAINT "delivery_attempts_event_id_events_id_fk" FOREIGN KEY ("event_id") REFERENCES "public"."events"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint

@@ -1,0 +1,208 @@
+// `bun run bench delivery-queues [events]` (also the second half of `bun run bench delivery`): AMQP (RabbitMQ,
+// 127.0.0.1:5672) and NATS JetStream (127.0.0.1:4222) deliveries with every outcome persisted in PostgreSQL, to 1
+// and to 32 destinations (exchanges / subjects), each beside a bare publish loop of the same client library in the
+// same run (the floor: confirmed / acked publishes, 256 in flight, nothing read or written elsewhere); then
+// StreamEvents to one Connect consumer beside a bare keyset read of the same rows. Goals (issue 12): AMQP and NATS
+// each ≥ 10,000 deliveries/s and ≥ 0.5× their floor; StreamEvents ≥ 50,000 events/s.
+// Its own PostgreSQL database, Redis DB, exchanges, queues and stream, all removed at the end.
+import { randomBytes } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-web";
+import { SQL } from "bun";
+import amqp from "amqplib";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect as natsConnect } from "@nats-io/transport-node";
+import { loadConfig } from "../common/config.ts";
+import { setLogLevel } from "../common/logger.ts";
+import { inProcessTransport } from "../common/rpc.ts";
+import { serveService } from "../common/service.ts";
+import { staticResolver } from "../common/ssrf.ts";
+import { createDeliverer } from "../deliverer/index.ts";
+import { DeliveryService, NewEventSchema } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
+import { ApiKeyService, SubscriptionService } from "../gen/webhooks/registry/v1/registry_pb.ts";
+import { createRegistry } from "../registry/index.ts";
+import { createTestDatabase } from "../test/support/db.ts";
+import { allocateRedisDb } from "../test/support/redis.ts";
+import { transfer } from "./transfers.ts";
+
+const RABBIT = process.env.BENCH_AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672/";
+const NATS = process.env.BENCH_NATS_URL ?? "nats://127.0.0.1:4222";
+const WINDOW = 256;
+
+function rate(n: number, ms: number): number {
+  return Math.round((n / ms) * 1000);
+}
+
+function fmt(n: number): string {
+  return `${n.toLocaleString("en-US")}/s`;
+}
+
+function line(label: string, ours: string, baseline: string, note = ""): void {
+  console.log(`${label.padEnd(44)} ${ours.padStart(12)}   baseline ${baseline.padStart(12)}   ${note}`);
+}
+
+
+/** Runs `n` publishes with at most WINDOW in flight. */
+async function windowed(n: number, publish: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: WINDOW }, async () => {
+      while (next < n) await publish(next++);
+    }),
+  );
+}
+
+const SAMPLE_BODY = JSON.stringify({ id: "evt_x", kind: "wallet.transfer.broadcasted", date: new Date().toISOString(), subscriptionId: "sub_x", data: transfer(0) }, (_, v) => (typeof v === "bigint" ? Number(v) : v));
+
+export async function queueBench(events: number): Promise<void> {
+  setLogLevel("warn");
+  console.log(`queue delivery benchmark: ${events.toLocaleString("en-US")} events per run`);
+  const database = await createTestDatabase("benchqueues");
+  const redisDb = await allocateRedisDb();
+  const config = loadConfig({
+    DATABASE_URL: database.url,
+    REDIS_URL: redisDb.url,
+    REDIS_PREFIX: "bench:",
+    APP_SECRET: randomBytes(32).toString("base64"),
+  });
+  const registry = await createRegistry(config, { resolver: staticResolver({}) });
+  const registryTransport = inProcessTransport(registry.routes);
+  const keys = createClient(ApiKeyService, registryTransport);
+  const subs = createClient(SubscriptionService, registryTransport);
+  const key = await keys.createApiKey({ name: "bench", chains: [] });
+  await registry.store.addBroker("bench-amqp", "amqp", RABBIT);
+  await registry.store.addBroker("bench-nats", "nats", NATS);
+  const sql = new SQL(database.url, { max: 4 });
+
+  const amqpConn = await amqp.connect(RABBIT);
+  const admin = await amqpConn.createChannel();
+  const tag = randomBytes(4).toString("hex");
+  const exchanges = Array.from({ length: 32 }, (_, i) => `bench-${tag}-${i}`);
+  const queue = `bench-${tag}`;
+  await admin.assertQueue(queue, { durable: false });
+  for (const ex of exchanges) {
+    await admin.assertExchange(ex, "direct", { durable: false });
+    await admin.bindQueue(queue, ex, "k");
+  }
+  const nc = await natsConnect({ servers: new URL(NATS).host });
+  const jsm = await jetstreamManager(nc);
+  const stream = `BENCH_${tag}`;
+  await jsm.streams.add({ name: stream, subjects: [`bench.${tag}.>`], storage: "memory" as never });
+
+  try {
+    const newSub = async (destination: Record<string, string>) =>
+      (await subs.createSubscription({
+        keyId: key.key!.id,
+        destination: { type: "", url: "", broker: "", exchange: "", routingKey: "", subject: "", ...destination },
+        events: ["wallet.transfer.broadcasted"],
+        status: "",
+        description: "",
+      })).subscription!.id;
+
+    // ---- floors: the client libraries alone ----
+    const confirm = await amqpConn.createConfirmChannel();
+    let t0 = performance.now();
+    await windowed(events, (i) =>
+      new Promise<void>((resolve, reject) =>
+        confirm.publish(exchanges[i % 32]!, "k", Buffer.from(SAMPLE_BODY), { persistent: true, mandatory: true, messageId: `m${i}`, contentType: "application/json" }, (err) => (err ? reject(err) : resolve())),
+      ),
+    );
+    const amqpFloor = rate(events, performance.now() - t0);
+    await confirm.close();
+    const js = jetstream(nc);
+    t0 = performance.now();
+    await windowed(events, (i) => js.publish(`bench.${tag}.floor`, SAMPLE_BODY, { msgID: `m${i}` }));
+    const natsFloor = rate(events, performance.now() - t0);
+
+    const measure = async (label: string, subIds: string[], floor: number) => {
+      const ours = await runFresh(subIds);
+      line(label, fmt(ours), fmt(floor), `ratio ${(ours / floor).toFixed(2)}× of the floor (goal ≥ 10,000/s and ≥ 0.5×)`);
+    };
+
+    // Each run gets a fresh deliverer (a stopped worker does not start again).
+    async function runFresh(subIds: string[]): Promise<number> {
+      const d = await createDeliverer(config, { registry: registryTransport, startWorker: false });
+      const client = createClient(DeliveryService, inProcessTransport(d.routes));
+      try {
+        for (let i = 0; i < events; i += 1_000) {
+          const batch = Array.from({ length: Math.min(1_000, events - i) }, (_, j) =>
+            create(NewEventSchema, { subscriptionId: subIds[(i + j) % subIds.length]!, kind: "wallet.transfer.broadcasted", transfer: transfer(i + j) }),
+          );
+          await client.enqueue({ events: batch });
+        }
+        const start = performance.now();
+        d.worker.start();
+        const deadline = Date.now() + 600_000;
+        for (;;) {
+          const [row] = (await sql`SELECT count(*)::int AS n FROM events WHERE subscription_id IN ${sql(subIds)} AND status = 'delivered'`) as [{ n: number }];
+          if (row.n >= events) return rate(events, performance.now() - start);
+          const failed = (await sql`SELECT response_body AS b FROM events WHERE subscription_id IN ${sql(subIds)} AND attempts > 0 AND status <> 'delivered' LIMIT 1`) as { b: string }[];
+          if (failed[0]) throw new Error(`an attempt failed: ${failed[0].b}`);
+          if (Date.now() > deadline) throw new Error(`only ${row.n} of ${events} delivered`);
+          await Bun.sleep(20);
+        }
+      } finally {
+        await d.close();
+      }
+    }
+    console.log("");
+    line("figure", "ours", "", "");
+    await measure("AMQP deliveries/s, 1 exchange", [await newSub({ type: "amqp", broker: "bench-amqp", exchange: exchanges[0]!, routingKey: "k" })], amqpFloor);
+    const amqp32 = await Promise.all(exchanges.map((ex) => newSub({ type: "amqp", broker: "bench-amqp", exchange: ex, routingKey: "k" })));
+    await measure("AMQP deliveries/s, 32 exchanges", amqp32, amqpFloor);
+    await measure("NATS deliveries/s, 1 subject", [await newSub({ type: "nats", broker: "bench-nats", subject: `bench.${tag}.one` })], natsFloor);
+    const nats32 = await Promise.all(Array.from({ length: 32 }, (_, i) => newSub({ type: "nats", broker: "bench-nats", subject: `bench.${tag}.s${i}` })));
+    await measure("NATS deliveries/s, 32 subjects", nats32, natsFloor);
+
+    // ---- StreamEvents: every event of the key (4 runs' worth) to one Connect consumer ----
+    const [{ n: total }] = (await sql`SELECT count(*)::int AS n FROM events`) as [{ n: number }];
+    const streamer = await createDeliverer(config, { registry: registryTransport, startWorker: false });
+    const served = await serveService(streamer, 0, 0);
+    try {
+      const client = createClient(DeliveryService, createConnectTransport({ baseUrl: `http://127.0.0.1:${served.http.port}`, useBinaryFormat: true }));
+      const abort = new AbortController();
+      let got = 0;
+      t0 = performance.now();
+      try {
+        for await (const r of client.streamEvents({}, { headers: { authorization: `Bearer ${key.secret}` }, signal: abort.signal })) {
+          got += r.events.length;
+          if (got >= total) abort.abort();
+        }
+      } catch (err) {
+        if (!abort.signal.aborted) throw err;
+      }
+      const streamRate = rate(got, performance.now() - t0);
+      // Floor: the same rows read by the same keyset, 2,000 at a time, straight from PostgreSQL.
+      t0 = performance.now();
+      let read = 0;
+      let after = { xid: "0", seq: 0 };
+      for (;;) {
+        const rows = (await sql`SELECT id, payload, xid::text AS xid, seq FROM events WHERE key_id = ${key.key!.id}
+          AND (xid, seq) > (${after.xid}::xid8, ${after.seq}::bigint) ORDER BY xid, seq LIMIT 2000`) as { xid: string; seq: number }[];
+        if (rows.length === 0) break;
+        read += rows.length;
+        after = { xid: rows.at(-1)!.xid, seq: Number(rows.at(-1)!.seq) };
+      }
+      const floor = rate(read, performance.now() - t0);
+      line(`StreamEvents to one consumer (${total} events)`, fmt(streamRate), fmt(floor), `bare keyset SELECT of the same rows; goal ≥ 50,000/s`);
+    } finally {
+      await served.stop();
+      await streamer.close();
+    }
+  } finally {
+    for (const ex of exchanges) await admin.deleteExchange(ex).catch(() => {});
+    await admin.deleteQueue(queue).catch(() => {});
+    await amqpConn.close().catch(() => {});
+    await jsm.streams.delete(stream).catch(() => {});
+    await nc.close().catch(() => {});
+    await sql.close();
+    await registry.close();
+    await redisDb.release();
+    await database.drop();
+  }
+}
+
+export default async function bench(): Promise<void> {
+  await queueBench(Number(process.argv[3] ?? process.env.BENCH_QUEUE_EVENTS ?? 20_000));
+}

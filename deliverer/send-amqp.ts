@@ -1,0 +1,156 @@
+// One attempt to an AMQP 0-9-1 broker (RabbitMQ) through amqplib: published persistent and `mandatory` on a confirm
+// channel, `message_id` = the event id, `content_type` application/json, the Standard Webhooks headers as message
+// headers. The attempt succeeds only on the broker's ack of a routed message: a return (mandatory, no queue bound),
+// a nack, a closed channel or connection, or no confirm within the attempt's time is a failed attempt.
+//
+// One connection per broker (name and URL), made on first use and dropped when it closes, so the next attempt
+// reconnects; one confirm channel per exchange on it, because RabbitMQ closes a channel that publishes to a missing
+// exchange, and that must fail only the attempts to that exchange.
+import amqp, { type ChannelModel, type ConfirmChannel, type Message } from "amqplib";
+import type { AttemptOutcome, AttemptRequest, QueueTarget } from "./send.ts";
+
+type Outcome = Omit<AttemptOutcome, "durationMs">;
+
+interface Link {
+  conn: Promise<ChannelModel>;
+  channels: Map<string, Promise<Lane>>;
+}
+
+/** A confirm channel and the returns it has seen, by message id, until their confirms arrive. */
+interface Lane {
+  channel: ConfirmChannel;
+  returned: Map<string, string>;
+  closed: string | undefined;
+}
+
+function fail(body: string, failure = "broker"): Outcome {
+  return { ok: false, status: null, body, retryAfterMs: null, failure };
+}
+
+/** A short reason for a failed connect or a closed channel/connection. */
+export function amqpReason(err: unknown): string {
+  const e = err as { code?: string | number; message?: string };
+  const text = `${e?.code ?? ""} ${e?.message ?? String(err)}`;
+  if (/ECONNREFUSED/.test(text)) return "connection refused";
+  if (/ECONNRESET|socket closed|Socket closed|EPIPE/i.test(text)) return "connection reset by the broker";
+  if (/ACCESS_REFUSED|auth|PLAIN login refused/i.test(text)) return "the broker refused the credentials";
+  if (/ETIMEDOUT|timeout/i.test(text)) return "connection timed out";
+  return (e?.message ?? String(err)).slice(0, 300);
+}
+
+export class AmqpSender {
+  private readonly links = new Map<string, Link>();
+
+  constructor(private readonly timeoutMs: number) {}
+
+  private link(q: QueueTarget): Link {
+    const key = `${q.broker}|${q.brokerUrl}`;
+    let link = this.links.get(key);
+    if (link) return link;
+    const conn = amqp.connect(q.brokerUrl, { timeout: this.timeoutMs }).then((c) => {
+      const drop = () => {
+        if (this.links.get(key) === created) this.links.delete(key);
+      };
+      c.on("close", drop);
+      c.on("error", drop);
+      return c;
+    });
+    const created: Link = { conn, channels: new Map() };
+    conn.catch(() => {
+      if (this.links.get(key) === created) this.links.delete(key);
+    });
+    this.links.set(key, created);
+    return created;
+  }
+
+  private lane(link: Link, exchange: string): Promise<Lane> {
+    let lane = link.channels.get(exchange);
+    if (lane) return lane;
+    lane = link.conn.then(async (conn) => {
+      const channel = await conn.createConfirmChannel();
+      const made: Lane = { channel, returned: new Map(), closed: undefined };
+      channel.on("return", (msg: Message) => {
+        const id = msg.properties.messageId as string | undefined;
+        if (id) made.returned.set(id, `returned: ${(msg.fields as { replyText?: string }).replyText ?? "unroutable"}`);
+      });
+      const drop = (err?: unknown) => {
+        made.closed ??= err ? `channel closed: ${amqpReason(err)}` : "channel closed";
+        if (link.channels.get(exchange) === lane) link.channels.delete(exchange);
+      };
+      channel.on("error", drop);
+      channel.on("close", () => drop());
+      return made;
+    });
+    lane.catch(() => {
+      if (link.channels.get(exchange) === lane) link.channels.delete(exchange);
+    });
+    link.channels.set(exchange, lane);
+    return lane;
+  }
+
+  async send(req: AttemptRequest, q: QueueTarget, signal: AbortSignal): Promise<Outcome> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<Outcome>((resolve) => {
+      timer = setTimeout(() => resolve(fail("timeout", "timeout")), this.timeoutMs);
+    });
+    const aborted = new Promise<Outcome>((resolve) => {
+      if (signal.aborted) resolve(fail("attempt aborted by shutdown", "aborted"));
+      signal.addEventListener("abort", () => resolve(fail("attempt aborted by shutdown", "aborted")), { once: true });
+    });
+    try {
+      return await Promise.race([this.publish(req, q), deadline, aborted]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async publish(req: AttemptRequest, q: QueueTarget): Promise<Outcome> {
+    let lane: Lane;
+    try {
+      lane = await this.lane(this.link(q), q.exchange);
+    } catch (err) {
+      return fail(amqpReason(err), "connect");
+    }
+    const messageId = req.headers["webhook-id"] ?? "";
+    const headers: Record<string, string> = {};
+    for (const name of ["webhook-id", "webhook-timestamp", "webhook-signature", "x-subscription-id"]) {
+      if (req.headers[name] !== undefined) headers[name] = req.headers[name]!;
+    }
+    return new Promise<Outcome>((resolve) => {
+      try {
+        lane.channel.publish(
+          q.exchange,
+          q.routingKey,
+          Buffer.from(req.body),
+          {
+            persistent: true,
+            mandatory: true,
+            messageId,
+            contentType: "application/json",
+            timestamp: Number(req.headers["webhook-timestamp"] ?? 0) || undefined,
+            headers,
+          },
+          (err) => {
+            const returned = lane.returned.get(messageId);
+            lane.returned.delete(messageId);
+            if (err) {
+              // A channel closed by the broker fails its confirms before the channel's error event names the
+              // reason (e.g. NOT_FOUND - no exchange): look once the event had its turn.
+              setImmediate(() => resolve(fail(lane.closed ?? (/nack/i.test(String(err?.message ?? err)) ? "nacked" : `channel closed: ${amqpReason(err)}`))));
+            } else if (returned) resolve(fail(returned));
+            else resolve({ ok: true, status: null, body: "acked", retryAfterMs: null, failure: null });
+          },
+        );
+      } catch (err) {
+        // publish throws on a channel already closed (the lane is dropped; the next attempt opens a new one).
+        resolve(fail(lane.closed ?? `channel closed: ${amqpReason(err)}`));
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    const links = [...this.links.values()];
+    this.links.clear();
+    await Promise.all(links.map(async (l) => (await l.conn.catch(() => undefined))?.close().catch(() => {})));
+  }
+}

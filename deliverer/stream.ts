@@ -1,0 +1,128 @@
+// DeliveryService.StreamEvents: a key's events, oldest first, for internal platform services that read them over
+// gRPC or Connect instead of receiving webhooks. It reads the delivery log in PostgreSQL (store.streamPage) in
+// stream order; each event carries its cursor, and a client that reconnects with the last cursor it received
+// resumes right after it (at least once: an event whose cursor was not received yet comes again). A consumer that
+// falls behind only makes the reads come in full pages until it has caught up: nothing is buffered or dropped.
+//
+// New events are found by polling: at once when this process made them (Enqueue and test events wake the
+// streams), otherwise every `pollMs` (events made by another replica).
+//
+// Authentication: the API key in the `authorization: Bearer whk_…` metadata, resolved through the registry as the
+// gateway does; checked again every `authRecheckMs` while the stream lasts, so a revoked key's stream ends.
+import { create } from "@bufbuild/protobuf";
+import { createClient, type HandlerContext, type Transport } from "@connectrpc/connect";
+import { isChainId } from "../common/config.ts";
+import { ApiError, toConnectError } from "../common/errors.ts";
+import { isId } from "../common/ids.ts";
+import { bearerToken } from "../common/internal-auth.ts";
+import { StreamEventsResponseSchema, type StreamEventsRequest, type StreamEventsResponse } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
+import { ApiKeyService } from "../gen/webhooks/registry/v1/registry_pb.ts";
+import { toEventView } from "./payload.ts";
+import type { DelivererStore, StreamFilter, StreamPosition } from "./store.ts";
+
+export interface StreamOptions {
+  /** Poll interval for events made elsewhere (default 200 ms). */
+  pollMs?: number;
+  /** Rows read per query, and most events per streamed message (default 2,000). */
+  batch?: number;
+  /** How often the key is checked again during a stream (default 5 s). */
+  authRecheckMs?: number;
+}
+
+/** Wakes waiting streams when this process has made events. */
+export class StreamWaker {
+  private readonly waiters = new Set<() => void>();
+
+  notify(): void {
+    for (const w of [...this.waiters]) w();
+  }
+
+  /** Resolves after `ms`, on notify(), or when `signal` aborts, whichever comes first. */
+  wait(ms: number, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waiters.add(done);
+      signal.addEventListener("abort", done, { once: true });
+    });
+  }
+}
+
+const START: StreamPosition = { xid: "0", seq: 0 };
+const CURSOR = /^(\d{1,20})\.(\d{1,19})$/;
+
+export function formatCursor(p: StreamPosition): string {
+  return `${p.xid}.${p.seq}`;
+}
+
+/** "" is the start; anything but "<xid>.<seq>" is invalid_request. */
+export function parseCursor(cursor: string): StreamPosition {
+  if (cursor === "") return START;
+  const m = CURSOR.exec(cursor);
+  const seq = m ? Number(m[2]) : NaN;
+  if (!m || !Number.isSafeInteger(seq)) throw new ApiError("invalid_request", "cursor is not a cursor this stream gave.", { param: "cursor" });
+  return { xid: m[1]!, seq };
+}
+
+function checkFilter(req: StreamEventsRequest, keyId: string): StreamFilter {
+  req.subscriptionIds.forEach((id, i) => {
+    if (!isId("sub", id)) throw new ApiError("invalid_request", "subscription_ids must be subscription ids.", { param: `subscriptionIds/${i}` });
+  });
+  req.chainIds.forEach((c, i) => {
+    if (!isChainId(c)) throw new ApiError("invalid_chain", `Unknown chain "${c}".`, { chain: c, param: `chainIds/${i}` });
+  });
+  return { keyId, subscriptionIds: [...new Set(req.subscriptionIds)], kinds: [...new Set(req.kinds)], chainIds: [...new Set(req.chainIds)] };
+}
+
+function bearer(header: string | null): string {
+  const token = bearerToken(header);
+  if (token === undefined) throw new ApiError("unauthorized", "StreamEvents needs the API key as `authorization: Bearer whk_…` metadata.");
+  return token;
+}
+
+export function streamEventsHandler(store: DelivererStore, registry: Transport, waker: StreamWaker, opts: StreamOptions = {}) {
+  const keys = createClient(ApiKeyService, registry);
+  const pollMs = opts.pollMs ?? 200;
+  const batch = opts.batch ?? 2_000;
+  const recheckMs = opts.authRecheckMs ?? 5_000;
+
+  async function keyIdOf(secret: string): Promise<string> {
+    const res = await keys.resolveApiKey({ secret });
+    if (!res.valid || !res.key) throw new ApiError("unauthorized", "The API key is unknown or revoked.");
+    return res.key.id;
+  }
+
+  return async function* streamEvents(req: StreamEventsRequest, ctx: HandlerContext): AsyncGenerator<StreamEventsResponse> {
+    try {
+      const secret = bearer(ctx.requestHeader.get("authorization"));
+      const keyId = await keyIdOf(secret);
+      const filter = checkFilter(req, keyId);
+      let position = parseCursor(req.cursor);
+      let checkedAt = Date.now();
+      while (!ctx.signal.aborted) {
+        const rows = await store.streamPage(filter, position, batch);
+        if (rows.length > 0) {
+          // A page per message: one frame (and one flush) per page instead of per event.
+          const events = rows.map((row) => ({ cursor: formatCursor({ xid: row.xid, seq: row.seq }), event: toEventView(row) }));
+          const last = rows.at(-1)!;
+          position = { xid: last.xid, seq: last.seq };
+          yield create(StreamEventsResponseSchema, { events });
+        }
+        if (Date.now() - checkedAt >= recheckMs) {
+          await keyIdOf(secret);
+          checkedAt = Date.now();
+        }
+        if (rows.length < batch) await waker.wait(pollMs, ctx.signal);
+      }
+    } catch (err) {
+      // A streaming handler's errors surface while the stream is read, past the router's ApiError interceptor.
+      if (err instanceof ApiError) throw toConnectError(err);
+      throw err;
+    }
+  };
+}

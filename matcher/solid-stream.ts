@@ -1,0 +1,337 @@
+// One chain's solidified stream: `wallet.transfer.confirmed` for the successful transfers of every block at or
+// below the solidified head, `wallet.transfer.failed` (reason = java-tron's contractRet) for the failed ones, and
+// `failed` / `dropped` for transfers of fork-replaced blocks that the solidified chain passed the expiration of
+// without including them. It follows the node's solidified head (/walletsolidity/getnowblock); a node without the
+// solidity API (404 or an error there), or MATCHER_CONFIRMATIONS set, makes finality the head minus that many
+// blocks (default 19). It reads the blocks the head stream already fetched from the shared cache and asks the node
+// only on a miss. Its checkpoint (with the pending drops it settled) moves only after the deliverer accepted the
+// events of every block up to it, like the head stream's, so a crash re-reads instead of skipping.
+import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
+import type { ChainId } from "../common/config.ts";
+import type { Logger } from "../common/logger.ts";
+import type { StreamLink } from "./block-cache.ts";
+import { fetchDecodedRange, mapLimit, type DecodedBlock } from "./fetch.ts";
+import type { ChainLease } from "./lease.ts";
+import { CONFIRMED, FAILED, matchFinal, type BlockContext, type WatchLookup } from "./match.ts";
+import * as m from "./metrics.ts";
+import {
+  LeaseLostError,
+  advanceSolidifiedCheckpoint,
+  loadCheckpoint,
+  loadPendingDrops,
+  loadSolidifiedCheckpoint,
+  type BlockRef,
+  type MatcherDb,
+  type PendingDrop,
+} from "./store.ts";
+import { MAX_BLOCKS_PER_RANGE, type TronClient } from "./tron-client.ts";
+
+/** The contract's default distance to finality when the node has no solidity API. */
+export const DEFAULT_CONFIRMATIONS = 19;
+/** After the solidity API failed, how long finality is counted before it is asked again. */
+const SOLIDITY_RECHECK_MS = 60_000;
+/** At most one solidified-head request per this long while waiting (the contract's politeness bound). */
+const MIN_POLL_INTERVAL_MS = 500;
+/** How long to wait for the head stream to fetch a block it is about to fetch, before asking the node ourselves. */
+const CACHE_WAIT_MS = 2_000;
+
+export interface SolidStreamOptions {
+  chainId: ChainId;
+  client: TronClient;
+  db: MatcherDb;
+  lookup: WatchLookup;
+  enqueue: (events: NewEvent[]) => Promise<void>;
+  log: Logger;
+  link: StreamLink;
+  /** MATCHER_CONFIRMATIONS: finality = head − this, whatever the node's solidity API says. */
+  confirmations?: number;
+  /** A fixed polling interval (MATCHER_POLL_MS); unset: after each new head, at most every 500 ms. */
+  pollMs?: number;
+  batchSize?: number;
+  concurrency?: number;
+  onCheckpoint?: (ref: SolidProgress) => void;
+}
+
+export interface SolidProgress extends BlockRef {
+  timestampMs: number;
+  /** The solidified head when the checkpoint moved. */
+  solidifiedHead: number;
+}
+
+interface Finality {
+  number: number;
+  /** The block id at `number` when the node told it (solidity API), else null. */
+  blockId: string | null;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0 || signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+export class SolidifiedStream {
+  private last: SolidProgress | null = null;
+  private solidityApi = true;
+  private solidityRecheckAt = 0;
+  private lastPollAt = 0;
+  private finality: Finality | null = null;
+  private readonly chain: string;
+  private readonly batchSize: number;
+  private readonly concurrency: number;
+
+  constructor(private readonly opts: SolidStreamOptions) {
+    this.chain = opts.chainId;
+    this.batchSize = Math.min(MAX_BLOCKS_PER_RANGE, opts.batchSize ?? 50);
+    this.concurrency = opts.concurrency ?? 16;
+  }
+
+  get progress(): SolidProgress | null {
+    return this.last;
+  }
+
+  async run(lease: ChainLease, signal: AbortSignal): Promise<void> {
+    let failures = 0;
+    while (!signal.aborted) {
+      try {
+        if (!this.last) await this.start(signal);
+        else await this.step(lease, signal);
+        failures = 0;
+      } catch (err) {
+        if (err instanceof LeaseLostError) throw err;
+        if (signal.aborted) break;
+        failures++;
+        m.streamErrors.inc({ chain: this.chain });
+        const delay = Math.min(10_000, 250 * 2 ** Math.min(failures - 1, 6));
+        this.opts.log.warn("solidified stream step failed; retrying", { err, retryInMs: delay });
+        await sleep(delay, signal);
+      }
+    }
+  }
+
+  /**
+   * Resumes after the checkpoint. The first time, it begins where the head stream began (its checkpoint then is
+   * its first block), or just above the solidified head when that is lower, so no block the head stream
+   * broadcasted from is left unconfirmed.
+   */
+  private async start(signal: AbortSignal): Promise<void> {
+    const { db, log } = this.opts;
+    const cp = await loadSolidifiedCheckpoint(db, this.chain);
+    if (cp) {
+      this.last = { ...cp, timestampMs: 0, solidifiedHead: 0 };
+      log.info("solidified stream resuming from its checkpoint", { block: cp.number });
+      return;
+    }
+    const head = await loadCheckpoint(db, this.chain);
+    if (!head) {
+      // The head stream has not made its first checkpoint yet.
+      await this.opts.link.changed(250, signal);
+      return;
+    }
+    const fin = await this.currentFinality();
+    const from = Math.min(head.number, fin.number + 1);
+    // No parent to check the first block against: an empty id skips that one check.
+    this.last = { number: from - 1, blockId: "", timestampMs: 0, solidifiedHead: fin.number };
+    log.info("no solidified checkpoint: starting", { block: from, solidifiedHead: fin.number });
+  }
+
+  private async step(lease: ChainLease, signal: AbortSignal): Promise<void> {
+    const last = this.last!;
+    let fin = this.finality;
+    if (!fin || fin.number <= last.number) {
+      await this.waitForPoll(signal);
+      if (signal.aborted) return;
+      fin = await this.currentFinality();
+      if (fin.number <= last.number) return;
+    }
+    const end = Math.min(fin.number, last.number + this.batchSize);
+    const batch = await this.blocks(last, end, fin, signal);
+    if (batch.length === 0) {
+      // The node does not have them (yet): ask for the solidified head again after the polling wait.
+      this.finality = null;
+      return;
+    }
+    if (signal.aborted) return;
+    await this.process(lease, batch, fin.number, signal);
+  }
+
+  /**
+   * Waits for a new head (the solidified head moves with it; without one, 3 s at most), then keeps the polling
+   * interval (MATCHER_POLL_MS, else 500 ms) since the last request: one solidified-head request per new block.
+   */
+  private async waitForPoll(signal: AbortSignal): Promise<void> {
+    const { link, pollMs } = this.opts;
+    const headBefore = link.head;
+    const deadline = Date.now() + 3_000;
+    while (link.head === headBefore && Date.now() < deadline && !signal.aborted) await link.changed(deadline - Date.now(), signal);
+    await sleep(this.lastPollAt + (pollMs ?? MIN_POLL_INTERVAL_MS) - Date.now(), signal);
+  }
+
+  /** The solidified head now: the node's (solidity API), or the head minus the confirmations. */
+  private async currentFinality(): Promise<Finality> {
+    const { client, link, confirmations, log } = this.opts;
+    this.lastPollAt = Date.now();
+    let fin: Finality | null = null;
+    if (confirmations === undefined && (this.solidityApi || Date.now() >= this.solidityRecheckAt)) {
+      try {
+        const block = await client.getSolidifiedNowBlock();
+        fin = { number: block.block_header.raw_data.number, blockId: block.blockID };
+        if (!this.solidityApi) log.info("the node's solidity API answers again; following its solidified head");
+        this.solidityApi = true;
+      } catch (err) {
+        if (this.solidityApi) {
+          log.warn("the node has no usable solidity API; finality is the head minus confirmations", {
+            err,
+            confirmations: DEFAULT_CONFIRMATIONS,
+          });
+        }
+        this.solidityApi = false;
+        this.solidityRecheckAt = Date.now() + SOLIDITY_RECHECK_MS;
+      }
+    }
+    m.solidityApiUp.set({ chain: this.chain }, fin ? 1 : 0);
+    if (!fin) {
+      let head = link.head;
+      if (head === 0) head = (await client.getNowBlock()).block_header.raw_data.number;
+      fin = { number: head - (confirmations ?? DEFAULT_CONFIRMATIONS), blockId: null };
+    }
+    this.finality = fin;
+    m.solidifiedHeadBlock.set({ chain: this.chain }, fin.number);
+    if (this.last) {
+      m.solidifiedLagBlocks.set({ chain: this.chain }, Math.max(0, fin.number - this.last.number));
+      link.noteSolid(this.last.number + 1, fin.number);
+    }
+    return fin;
+  }
+
+  /**
+   * Blocks (last, end], from the cache where the head stream fetched them, else from the node. When the head
+   * stream is about to fetch the next one (it is behind the node's head and has not reached it yet), it is waited
+   * for rather than fetched twice. The run must chain by parentHash from `last`, and when it ends at the node's
+   * solidified head, end on its id; a cached block of a branch a fork replaced fails that and is fetched again.
+   */
+  private async blocks(last: BlockRef, end: number, fin: Finality, signal: AbortSignal): Promise<DecodedBlock[]> {
+    const { link, client } = this.opts;
+    const out: DecodedBlock[] = [];
+    let fromCache = 0;
+    for (let n = last.number + 1; n <= end; n++) {
+      let b = link.get(n);
+      if (!b && link.fetchedTo < n && link.head >= n) {
+        const deadline = Date.now() + CACHE_WAIT_MS;
+        while (!b && link.fetchedTo < n && Date.now() < deadline && !signal.aborted) {
+          await link.changed(deadline - Date.now(), signal);
+          b = link.get(n);
+        }
+      }
+      if (!b) {
+        out.push(...(await fetchDecodedRange(client, n, end + 1, this.concurrency)));
+        break;
+      }
+      out.push(b);
+      fromCache++;
+    }
+    if (this.links(last, out, fin)) return out;
+    if (fromCache === 0) throw new Error(`the node's blocks ${last.number + 1}..${end} do not chain to the solidified checkpoint`);
+    // A cached block of an abandoned branch: read the run from the node (it is at or below the solidified head).
+    this.opts.log.warn("cached blocks do not chain; reading them from the node", { from: last.number + 1, to: end });
+    const fresh = await fetchDecodedRange(client, last.number + 1, end + 1, this.concurrency);
+    if (!this.links(last, fresh, fin)) throw new Error(`blocks ${last.number + 1}..${end} do not chain to the solidified checkpoint`);
+    return fresh;
+  }
+
+  private links(last: BlockRef, blocks: readonly DecodedBlock[], fin: Finality): boolean {
+    let prev = last;
+    for (const b of blocks) {
+      if (b.number !== prev.number + 1 || (prev.blockId !== "" && b.parentHash !== prev.blockId)) return false;
+      prev = b;
+    }
+    return !(fin.blockId !== null && prev.number === fin.number && prev.blockId !== fin.blockId);
+  }
+
+  private async process(lease: ChainLease, batch: DecodedBlock[], solidifiedHead: number, signal: AbortSignal): Promise<void> {
+    const { chainId, lookup, enqueue } = this.opts;
+    const finality = { solidifiedBlockNumber: solidifiedHead };
+    let confirmed = 0;
+    let failed = 0;
+    const count = (events: NewEvent[]) => {
+      for (const e of events) e.kind === CONFIRMED ? confirmed++ : failed++;
+    };
+    await mapLimit(batch, this.concurrency, async (block) => {
+      const ctx: BlockContext = { chainId, number: block.number, blockId: block.blockId, timestampMs: block.timestampMs };
+      const made = await matchFinal(ctx, block.transfers, lookup, finality);
+      if (made.length > 0) {
+        await enqueue(made);
+        count(made);
+      }
+    });
+    const settled = await this.settleDrops(batch, solidifiedHead);
+    for (const d of settled.dropped) count(d);
+    if (signal.aborted) return;
+    const tip = batch[batch.length - 1]!;
+    await advanceSolidifiedCheckpoint(lease, { number: tip.number, blockId: tip.blockId }, settled.settled);
+    this.last = { number: tip.number, blockId: tip.blockId, timestampMs: tip.timestampMs, solidifiedHead };
+    this.opts.link.noteSolid(tip.number + 1, solidifiedHead);
+    m.solidifiedBlocksProcessed.inc({ chain: this.chain }, batch.length);
+    if (confirmed) m.finalEvents.inc({ chain: this.chain, kind: CONFIRMED }, confirmed);
+    if (failed) m.finalEvents.inc({ chain: this.chain, kind: FAILED }, failed);
+    m.solidifiedCheckpointBlock.set({ chain: this.chain }, tip.number);
+    m.solidifiedLagBlocks.set({ chain: this.chain }, Math.max(0, solidifiedHead - tip.number));
+    m.solidifiedLagSeconds.set({ chain: this.chain }, Math.max(0, (Date.now() - tip.timestampMs) / 1000));
+    this.opts.onCheckpoint?.(this.last);
+  }
+
+  /**
+   * Pending drops against this run of solidified blocks: one whose transaction a block includes is settled by that
+   * block (its confirmed or failed came from it); one whose expiration the newest block's timestamp passed can
+   * never be included and becomes failed / dropped, with the replaced block's number, id and timestamp.
+   */
+  private async settleDrops(batch: DecodedBlock[], solidifiedHead: number): Promise<{ settled: PendingDrop[]; dropped: NewEvent[][] }> {
+    const { db, chainId, lookup, enqueue } = this.opts;
+    const pending = await loadPendingDrops(db, this.chain);
+    m.pendingDrops.set({ chain: this.chain }, pending.length);
+    if (pending.length === 0) return { settled: [], dropped: [] };
+    const included = new Set<string>();
+    for (const b of batch) for (const id of b.txIds) included.add(id);
+    const newest = batch[batch.length - 1]!.timestampMs;
+    const settled: PendingDrop[] = [];
+    const expiredByBlock = new Map<string, PendingDrop[]>();
+    for (const d of pending) {
+      if (included.has(d.transfer.txId)) settled.push(d);
+      else if (d.expirationMs < newest) {
+        settled.push(d);
+        const list = expiredByBlock.get(d.block.blockId);
+        if (list) list.push(d);
+        else expiredByBlock.set(d.block.blockId, [d]);
+      }
+    }
+    const dropped: NewEvent[][] = [];
+    for (const drops of expiredByBlock.values()) {
+      const b = drops[0]!.block;
+      const ctx: BlockContext = { chainId, number: b.number, blockId: b.blockId, timestampMs: b.timestampMs };
+      const made = await matchFinal(
+        ctx,
+        drops.map((d) => d.transfer),
+        lookup,
+        { solidifiedBlockNumber: solidifiedHead, reason: "dropped" },
+      );
+      if (made.length > 0) {
+        await enqueue(made);
+        dropped.push(made);
+      }
+    }
+    if (settled.length > 0) {
+      this.opts.log.info("pending drops settled", {
+        included: settled.length - [...expiredByBlock.values()].reduce((a, l) => a + l.length, 0),
+        dropped: [...expiredByBlock.values()].reduce((a, l) => a + l.length, 0),
+      });
+    }
+    return { settled, dropped };
+  }
+}

@@ -1,0 +1,1 @@
+ALTER TABLE "subscriptions" ADD COLUMN "match" jsonb DEFAULT '{"assets":null,"directions":["incoming","outgoing"],"includeZeroValue":false}'::jsonb NOT NULL;

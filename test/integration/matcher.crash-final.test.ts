@@ -1,0 +1,135 @@
+// The matcher as its own process, SIGKILLed twice while blocks keep coming — once just after the head stream's
+// checkpoint moved, once just after the solidified stream's, so the two checkpoints stand apart at each kill — and
+// restarted each time: every transfer of a solidified block touching a watched address has exactly one
+// confirmed (successful) or failed (REVERT) event — none lost, none doubled. The expected set is computed from the
+// simulator's blocks, independently of the matcher's streams.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import type { Subprocess } from "bun";
+import { join } from "node:path";
+import { serveService, type ServedService } from "../../common/service.ts";
+import { decodeBlock } from "../../matcher/decode.ts";
+import { tryAcquireChainLease } from "../../matcher/lease.ts";
+import {
+  advanceCheckpoint,
+  advanceSolidifiedCheckpoint,
+  loadCheckpoint,
+  loadSolidifiedCheckpoint,
+  openMatcherDatabase,
+  type MatcherDb,
+} from "../../matcher/store.ts";
+import { startMatcherBed, type MatcherBed } from "./matcher-bed.ts";
+import { until } from "../support/wait.ts";
+
+const ROOT = join(import.meta.dir, "../..");
+const CHAIN = "tron:mainnet" as const;
+const LAG = 3;
+let t: MatcherBed;
+let served: ServedService;
+let db: MatcherDb;
+let proc: Subprocess | undefined;
+
+beforeAll(async () => {
+  t = await startMatcherBed({
+    chains: [CHAIN],
+    matcher: false,
+    sim: { txPerBlock: 20, poolSize: 100, recorded: false, startNumber: 41_000_000, solidLag: LAG },
+  });
+  served = await serveService(t.bed.deliverer!, 0);
+  db = await openMatcherDatabase(t.bed.env.DATABASE_URL!);
+});
+afterAll(async () => {
+  proc?.kill("SIGKILL");
+  await served?.stop();
+  await db?.$client.close();
+  await t?.stop();
+});
+
+function spawnMatcher(): Subprocess {
+  return Bun.spawn([join(ROOT, "node_modules/.bin/bun"), join(ROOT, "matcher/main.ts")], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      ...t.bed.env,
+      DELIVERER_URL: `http://127.0.0.1:${served.http.port}`,
+      TRON_MAINNET_NODE_URL: t.sims[CHAIN]!.url,
+      MATCHER_CHAINS: CHAIN,
+      MATCHER_PORT: "0",
+      MATCHER_POLL_MS: "50",
+      LOG_LEVEL: "error",
+    },
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+}
+
+const headAt = async () => (await loadCheckpoint(db, CHAIN))!.number;
+const solidAt = async () => (await loadSolidifiedCheckpoint(db, CHAIN))!.number;
+
+test("SIGKILL between the two streams' checkpoints, twice → no confirmed or failed event lost or doubled", async () => {
+  const sim = t.sims[CHAIN]!;
+  const sub = await t.subscribe("/crash-final", { events: ["wallet.transfer.confirmed", "wallet.transfer.failed"] });
+  const watched = sim.poolAddresses(25);
+  await t.watch(sub, CHAIN, watched);
+
+  // Both streams start after the same block, so the expected set has a clear beginning.
+  sim.produce(LAG + 2);
+  const start = sim.chain.head().block;
+  const startHead = start.block_header.raw_data.number;
+  {
+    const lease = (await tryAcquireChainLease(db.$client, CHAIN))!;
+    await advanceCheckpoint(lease, [{ number: startHead, blockId: start.blockID }]);
+    await advanceSolidifiedCheckpoint(lease, { number: startHead, blockId: start.blockID }, []);
+    await lease.release();
+  }
+
+  proc = spawnMatcher();
+  let produced = 0;
+  const producer = setInterval(() => {
+    // Every third block also carries a reverted USDT transfer from a watched address (a failed event to make).
+    if (produced++ % 3 === 0) sim.chain.enqueue([{ type: "trc20", from: watched[produced % watched.length]!, to: watched[0]!, amount: "5", result: "REVERT" }]);
+    sim.produce(1);
+  }, 120);
+  try {
+    for (let kill = 0; kill < 2; kill++) {
+      const which = kill % 2 === 0 ? headAt : solidAt;
+      const before = await which();
+      // Kill right after this stream's checkpoint moved: the other's stands elsewhere.
+      await until("a checkpoint to move before the kill", async () => ((await which()) > before + 1 ? true : null), 60_000, 5);
+      proc.kill("SIGKILL");
+      await proc.exited;
+      await Bun.sleep(300); // blocks pile up while it is down
+      proc = spawnMatcher();
+    }
+  } finally {
+    clearInterval(producer);
+  }
+  const finalHead = sim.chain.head().block.block_header.raw_data.number;
+  const finalSolid = finalHead - LAG;
+  await until("the solidified stream to reach the solidified head", async () => ((await solidAt()) >= finalSolid ? true : null));
+  proc.kill("SIGTERM");
+  await proc.exited;
+  proc = undefined;
+
+  // Independently: every transfer of the solidified blocks after the start that touches a watched address.
+  const watchedSet = new Set(watched);
+  const expected = new Set<string>();
+  for (let n = startHead + 1; n <= finalSolid; n++) {
+    const stored = sim.chain.byNumber(n)!;
+    for (const tr of decodeBlock(stored.block, stored.infos)) {
+      if (!watchedSet.has(tr.from) && !watchedSet.has(tr.to)) continue;
+      const kind = tr.result === "SUCCESS" ? "wallet.transfer.confirmed" : "wallet.transfer.failed";
+      expected.add(`${kind}:${tr.txId}:${tr.logIndex}:${tr.internalIndex}`);
+    }
+  }
+  expect(finalSolid - startHead).toBeGreaterThan(20);
+  expect([...expected].filter((k) => k.startsWith("wallet.transfer.failed")).length).toBeGreaterThan(3);
+  expect(expected.size).toBeGreaterThan(20);
+
+  const events = await t.events(sub);
+  const keys = events.map((e) => {
+    const p = JSON.parse(e.payloadJson) as { kind: string; data: { txId: string; logIndex: number; internalIndex: number; blockNumber: number } };
+    return `${p.kind}:${p.data.txId}:${p.data.logIndex}:${p.data.internalIndex}`;
+  });
+  expect(new Set(keys).size).toBe(keys.length); // no duplicate event
+  expect(new Set(keys)).toEqual(expected); // none lost, none extra
+}, 240_000);
