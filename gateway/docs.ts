@@ -4,7 +4,11 @@
 import { dirname, join } from "node:path";
 import { toOpenAPISchema, unwrapSchema } from "@elysiajs/openapi/openapi";
 import { Elysia, type AnyElysia, type TSchema } from "elysia";
+import { errorResponsesFor } from "./docs-errors.ts";
+import { OPERATION_EXAMPLES, PARAMETER_EXAMPLES } from "./docs-examples.ts";
+import { plainSchema, webhooksSection, WEBHOOK_PAYLOAD_REFS, WEBHOOK_SCHEMAS, WEBHOOKS_TAG } from "./docs-webhooks.ts";
 import { notFound } from "./errors.ts";
+import { ErrorBodySchema } from "./schemas.ts";
 
 const OPENAPI_VERSION = "3.1.0";
 const ASSET_BASE = "/docs/assets";
@@ -22,8 +26,16 @@ const INFO = {
   version: "1.0.0",
   description:
     "Signed HTTPS webhooks for TRON transfers. Every /v1 request carries `Authorization: Bearer <API key>`. " +
-    "Errors share one body: {error, message, detail, requestId}.",
+    "Errors share one body: {error, message, detail, requestId}; each operation lists its error codes per status. " +
+    "What your endpoint receives (one payload per event kind, the delivery headers, how to verify a signature) is " +
+    "in the webhooks section.",
 };
+
+// Relative to the document's own address: "try it out" on /docs calls the gateway that served the page.
+const SERVERS = [{ url: "/", description: "The gateway serving this document (npm start: http://localhost:3000)" }];
+const ERROR_REF = "#/components/schemas/Error";
+/** CONTRACT.md "Limits": limit on every list. */
+const PAGE_LIMIT = { type: "integer", default: 50, minimum: 1, description: "1 to 200, default 50; above 200 is clamped to 200." };
 
 const PAGE = `<!DOCTYPE html>
 <html lang="en">
@@ -46,23 +58,74 @@ const PAGE = `<!DOCTYPE html>
 </html>
 `;
 
+interface MediaType {
+  schema?: unknown;
+  example?: unknown;
+}
+
 interface Operation {
-  requestBody?: { description?: string; required?: boolean; content?: Record<string, unknown> };
-  responses?: Record<string, { description?: string; content?: Record<string, unknown> }>;
+  parameters?: { name: string; in: string; schema?: Record<string, unknown>; example?: unknown }[];
+  requestBody?: { description?: string; required?: boolean; content?: Record<string, MediaType> };
+  responses?: Record<string, { description?: string; content?: Record<string, MediaType> }>;
+}
+
+/**
+ * What the generator cannot know: each error status's codes with the shared error schema and an example per code,
+ * real request and response examples, and `limit`'s default.
+ */
+function enrich(key: string, op: Operation): void {
+  for (const p of op.parameters ?? []) {
+    // The generator shows the query's string-or-integer coercion with a default of 0; the contract's default is 50.
+    if (p.in === "query" && p.name === "limit") p.schema = PAGE_LIMIT;
+    const example = PARAMETER_EXAMPLES[p.name];
+    if (example !== undefined) p.example = example;
+  }
+  const examples = OPERATION_EXAMPLES[key];
+  const requestJson = op.requestBody?.content?.["application/json"];
+  if (requestJson && examples?.request !== undefined) requestJson.example = examples.request;
+  const responses = (op.responses ??= {});
+  const declaredErrors: number[] = [];
+  for (const [status, response] of Object.entries(responses)) {
+    const code = Number(status);
+    if (code >= 400 && key.includes(" /v1/")) {
+      declaredErrors.push(code);
+      delete responses[status];
+      continue;
+    }
+    const json = response.content?.["application/json"];
+    const example = examples?.response?.[status];
+    if (json && example !== undefined) json.example = example;
+  }
+  if (key.includes(" /v1/")) Object.assign(responses, errorResponsesFor(key, ERROR_REF, declaredErrors));
+}
+
+/** The event log's `payload` is one of the webhook payloads: point every EventView at their schemas. */
+function linkEventPayloads(node: unknown): void {
+  if (!node || typeof node !== "object") return;
+  const schema = node as { title?: unknown; properties?: Record<string, unknown> };
+  if (schema.title === "EventView" && schema.properties?.payload) {
+    schema.properties.payload = { description: "The webhook payload, as delivered.", oneOf: WEBHOOK_PAYLOAD_REFS };
+  }
+  for (const child of Object.values(node)) linkEventPayloads(child);
 }
 
 /**
  * The OpenAPI document of every route of `app` not marked hidden. Two corrections to the generator: request
  * bodies are JSON (the gateway's own body parser hides the media type from it) and required only when the schema
- * is not optional; a response without a body has no content.
+ * is not optional; a response without a body has no content. Then what the routes' schemas do not say (enrich),
+ * and the webhooks section: what a customer's endpoint receives.
  */
 export function openApiDocument(app: AnyElysia): Record<string, unknown> {
-  const { paths, components } = toOpenAPISchema(app, undefined, undefined, undefined, OPENAPI_VERSION) as {
+  const generated = toOpenAPISchema(app, undefined, undefined, undefined, OPENAPI_VERSION);
+  // A copy: the document is edited below and must never share an object with the schemas the routes validate with.
+  const { paths, components } = JSON.parse(JSON.stringify(generated)) as {
     paths: Record<string, Record<string, Operation>>;
     components: { schemas: Record<string, unknown> };
   };
   for (const route of app.routes) {
-    const op = paths[route.path.replace(/:(\w+)/g, "{$1}")]?.[route.method.toLowerCase()];
+    const path = route.path.replace(/:(\w+)/g, "{$1}");
+    const method = route.method.toLowerCase();
+    const op = paths[path]?.[method];
     if (!op) continue;
     const body = route.hooks?.body as TSchema | undefined;
     if (op.requestBody && body && typeof body === "object") {
@@ -74,19 +137,24 @@ export function openApiDocument(app: AnyElysia): Record<string, unknown> {
         op.responses![status] = { description: response.description ?? "No body." };
       }
     }
+    enrich(`${method} ${path}`, op);
   }
+  linkEventPayloads(paths);
   return {
     openapi: OPENAPI_VERSION,
     info: INFO,
+    servers: SERVERS,
     tags: [
       { name: "subscriptions", description: "Webhook subscriptions" },
       { name: "address filters", description: "The TRON addresses a subscription watches" },
       { name: "events", description: "The delivery log: test, list, inspect and retry events" },
       { name: "operations", description: "Health, readiness and metrics (no authentication)" },
+      WEBHOOKS_TAG,
     ],
     paths,
+    webhooks: webhooksSection(),
     components: {
-      schemas: components.schemas,
+      schemas: { ...components.schemas, Error: plainSchema(ErrorBodySchema), ...WEBHOOK_SCHEMAS },
       securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "An API key: whk_..." } },
     },
   };

@@ -59,6 +59,11 @@ export class StreamLink {
     this.notify();
   }
 
+  /** Whether block `n` is in the cache (not counted). */
+  has(n: number): boolean {
+    return this.blocks.has(n);
+  }
+
   /** A fork: blocks above the common ancestor belong to the abandoned branch. */
   dropAbove(n: number): void {
     for (const k of [...this.blocks.keys()]) if (k > n) this.blocks.delete(k);

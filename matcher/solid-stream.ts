@@ -32,8 +32,8 @@ export const DEFAULT_CONFIRMATIONS = 19;
 const SOLIDITY_RECHECK_MS = 60_000;
 /** At most one solidified-head request per this long while waiting (the contract's politeness bound). */
 const MIN_POLL_INTERVAL_MS = 500;
-/** How long to wait for the head stream to fetch a block it is about to fetch, before asking the node ourselves. */
-const CACHE_WAIT_MS = 2_000;
+/** How long the head stream may fetch nothing while we wait for a block it is about to fetch (then we ask the node). */
+const CACHE_WAIT_MS = 5_000;
 
 export interface SolidStreamOptions {
   chainId: ChainId;
@@ -222,14 +222,18 @@ export class SolidifiedStream {
     const out: DecodedBlock[] = [];
     let fromCache = 0;
     for (let n = last.number + 1; n <= end; n++) {
-      let b = link.get(n);
-      if (!b && link.fetchedTo < n && link.head >= n) {
-        const deadline = Date.now() + CACHE_WAIT_MS;
-        while (!b && link.fetchedTo < n && Date.now() < deadline && !signal.aborted) {
-          await link.changed(deadline - Date.now(), signal);
-          b = link.get(n);
+      // The head stream will fetch it (it has not passed it, and the node has it or its head is not known yet):
+      // wait while it keeps fetching, rather than fetch the block twice.
+      let deadline = Date.now() + CACHE_WAIT_MS;
+      let seen = link.fetchedTo;
+      while (!link.has(n) && link.fetchedTo < n && (link.head === 0 || link.head >= n) && Date.now() < deadline && !signal.aborted) {
+        await link.changed(deadline - Date.now(), signal);
+        if (link.fetchedTo !== seen) {
+          seen = link.fetchedTo;
+          deadline = Date.now() + CACHE_WAIT_MS;
         }
       }
+      const b = link.get(n);
       if (!b) {
         out.push(...(await fetchDecodedRange(client, n, end + 1, this.concurrency)));
         break;

@@ -214,7 +214,14 @@ export interface FastReceiver {
  * The receiver for load (benchmark, demo): Bun.serve with TLS, 200 to every request, signatures verified with
  * `standardwebhooks` when secrets are given. No hostile behaviours (startReceiver has those).
  */
-export function startFastReceiver(opts: { cert: string; key: string; port?: number; secrets?: string[] }): FastReceiver {
+export function startFastReceiver(opts: {
+  cert: string;
+  key: string;
+  port?: number;
+  secrets?: string[];
+  /** Told of each delivery (`verified` null when no secret is set); the benchmark leaves it out. */
+  onDelivery?: (d: { headers: Record<string, string>; body: string; verified: boolean | null }) => void;
+}): FastReceiver {
   const signers = (opts.secrets ?? []).map((s) => new Webhook(s));
   let received = 0;
   let bad = 0;
@@ -225,9 +232,10 @@ export function startFastReceiver(opts: { cert: string; key: string; port?: numb
     async fetch(req) {
       const body = await req.text();
       received++;
+      let verified: boolean | null = null;
       if (signers.length > 0) {
         const headers = Object.fromEntries(req.headers);
-        const ok = signers.some((w) => {
+        verified = signers.some((w) => {
           try {
             w.verify(body, headers);
             return true;
@@ -235,8 +243,9 @@ export function startFastReceiver(opts: { cert: string; key: string; port?: numb
             return false;
           }
         });
-        if (!ok) bad++;
+        if (!verified) bad++;
       }
+      opts.onDelivery?.({ headers: Object.fromEntries(req.headers), body, verified });
       return new Response("ok");
     },
   });

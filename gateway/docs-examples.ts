@@ -1,0 +1,109 @@
+// Examples of the OpenAPI document, per operation: a real request body and the success answer to it, so the docs
+// page shows (and "try it out" sends) real values instead of generated placeholders. Addresses are real mainnet
+// ones; the payloads are the event catalog's.
+import { EXAMPLE_PAYLOADS } from "./event-catalog.ts";
+import { SubscriptionSchema } from "./schemas.ts";
+
+const SUB = "sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W";
+const CREATED = "2026-11-22T02:26:03.123Z";
+const WALLET = { chainId: "tron:mainnet", address: "TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS" };
+const OTHER = { chainId: "tron:mainnet", address: "TXCvUayMx6AuBvS7qBa79ZAfhrwSA7vTjG" };
+const EVENTS = ["wallet.transfer.broadcasted", "wallet.transfer.confirmed", "wallet.transfer.failed"];
+const SECRET = "whsec_d9RxGn+p46iOrU1z8mbCHLmXuJQDV4G813GZQPE3iAA=";
+
+// The default match conditions, shown where the subscription representation carries them.
+const MATCH =
+  "match" in SubscriptionSchema.properties ? { match: { assets: null, directions: ["incoming", "outgoing"], includeZeroValue: false } } : {};
+
+const createBody = {
+  destination: { type: "https", url: "https://example.com/hooks" },
+  events: EVENTS,
+  description: "Deposits to the hot wallet",
+};
+
+function subscription(opts: { secret?: boolean; addresses?: (typeof WALLET)[]; hasMore?: boolean; updated?: string } = {}) {
+  return {
+    id: SUB,
+    destination: { ...createBody.destination, ...(opts.secret ? { secret: SECRET } : {}) },
+    events: EVENTS,
+    ...MATCH,
+    filters: { addresses: opts.addresses ?? [], ...(opts.hasMore === undefined ? {} : { hasMore: opts.hasMore }) },
+    status: "enabled",
+    description: createBody.description,
+    dateCreated: CREATED,
+    dateUpdated: opts.updated ?? CREATED,
+  };
+}
+
+function eventView(kind: keyof typeof EXAMPLE_PAYLOADS, status: "pending" | "delivered", test = false) {
+  const original = EXAMPLE_PAYLOADS[kind];
+  const payload = test ? { ...original, data: { ...original.data, test: true } } : original;
+  const delivered = status === "delivered";
+  return {
+    id: payload.id,
+    subscriptionId: SUB,
+    kind,
+    chainId: "chainId" in payload.data ? payload.data.chainId : null,
+    status,
+    attempts: delivered ? 1 : 0,
+    deliveryCount: delivered ? 1 : 0,
+    responseStatus: delivered ? 204 : null,
+    responseBody: delivered ? "" : null,
+    payload,
+    dateCreated: payload.date,
+  };
+}
+
+/** Path, header and query parameters by name. */
+export const PARAMETER_EXAMPLES: Record<string, string> = {
+  id: SUB,
+  eventId: EXAMPLE_PAYLOADS["wallet.transfer.confirmed"].id,
+  "idempotency-key": "create-hot-wallet-hooks-1",
+};
+
+export interface OperationExamples {
+  request?: unknown;
+  /** The success answer, by status. */
+  response?: Record<string, unknown>;
+}
+
+export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
+  "post /v1/subscriptions": { request: createBody, response: { "201": subscription({ secret: true, hasMore: false }) } },
+  "get /v1/subscriptions": { response: { "200": { items: [subscription({ addresses: [] })] } } },
+  "get /v1/subscriptions/{id}": { response: { "200": subscription({ addresses: [WALLET], hasMore: false }) } },
+  "put /v1/subscriptions/{id}": {
+    request: { ...createBody, status: "enabled" },
+    response: { "200": subscription({ updated: "2026-11-22T03:10:44.902Z" }) },
+  },
+  "post /v1/subscriptions/{id}/secrets/rotate": {
+    request: { gracePeriodSeconds: 3600 },
+    response: { "200": subscription({ secret: true, addresses: [WALLET], hasMore: false, updated: "2026-11-22T03:10:44.902Z" }) },
+  },
+  "patch /v1/subscriptions/{id}/filters/addresses": {
+    request: { add: [WALLET], remove: [OTHER] },
+    response: {
+      "200": {
+        subscription: subscription({ addresses: [WALLET], hasMore: false, updated: "2026-11-22T03:10:44.902Z" }),
+        results: {
+          added: [WALLET],
+          removed: [],
+          skipped: [{ input: OTHER, reason: "not_found", detail: "This entry is not in the subscription's list." }],
+        },
+      },
+    },
+  },
+  "put /v1/subscriptions/{id}/filters/addresses": {
+    request: [WALLET, OTHER],
+    response: { "200": subscription({ addresses: [WALLET, OTHER], hasMore: false, updated: "2026-11-22T03:10:44.902Z" }) },
+  },
+  "get /v1/subscriptions/{id}/filters/addresses": { response: { "200": { items: [WALLET, OTHER], nextPageToken: null } } },
+  "post /v1/subscriptions/{id}/test": {
+    request: { kind: "wallet.transfer.broadcasted" },
+    response: { "200": eventView("wallet.transfer.broadcasted", "pending", true) },
+  },
+  "get /v1/subscriptions/{id}/events": {
+    response: { "200": { items: [eventView("wallet.transfer.confirmed", "delivered"), eventView("wallet.transfer.broadcasted", "delivered")] } },
+  },
+  "get /v1/subscriptions/{id}/events/{eventId}": { response: { "200": eventView("wallet.transfer.confirmed", "delivered") } },
+  "post /v1/subscriptions/{id}/events/{eventId}/retry": { response: { "200": eventView("wallet.transfer.confirmed", "pending") } },
+};
