@@ -3,7 +3,7 @@ import { monotonicFactory } from "ulid";
 
 const nextUlid = monotonicFactory();
 
-export type IdPrefix = "sub" | "evt" | "key";
+export type IdPrefix = "sub" | "evt" | "key" | "att";
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${nextUlid()}`;
@@ -14,6 +14,7 @@ const patterns: Record<IdPrefix, RegExp> = {
   sub: new RegExp(`^sub_${ULID}$`),
   evt: new RegExp(`^evt_${ULID}$`),
   key: new RegExp(`^key_${ULID}$`),
+  att: new RegExp(`^att_${ULID}$`),
 };
 
 /** A malformed id is simply not found (CONTRACT.md): callers turn `false` into 404. */

@@ -16,6 +16,8 @@ const xid8 = customType<{ data: string; driverData: string }>({
 
 export const EVENT_STATUSES = ["pending", "delivered", "failed"] as const;
 export type EventStatus = (typeof EVENT_STATUSES)[number];
+export const ATTEMPT_TRIGGERS = ["automatic", "manual"] as const;
+export type AttemptTrigger = (typeof ATTEMPT_TRIGGERS)[number];
 
 // The delivery log: one row per event of a subscription, with the outcome of its latest attempt.
 export const events = pgTable(
@@ -23,13 +25,16 @@ export const events = pgTable(
   {
     id: text("id").primaryKey(),
     subscriptionId: text("subscription_id").notNull(),
-    // The API key that owns the subscription (StreamEvents reads a key's events); null on rows made before it existed.
+    // The API key that owns the subscription: StreamEvents and GET /v1/events read a key's events; null on rows made
+    // before it existed.
     keyId: text("key_id"),
     kind: text("kind").notNull(),
     // Null for service.ping.
     chainId: text("chain_id"),
     txId: text("tx_id"),
     logIndex: integer("log_index"),
+    // The transfer's from and to addresses (GET /v1/events?address= matches either role); empty for service.ping.
+    addresses: text("addresses").array().notNull().default(sql`'{}'::text[]`),
     // Position in the transaction info's internal_transactions; -1 for every other transfer (and service.ping).
     internalIndex: integer("internal_index").notNull().default(-1),
     payload: jsonObject("payload").notNull(),
@@ -43,6 +48,8 @@ export const events = pgTable(
     nextAttemptAt: ms("next_attempt_at"),
     // A pending event whose subscription is disabled (or key revoked): kept out of the schedule until it resumes.
     held: boolean("held").notNull().default(false),
+    // What started the current dispatch cycle: the automatic schedule, or a retry / recover call.
+    trigger: text("trigger").$type<AttemptTrigger>().notNull().default("automatic"),
     createdAt: ms("created_at").notNull(),
     updatedAt: ms("updated_at").notNull(),
     // The stream position (deliverer/stream.ts): the inserting transaction and the order within it. A reader takes
@@ -61,15 +68,48 @@ export const events = pgTable(
     index("events_pending_idx").on(t.nextAttemptAt).where(sql`status = 'pending' AND NOT held`),
     index("events_held_idx").on(t.subscriptionId).where(sql`status = 'pending' AND held`),
     index("events_stream_idx").on(t.keyId, t.xid, t.seq),
+    // GET /v1/events: one index per filter, each ending in the page order so a page is an index range.
+    index("events_key_page_idx").on(t.keyId, t.createdAt.desc(), t.id.desc()),
+    index("events_key_status_page_idx").on(t.keyId, t.status, t.createdAt.desc(), t.id.desc()),
+    index("events_key_kind_page_idx").on(t.keyId, t.kind, t.createdAt.desc(), t.id.desc()),
+    index("events_key_chain_page_idx").on(t.keyId, t.chainId, t.createdAt.desc(), t.id.desc()),
+    index("events_tx_idx").on(t.txId),
+    index("events_addresses_idx").using("gin", t.addresses),
+  ],
+);
+
+// Every delivery attempt of an event, written in the same statement as the outcome; deleted with its event.
+export const attempts = pgTable(
+  "delivery_attempts",
+  {
+    id: text("id").primaryKey(),
+    eventId: text("event_id")
+      .notNull()
+      .references(() => events.id, { onDelete: "cascade" }),
+    subscriptionId: text("subscription_id").notNull(),
+    attemptedAt: ms("attempted_at").notNull(),
+    durationMs: integer("duration_ms").notNull(),
+    ok: boolean("ok").notNull(),
+    responseStatus: integer("response_status"),
+    responseBody: text("response_body"),
+    // A short reason when the attempt got no HTTP response (timeout, connection refused, TLS, SSRF block).
+    error: text("error"),
+    trigger: text("trigger").$type<AttemptTrigger>().notNull(),
+  },
+  (t) => [
+    index("delivery_attempts_event_idx").on(t.eventId, t.attemptedAt.desc(), t.id.desc()),
+    // The health view reads a subscription's attempts of the last 24 hours.
+    index("delivery_attempts_subscription_idx").on(t.subscriptionId, t.attemptedAt.desc()),
   ],
 );
 
 // Idempotency records of the deliverer's effects (test and retry), written in the effect's transaction.
 export const deliveryIdempotency = idempotencyTable("delivery_idempotency_records", "delivery_idempotency_expires_idx");
 
-export const delivererSchema = { events, deliveryIdempotency };
+export const delivererSchema = { events, attempts, deliveryIdempotency };
 export type DelivererSchema = typeof delivererSchema;
 
 export type EventRow = typeof events.$inferSelect;
 export type NewEventRow = typeof events.$inferInsert;
+export type AttemptRow = typeof attempts.$inferSelect;
 export type DeliveryIdempotencyRow = typeof deliveryIdempotency.$inferSelect;

@@ -14,7 +14,8 @@ import {
 import { IdempotencyResultSchema } from "../gen/webhooks/common/v1/error_pb.ts";
 import { isChainId } from "../common/config.ts";
 import { ApiError } from "../common/errors.ts";
-import { log } from "../common/logger.ts";
+import { afterEffect, beforeEffect, invalid, notFound } from "./rpc-helpers.ts";
+import { operationHandlers } from "./operations.ts";
 import { isId, newId } from "../common/ids.ts";
 import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
 import type { Schedule } from "./schedule.ts";
@@ -52,34 +53,9 @@ const MAX_LIMIT = 200;
 /** Rows written per statement; a bigger Enqueue is written in several (each idempotent on its own). */
 const INSERT_CHUNK = 2_000;
 
-function notFound(what = "event"): ApiError {
-  return new ApiError("not_found", `No such ${what}.`);
-}
-
-function invalid(param: string, message: string): ApiError {
-  return new ApiError("invalid_request", message, { param });
-}
-
-/** A schedule write before the effect: Redis down means nothing was done, the public 503. */
-async function beforeEffect(op: () => Promise<void>): Promise<void> {
-  try {
-    await op();
-  } catch (err) {
-    if (err instanceof ApiError) throw err;
-    throw new ApiError("service_unavailable", "The delivery schedule is unavailable; nothing was changed. Try again shortly.");
-  }
-}
-
-/**
- * A schedule write after the effect committed: the reservation made before it guarantees the event is claimed when
- * the reservation expires, so a failure here delays the delivery but loses nothing, and the call still succeeds.
- */
-async function afterEffect(op: () => Promise<void>): Promise<void> {
-  try {
-    await op();
-  } catch (err) {
-    log.warn("schedule update after commit failed; the reservation will bring the event back", { err });
-  }
+/** The addresses GET /v1/events?address= finds a transfer by: both roles, once each. */
+function transferAddresses(from: string, to: string): string[] {
+  return [...new Set([from, to].filter((a) => a !== ""))];
 }
 
 function withIdempotency(out: IdempotentOutcome<EventResponse>): EventResponse {
@@ -120,6 +96,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
         id,
         subscriptionId: e.subscriptionId,
         keyId: target.keyId,
+        addresses: transferAddresses(t.from, t.to),
         kind: e.kind,
         chainId: t.chainId,
         txId: t.txId,
@@ -166,6 +143,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
   return (router: ConnectRouter) => {
     router.service(DeliveryService, {
       enqueue,
+      ...operationHandlers(d, { activeTarget, firstDueMs }),
 
       streamEvents:
         d.streamEvents ??
@@ -202,6 +180,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
               id,
               subscriptionId: req.subscriptionId,
               keyId: target.keyId,
+              addresses: transfer ? transferAddresses((data as { from: string }).from, (data as { to: string }).to) : [],
               kind,
               chainId,
               txId: transfer ? (data as { txId: string }).txId : null,

@@ -1,11 +1,21 @@
 // The deliverer's persistence: the delivery log (events) and the idempotency records of test and retry, on
 // PostgreSQL (Drizzle, Bun SQL). Batch paths (enqueue, outcomes) are one statement per batch.
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
-import { and, desc, eq, inArray, lt, or, sql } from "drizzle-orm";
+import { and, arrayContains, desc, eq, gte, inArray, lt, or, sql } from "drizzle-orm";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { IdempotencyLedger, isKeyed, type IdempotentOutcome } from "../common/idempotency.ts";
 import { openDatabase, runMigrations, withDatabase, type Database, type DbOptions } from "../common/db.ts";
-import { deliveryIdempotency, delivererSchema, events, type DelivererSchema, type EventRow, type EventStatus, type NewEventRow } from "./schema.ts";
+import {
+  attempts,
+  deliveryIdempotency,
+  delivererSchema,
+  events,
+  type AttemptRow,
+  type DelivererSchema,
+  type EventRow,
+  type EventStatus,
+  type NewEventRow,
+} from "./schema.ts";
 
 export type DelivererDb = Database<DelivererSchema>;
 export type DelivererTx = Parameters<Parameters<DelivererDb["transaction"]>[0]>[0];
@@ -37,6 +47,14 @@ export interface Outcome {
   responseStatus: number | null;
   responseBody: string;
   nextAttemptAt: Date | null;
+  /** The attempt's own record (delivery_attempts), written in the same statement. */
+  attempt: {
+    id: string;
+    at: Date;
+    durationMs: number;
+    /** The short reason when there was no HTTP response; null otherwise. */
+    error: string | null;
+  };
 }
 
 /** A position in the pending events ordered by due time (the schedule reconciliation pages through them). */
@@ -61,6 +79,32 @@ export interface StreamFilter {
 export interface PageCursor {
   t: number;
   id: string;
+}
+
+/** GET /v1/events filters; an absent one does not filter. */
+export interface EventSearch {
+  keyId: string;
+  subscriptionId?: string | undefined;
+  txId?: string | undefined;
+  address?: string | undefined;
+  chainId?: string | undefined;
+  kind?: string | undefined;
+  status?: EventStatus | undefined;
+  since?: Date | undefined;
+  until?: Date | undefined;
+}
+
+export interface SubscriptionHealth {
+  hour: { attempts: number; succeeded: number };
+  day: { attempts: number; succeeded: number };
+  p50: number | null;
+  p99: number | null;
+  lastSuccess: Date | null;
+  lastFailure: { at: Date; reason: string } | null;
+  consecutiveFailures: number;
+  pending: number;
+  /** Success rate per hour over the last 24 hours, oldest first; -1 for an hour without attempts. */
+  hourly: number[];
 }
 
 /** The identity of a transfer event: one per (subscription, kind, chain, transaction, log index, internal index). */
@@ -107,6 +151,7 @@ export class DelivererStore {
         chain: r.chainId,
         tx: r.txId,
         li: r.logIndex,
+        addrs: r.addresses ?? [],
         ii: r.internalIndex ?? -1,
         payload: r.payload,
         next: r.nextAttemptAt?.toISOString() ?? null,
@@ -115,10 +160,10 @@ export class DelivererStore {
     );
     await withDatabase(async () => {
       const done = (await this.db.$client`
-        INSERT INTO events (id, subscription_id, key_id, kind, chain_id, tx_id, log_index, internal_index, payload, status, next_attempt_at, created_at, updated_at)
-        SELECT v.id, v.sub, v.key, v.kind, v.chain, v.tx, v.li, v.ii, v.payload, 'pending', v.next, v.at, v.at
+        INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, internal_index, payload, status, next_attempt_at, created_at, updated_at)
+        SELECT v.id, v.sub, v.key, ARRAY(SELECT jsonb_array_elements_text(v.addrs)), v.kind, v.chain, v.tx, v.li, v.ii, v.payload, 'pending', v.next, v.at, v.at
         FROM jsonb_to_recordset(${json}::text::jsonb)
-          AS v(id text, sub text, key text, kind text, chain text, tx text, li int, ii int, payload jsonb, next timestamptz, at timestamptz)
+          AS v(id text, sub text, key text, addrs jsonb, kind text, chain text, tx text, li int, ii int, payload jsonb, next timestamptz, at timestamptz)
         ON CONFLICT (subscription_id, kind, chain_id, tx_id, log_index, internal_index) DO NOTHING
         RETURNING id`) as { id: string }[];
       for (const r of done) inserted.add(r.id);
@@ -192,9 +237,20 @@ export class DelivererStore {
         rs: o.responseStatus,
         rb: o.responseBody,
         next: o.nextAttemptAt ? o.nextAttemptAt.toISOString() : null,
+        aid: o.attempt.id,
+        aat: o.attempt.at.toISOString(),
+        dur: o.attempt.durationMs,
+        err: o.attempt.error,
       })),
     );
+    // The outcome and its attempt record in one statement (so one transaction): an attempt is recorded exactly when
+    // its outcome applied, with the trigger of the cycle it belongs to.
     const rows = (await this.db.execute(sql`
+      WITH v AS (
+        SELECT * FROM jsonb_to_recordset(${json}::text::jsonb)
+          AS v(id text, prev int, status text, attempts int, inc int, rs int, rb text, next timestamptz,
+               aid text, aat timestamptz, dur int, err text)
+      ), upd AS (
       UPDATE events AS e SET
         status = v.status,
         attempts = v.attempts,
@@ -204,9 +260,15 @@ export class DelivererStore {
         next_attempt_at = v.next,
         held = false,
         updated_at = now()
-      FROM jsonb_to_recordset(${json}::text::jsonb) AS v(id text, prev int, status text, attempts int, inc int, rs int, rb text, next timestamptz)
+      FROM v
       WHERE e.id = v.id AND e.status = 'pending' AND e.attempts = v.prev
-      RETURNING e.id`)) as unknown as { id: string }[];
+      RETURNING e.id, e.subscription_id, e.trigger
+      ), ins AS (
+        INSERT INTO delivery_attempts (id, event_id, subscription_id, attempted_at, duration_ms, ok, response_status, response_body, error, trigger)
+        SELECT v.aid, upd.id, upd.subscription_id, v.aat, v.dur, v.inc = 1, v.rs, CASE WHEN v.err IS NULL THEN v.rb END, v.err, upd.trigger
+        FROM upd JOIN v ON v.id = upd.id
+      )
+      SELECT id FROM upd`)) as unknown as { id: string }[];
     return new Set(rows.map((r) => r.id));
   }
 
@@ -308,7 +370,7 @@ export class DelivererStore {
   async restartCycle(tx: DelivererTx, eventId: string, at: Date): Promise<EventRow> {
     const [row] = await tx
       .update(events)
-      .set({ status: "pending", attempts: 0, nextAttemptAt: at, held: false, updatedAt: new Date() })
+      .set({ status: "pending", attempts: 0, nextAttemptAt: at, held: false, trigger: "manual", updatedAt: new Date() })
       .where(eq(events.id, eventId))
       .returning();
     return row!;
@@ -332,6 +394,153 @@ export class DelivererStore {
     });
   }
 
+  // ---- operations: attempts, recover, search across a key, health ----
+
+  /** An event's attempts, newest first, keyset on (attempted_at, id). */
+  listAttempts(eventId: string, limit: number, after: PageCursor | undefined): Promise<AttemptRow[]> {
+    return withDatabase(() => {
+      const conds = [eq(attempts.eventId, eventId)];
+      if (after) {
+        const t = new Date(after.t);
+        conds.push(or(lt(attempts.attemptedAt, t), and(eq(attempts.attemptedAt, t), lt(attempts.id, after.id)))!);
+      }
+      return this.db
+        .select()
+        .from(attempts)
+        .where(and(...conds))
+        .orderBy(desc(attempts.attemptedAt), desc(attempts.id))
+        .limit(limit + 1);
+    });
+  }
+
+  /** Up to `limit` ids of a subscription's events in `status` created in [since, until): one recover batch. */
+  recoverCandidates(
+    subscriptionId: string,
+    status: EventStatus,
+    since: Date,
+    until: Date,
+    after: PageCursor | undefined,
+    limit: number,
+  ): Promise<{ id: string; t: number }[]> {
+    return withDatabase(async () => {
+      // A keyset walk, not "whatever still matches": an event re-queued and delivered again meanwhile is not taken twice.
+      const page = after
+        ? or(lt(events.createdAt, new Date(after.t)), and(eq(events.createdAt, new Date(after.t)), lt(events.id, after.id)))
+        : undefined;
+      const rows = await this.db
+        .select({ id: events.id, createdAt: events.createdAt })
+        .from(events)
+        .where(
+          and(
+            eq(events.subscriptionId, subscriptionId),
+            eq(events.status, status),
+            gte(events.createdAt, since),
+            lt(events.createdAt, until),
+            page,
+          ),
+        )
+        .orderBy(desc(events.createdAt), desc(events.id))
+        .limit(limit);
+      return rows.map((r) => ({ id: r.id, t: r.createdAt.getTime() }));
+    });
+  }
+
+  /** Starts a manual cycle for those of `ids` still in `status`; returns the ids it applied to (one short statement). */
+  requeue(ids: string[], status: EventStatus, at: Date): Promise<string[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return withDatabase(async () => {
+      const rows = await this.db
+        .update(events)
+        .set({ status: "pending", attempts: 0, nextAttemptAt: at, held: false, trigger: "manual", updatedAt: new Date() })
+        .where(and(inArray(events.id, ids), eq(events.status, status)))
+        .returning({ id: events.id });
+      return rows.map((r) => r.id);
+    });
+  }
+
+  /** GET /v1/events: a key's events, newest first, every filter an index condition (see the events_key_* indexes). */
+  searchEvents(q: EventSearch, limit: number, after: PageCursor | undefined): Promise<EventRow[]> {
+    return withDatabase(() => {
+      const conds = [eq(events.keyId, q.keyId)];
+      if (q.subscriptionId) conds.push(eq(events.subscriptionId, q.subscriptionId));
+      if (q.txId) conds.push(eq(events.txId, q.txId));
+      if (q.address) conds.push(arrayContains(events.addresses, [q.address]));
+      if (q.chainId) conds.push(eq(events.chainId, q.chainId));
+      if (q.kind) conds.push(eq(events.kind, q.kind));
+      if (q.status) conds.push(eq(events.status, q.status));
+      if (q.since) conds.push(gte(events.createdAt, q.since));
+      if (q.until) conds.push(lt(events.createdAt, q.until));
+      if (after) {
+        const t = new Date(after.t);
+        conds.push(or(lt(events.createdAt, t), and(eq(events.createdAt, t), lt(events.id, after.id)))!);
+      }
+      return this.db
+        .select()
+        .from(events)
+        .where(and(...conds))
+        .orderBy(desc(events.createdAt), desc(events.id))
+        .limit(limit + 1);
+    });
+  }
+
+  /** A subscription's delivery health from its attempts of the last 24 hours and its pending events. */
+  health(subscriptionId: string, now: Date): Promise<SubscriptionHealth> {
+    return withDatabase(async () => {
+      const dayAgo = new Date(now.getTime() - 24 * 3_600_000).toISOString();
+      const hourAgo = new Date(now.getTime() - 3_600_000).toISOString();
+      const [w] = (await this.db.execute(sql`
+        SELECT
+          count(*) FILTER (WHERE attempted_at >= ${hourAgo}::timestamptz)::int AS hour_attempts,
+          count(*) FILTER (WHERE attempted_at >= ${hourAgo}::timestamptz AND ok)::int AS hour_ok,
+          count(*)::int AS day_attempts,
+          count(*) FILTER (WHERE ok)::int AS day_ok,
+          percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
+          percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms) AS p99,
+          coalesce(json_agg(json_build_array(floor(extract(epoch FROM (attempted_at - ${dayAgo}::timestamptz)) / 3600)::int, ok)), '[]') AS marks
+        FROM delivery_attempts WHERE subscription_id = ${subscriptionId} AND attempted_at >= ${dayAgo}::timestamptz`)) as unknown as {
+        hour_attempts: number; hour_ok: number; day_attempts: number; day_ok: number; p50: number | null; p99: number | null;
+        marks: string | [number, boolean][];
+      }[];
+      const [lastOk] = await this.db
+        .select({ at: attempts.attemptedAt })
+        .from(attempts)
+        .where(and(eq(attempts.subscriptionId, subscriptionId), eq(attempts.ok, true)))
+        .orderBy(desc(attempts.attemptedAt))
+        .limit(1);
+      const [lastFail] = await this.db
+        .select({ at: attempts.attemptedAt, status: attempts.responseStatus, error: attempts.error })
+        .from(attempts)
+        .where(and(eq(attempts.subscriptionId, subscriptionId), eq(attempts.ok, false)))
+        .orderBy(desc(attempts.attemptedAt))
+        .limit(1);
+      // Failures since the last success (bounded: the count stops mattering past a large number).
+      const [streak] = (await this.db.execute(sql`
+        SELECT count(*)::int AS n FROM (
+          SELECT 1 FROM delivery_attempts WHERE subscription_id = ${subscriptionId} AND NOT ok
+            AND attempted_at > ${lastOk?.at.toISOString() ?? "-infinity"}::timestamptz LIMIT 100000) f`)) as unknown as { n: number }[];
+      const [pending] = (await this.db.execute(sql`
+        SELECT count(*)::int AS n FROM events WHERE subscription_id = ${subscriptionId} AND status = 'pending'`)) as unknown as { n: number }[];
+      const marks = (typeof w?.marks === "string" ? JSON.parse(w.marks) : (w?.marks ?? [])) as [number, boolean][];
+      const hourly = Array.from({ length: 24 }, () => ({ n: 0, ok: 0 }));
+      for (const [h, ok] of marks) {
+        const slot = hourly[Math.min(23, Math.max(0, h))]!;
+        slot.n++;
+        if (ok) slot.ok++;
+      }
+      return {
+        hour: { attempts: w?.hour_attempts ?? 0, succeeded: w?.hour_ok ?? 0 },
+        day: { attempts: w?.day_attempts ?? 0, succeeded: w?.day_ok ?? 0 },
+        p50: w?.p50 ?? null,
+        p99: w?.p99 ?? null,
+        lastSuccess: lastOk?.at ?? null,
+        lastFailure: lastFail ? { at: lastFail.at, reason: lastFail.error ?? `HTTP ${lastFail.status}` } : null,
+        consecutiveFailures: streak?.n ?? 0,
+        pending: pending?.n ?? 0,
+        hourly: hourly.map((h) => (h.n === 0 ? -1 : h.ok / h.n)),
+      };
+    });
+  }
+
   // ---- idempotency (CONTRACT.md "Idempotency") ----
 
   idempotent<Desc extends DescMessage>(
@@ -347,6 +556,34 @@ export class DelivererStore {
         const stored = await this.ledger.claim(tx, schema, keyId, scope, idem);
         if (stored) return stored;
         const message = await effect(tx);
+        await this.ledger.record(tx, schema, keyId, scope, idem, message);
+        return { message };
+      }),
+    );
+  }
+
+  /** A finished record's outcome (replay), read outside any effect: for effects too long for one transaction. */
+  findIdempotent<Desc extends DescMessage>(
+    schema: Desc,
+    keyId: string,
+    scope: string,
+    idem: IdempotencyRequest,
+  ): Promise<IdempotentOutcome<MessageShape<Desc>> | undefined> {
+    return withDatabase(() => this.ledger.find(this.db, schema, keyId, scope, idem));
+  }
+
+  /** Records the outcome of an effect that ran in batches; a record written meanwhile wins and is returned. */
+  recordIdempotent<Desc extends DescMessage>(
+    schema: Desc,
+    keyId: string,
+    scope: string,
+    idem: IdempotencyRequest,
+    message: MessageShape<Desc>,
+  ): Promise<IdempotentOutcome<MessageShape<Desc>>> {
+    return withDatabase(() =>
+      this.db.transaction(async (tx) => {
+        const stored = await this.ledger.claim(tx, schema, keyId, scope, idem);
+        if (stored) return stored;
         await this.ledger.record(tx, schema, keyId, scope, idem, message);
         return { message };
       }),

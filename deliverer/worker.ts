@@ -2,6 +2,7 @@
 // reschedule or finish. Concurrency is bounded per process and per destination host: a host at its limit gets its
 // events put back for a moment instead of occupying slots, so one slow or dead destination cannot starve others.
 import type { DeliveryTarget } from "../gen/webhooks/registry/v1/registry_pb.ts";
+import { newId } from "../common/ids.ts";
 import { createLogger, type Logger } from "../common/logger.ts";
 import type { Schedule, ScheduleEntry } from "./schedule.ts";
 import type { ClaimedEvent, DelivererStore, Outcome } from "./store.ts";
@@ -346,6 +347,7 @@ export class DeliveryWorker {
     const body = renderPayload(row.payload);
     const headers = deliveryHeaders({ eventId: row.id, subscriptionId: row.subscriptionId, secrets: target.secrets, body, at: new Date() });
     let result: AttemptOutcome;
+    const startedAt = new Date();
     try {
       result = await this.sender.send({ url: target.url, body, headers, queue: queueTarget(target) }, this.aborter.signal);
     } catch (err) {
@@ -367,6 +369,13 @@ export class DeliveryWorker {
     if (!result.ok) destinationFailures.inc({ host, reason: label });
 
     const attempts = row.attempts + 1;
+    const attempt: Outcome["attempt"] = {
+      id: newId("att"),
+      at: startedAt,
+      durationMs: Math.round(result.durationMs),
+      // Without an HTTP response the body is the short reason (timeout, connection refused, TLS, SSRF block).
+      error: result.status === null ? result.body : null,
+    };
     // One line per attempt: failures at info (what an operator looks for), successes at debug (the bulk). The
     // destination's host only, never its path or query (they may carry the customer's tokens), nor response bodies.
     const attemptFields = { eventId: row.id, host, status: result.status, ms: Math.round(result.durationMs), attempt: attempts };
@@ -381,12 +390,12 @@ export class DeliveryWorker {
     }
     let outcome: Outcome;
     if (result.ok) {
-      outcome = { id: row.id, prevAttempts: row.attempts, status: "delivered", attempts, delivered: true, responseStatus: result.status, responseBody: result.body, nextAttemptAt: null };
+      outcome = { id: row.id, prevAttempts: row.attempts, status: "delivered", attempts, delivered: true, responseStatus: result.status, responseBody: result.body, nextAttemptAt: null, attempt };
     } else if (attempts >= this.o.retrySchedule.length) {
-      outcome = { id: row.id, prevAttempts: row.attempts, status: "failed", attempts, delivered: false, responseStatus: result.status, responseBody: result.body, nextAttemptAt: null };
+      outcome = { id: row.id, prevAttempts: row.attempts, status: "failed", attempts, delivered: false, responseStatus: result.status, responseBody: result.body, nextAttemptAt: null, attempt };
     } else {
       const delay = nextDelay(this.o.retrySchedule, attempts, result.retryAfterMs, this.o.random);
-      outcome = { id: row.id, prevAttempts: row.attempts, status: "pending", attempts, delivered: false, responseStatus: result.status, responseBody: result.body, nextAttemptAt: new Date(Date.now() + delay) };
+      outcome = { id: row.id, prevAttempts: row.attempts, status: "pending", attempts, delivered: false, responseStatus: result.status, responseBody: result.body, nextAttemptAt: new Date(Date.now() + delay), attempt };
     }
     this.pending.push({ outcome, host });
     if (this.pending.length >= this.o.flushSize) void this.flush();

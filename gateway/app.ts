@@ -12,6 +12,7 @@ import { createAuthenticator, UNAUTHORIZED_HEADERS } from "./auth.ts";
 import { parseJsonBody } from "./body.ts";
 import { beginRequest, pathOf, requestIdOf, stateOf, targetLength } from "./context.ts";
 import { createDeps } from "./deps.ts";
+import { consolePlugin } from "./console.ts";
 import { docsPlugin } from "./docs.ts";
 import { createMethodIndex, errorResponse, fromValidationError, methodNotAllowed, notFound } from "./errors.ts";
 import { canonicalJson, IDEMPOTENCY_HEADER } from "./idempotency.ts";
@@ -21,6 +22,7 @@ import { gatewayReadiness } from "./readiness.ts";
 import { pickRequestId, REQUEST_ID_HEADER } from "./request-id.ts";
 import { addressRoutes } from "./routes/addresses.ts";
 import { eventRoutes } from "./routes/events.ts";
+import { operationRoutes } from "./routes/operations.ts";
 import { subscriptionRoutes } from "./routes/subscriptions.ts";
 
 const gatewayLog = log.child({ service: "gateway" });
@@ -199,6 +201,7 @@ export function createGatewayApp(opts: GatewayOptions) {
       record(request, route || "unmatched", status);
     })
     .use(docsPlugin(() => whole))
+    .use(consolePlugin())
     .get("/healthz", ({ request }) => operational(request), {
       response: { 200: t.Object({ status: t.Literal("ok") }) },
       detail: { summary: "Liveness", tags: ["operations"], security: [] },
@@ -215,6 +218,7 @@ export function createGatewayApp(opts: GatewayOptions) {
     .use(subscriptionRoutes(deps))
     .use(addressRoutes(deps))
     .use(eventRoutes(deps))
+    .use(operationRoutes(deps))
     .onStop(() => {
       if (ownsRedis) redis.disconnect();
     });

@@ -106,4 +106,35 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
   },
   "get /v1/subscriptions/{id}/events/{eventId}": { response: { "200": eventView("wallet.transfer.confirmed", "delivered") } },
   "post /v1/subscriptions/{id}/events/{eventId}/retry": { response: { "200": eventView("wallet.transfer.confirmed", "pending") } },
+  "get /v1/subscriptions/{id}/events/{eventId}/attempts": {
+    response: {
+      "200": {
+        items: [
+          { id: "att_01JDX4R8B2C3D4E5F6G7H8J9K0", date: "2026-11-22T02:27:04.410Z", durationMs: 212, responseStatus: 204, responseBody: "", error: null, trigger: "manual" },
+          { id: "att_01JDX4Q4A1B2C3D4E5F6G7H8J9", date: "2026-11-22T02:26:03.150Z", durationMs: 15000, responseStatus: null, responseBody: null, error: "timeout: no complete response within 15000 ms", trigger: "automatic" },
+        ],
+      },
+    },
+  },
+  "post /v1/subscriptions/{id}/events/recover": {
+    request: { since: "2026-11-22T01:00:00.000Z", status: "failed" },
+    response: { "202": { recovered: 1250 } },
+  },
+  "get /v1/events": {
+    response: { "200": { items: [eventView("wallet.transfer.confirmed", "delivered"), eventView("wallet.transfer.broadcasted", "delivered")] } },
+  },
+  "get /v1/subscriptions/{id}/health": {
+    response: {
+      "200": {
+        lastHour: { attempts: 120, succeeded: 118, successRate: 0.9833 },
+        last24Hours: { attempts: 2880, succeeded: 2851, successRate: 0.9899 },
+        lastSuccess: "2026-11-22T02:26:03.123Z",
+        lastFailure: { date: "2026-11-22T02:11:40.508Z", reason: "HTTP 503" },
+        consecutiveFailures: 0,
+        durationMs: { p50: 184, p99: 912 },
+        pending: 3,
+        hourlySuccessRate: [1, 1, 1, 0.99, 1, 1, 1, 1, 0.98, 1, 1, 1, 1, 1, null, 1, 1, 0.97, 1, 1, 1, 1, 1, 0.98],
+      },
+    },
+  },
 };

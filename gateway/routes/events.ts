@@ -37,7 +37,7 @@ export const EventViewSchema = t.Object(
 );
 export type EventViewJson = Static<typeof EventViewSchema>;
 
-const EventPageSchema = t.Object(
+export const EventPageSchema = t.Object(
   {
     items: t.Array(EventViewSchema),
     nextPageToken: t.Optional(t.String({ description: "Absent on the last page." })),
@@ -45,7 +45,7 @@ const EventPageSchema = t.Object(
   { title: "EventPage" },
 );
 
-const EventParams = t.Object({
+export const EventParams = t.Object({
   id: SubscriptionIdParams.properties.id,
   eventId: t.String({ pattern: "^evt_[0-9A-HJKMNP-TV-Z]{26}$", description: "Event id (evt_ + ULID). A malformed id is not_found." }),
 });
@@ -79,12 +79,13 @@ export function renderEvent(e: EventView | undefined): EventViewJson {
   };
 }
 
-function eventId(id: string): string {
+export function eventId(id: string): string {
   if (!isId("evt", id)) throw notFound();
   return id;
 }
 
-export function eventRoutes(deps: GatewayDeps) {
+/** The deliverer's client and the ownership check every subscription-scoped event route starts with. */
+export function deliveryAccess(deps: GatewayDeps) {
   let client: Client<typeof DeliveryService> | undefined;
   const delivery = (): Client<typeof DeliveryService> => {
     if (!deps.deliverer) throw new ApiError("service_unavailable", "Event delivery is not available right now.");
@@ -98,6 +99,11 @@ export function eventRoutes(deps: GatewayDeps) {
     await rpc(() => deps.subscriptions.getSubscription({ keyId, id }, RPC_OPTIONS));
     return { keyId, subscriptionId: id };
   }
+  return { delivery, owned };
+}
+
+export function eventRoutes(deps: GatewayDeps) {
+  const { delivery, owned } = deliveryAccess(deps);
 
   return new Elysia({ name: "routes-events" })
     .post(

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webhooks/delivery/v1/delivery.proto.
  */
 export const file_webhooks_delivery_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("CiN3ZWJob29rcy9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUd2ViaG9va3MuZGVsaXZlcnkudjEiswEKBUFzc2V0EgwKBHR5cGUYASABKAkSEAoIc3RhbmRhcmQYAiABKAkSFQoIY29udHJhY3QYAyABKAlIAIgBARIVCgh0b2tlbl9pZBgEIAEoCUgBiAEBEhMKBnN5bWJvbBgFIAEoCUgCiAEBEhUKCGRlY2ltYWxzGAYgASgFSAOIAQFCCwoJX2NvbnRyYWN0QgsKCV90b2tlbl9pZEIJCgdfc3ltYm9sQgsKCV9kZWNpbWFscyJBCg5NYXRjaGVkQWRkcmVzcxIQCghjaGFpbl9pZBgBIAEoCRIPCgdhZGRyZXNzGAIgASgJEgwKBHJvbGUYAyABKAkijQMKCFRyYW5zZmVyEhAKCGNoYWluX2lkGAEgASgJEhQKDGJsb2NrX251bWJlchgCIAEoAxISCgpibG9ja19oYXNoGAMgASgJEhoKEmJsb2NrX3RpbWVzdGFtcF9tcxgEIAEoAxINCgV0eF9pZBgFIAEoCRIRCglsb2dfaW5kZXgYBiABKAUSDAoEZnJvbRgHIAEoCRIKCgJ0bxgIIAEoCRIOCgZhbW91bnQYCSABKAkSKgoFYXNzZXQYCiABKAsyGy53ZWJob29rcy5kZWxpdmVyeS52MS5Bc3NldBI/ChFtYXRjaGVkX2FkZHJlc3NlcxgLIAMoCzIkLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLk1hdGNoZWRBZGRyZXNzEhYKDmludGVybmFsX2luZGV4GAwgASgFEgsKA2ZlZRgNIAEoCRIRCgRtZW1vGA4gASgJSACIAQESDgoGcmVhc29uGA8gASgJEh8KF3NvbGlkaWZpZWRfYmxvY2tfbnVtYmVyGBAgASgDQgcKBV9tZW1vImMKCE5ld0V2ZW50EhcKD3N1YnNjcmlwdGlvbl9pZBgBIAEoCRIMCgRraW5kGAIgASgJEjAKCHRyYW5zZmVyGAMgASgLMh4ud2ViaG9va3MuZGVsaXZlcnkudjEuVHJhbnNmZXIiQAoORW5xdWV1ZVJlcXVlc3QSLgoGZXZlbnRzGAEgAygLMh4ud2ViaG9va3MuZGVsaXZlcnkudjEuTmV3RXZlbnQiNQoPRW5xdWV1ZVJlc3BvbnNlEhEKCWV2ZW50X2lkcxgBIAMoCRIPCgdjcmVhdGVkGAIgASgFIqsCCglFdmVudFZpZXcSCgoCaWQYASABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgJEgwKBGtpbmQYAyABKAkSFQoIY2hhaW5faWQYBCABKAlIAIgBARIOCgZzdGF0dXMYBSABKAkSEAoIYXR0ZW1wdHMYBiABKAUSFgoOZGVsaXZlcnlfY291bnQYByABKAUSHAoPcmVzcG9uc2Vfc3RhdHVzGAggASgFSAGIAQESGgoNcmVzcG9uc2VfYm9keRgJIAEoCUgCiAEBEhQKDHBheWxvYWRfanNvbhgKIAEoCRIXCg9kYXRlX2NyZWF0ZWRfbXMYCyABKANCCwoJX2NoYWluX2lkQhIKEF9yZXNwb25zZV9zdGF0dXNCEAoOX3Jlc3BvbnNlX2JvZHkiewoNRXZlbnRSZXNwb25zZRIuCgVldmVudBgBIAEoCzIfLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkV2ZW50VmlldxI6CgtpZGVtcG90ZW5jeRgCIAEoCzIlLndlYmhvb2tzLmNvbW1vbi52MS5JZGVtcG90ZW5jeVJlc3VsdCKMAQoWQ3JlYXRlVGVzdEV2ZW50UmVxdWVzdBIOCgZrZXlfaWQYASABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgJEgwKBGtpbmQYAyABKAkSOwoLaWRlbXBvdGVuY3kYBCABKAsyJi53ZWJob29rcy5jb21tb24udjEuSWRlbXBvdGVuY3lSZXF1ZXN0Im8KEUxpc3RFdmVudHNSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRIXCg9zdWJzY3JpcHRpb25faWQYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGc3RhdHVzGAQgASgJEhIKCnBhZ2VfdG9rZW4YBSABKAkiXQoSTGlzdEV2ZW50c1Jlc3BvbnNlEi4KBWl0ZW1zGAEgAygLMh8ud2ViaG9va3MuZGVsaXZlcnkudjEuRXZlbnRWaWV3EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJMCg9HZXRFdmVudFJlcXVlc3QSDgoGa2V5X2lkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRIQCghldmVudF9pZBgDIAEoCSKLAQoRUmV0cnlFdmVudFJlcXVlc3QSDgoGa2V5X2lkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRIQCghldmVudF9pZBgDIAEoCRI7CgtpZGVtcG90ZW5jeRgEIAEoCzImLndlYmhvb2tzLmNvbW1vbi52MS5JZGVtcG90ZW5jeVJlcXVlc3QiOgofRGVsZXRlU3Vic2NyaXB0aW9uRXZlbnRzUmVxdWVzdBIXCg9zdWJzY3JpcHRpb25faWQYASABKAkiMwogRGVsZXRlU3Vic2NyaXB0aW9uRXZlbnRzUmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoAyJhChNTdHJlYW1FdmVudHNSZXF1ZXN0EhgKEHN1YnNjcmlwdGlvbl9pZHMYASADKAkSDQoFa2luZHMYAiADKAkSEQoJY2hhaW5faWRzGAMgAygJEg4KBmN1cnNvchgEIAEoCSJPCg1TdHJlYW1lZEV2ZW50Eg4KBmN1cnNvchgBIAEoCRIuCgVldmVudBgCIAEoCzIfLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkV2ZW50VmlldyJLChRTdHJlYW1FdmVudHNSZXNwb25zZRIzCgZldmVudHMYASADKAsyIy53ZWJob29rcy5kZWxpdmVyeS52MS5TdHJlYW1lZEV2ZW50MtkFCg9EZWxpdmVyeVNlcnZpY2USVgoHRW5xdWV1ZRIkLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkVucXVldWVSZXF1ZXN0GiUud2ViaG9va3MuZGVsaXZlcnkudjEuRW5xdWV1ZVJlc3BvbnNlEmQKD0NyZWF0ZVRlc3RFdmVudBIsLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkNyZWF0ZVRlc3RFdmVudFJlcXVlc3QaIy53ZWJob29rcy5kZWxpdmVyeS52MS5FdmVudFJlc3BvbnNlEl8KCkxpc3RFdmVudHMSJy53ZWJob29rcy5kZWxpdmVyeS52MS5MaXN0RXZlbnRzUmVxdWVzdBooLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkxpc3RFdmVudHNSZXNwb25zZRJWCghHZXRFdmVudBIlLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkdldEV2ZW50UmVxdWVzdBojLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkV2ZW50UmVzcG9uc2USWgoKUmV0cnlFdmVudBInLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlJldHJ5RXZlbnRSZXF1ZXN0GiMud2ViaG9va3MuZGVsaXZlcnkudjEuRXZlbnRSZXNwb25zZRKJAQoYRGVsZXRlU3Vic2NyaXB0aW9uRXZlbnRzEjUud2ViaG9va3MuZGVsaXZlcnkudjEuRGVsZXRlU3Vic2NyaXB0aW9uRXZlbnRzUmVxdWVzdBo2LndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkRlbGV0ZVN1YnNjcmlwdGlvbkV2ZW50c1Jlc3BvbnNlEmcKDFN0cmVhbUV2ZW50cxIpLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlN0cmVhbUV2ZW50c1JlcXVlc3QaKi53ZWJob29rcy5kZWxpdmVyeS52MS5TdHJlYW1FdmVudHNSZXNwb25zZTABYgZwcm90bzM", [file_webhooks_common_v1_error]);
+  fileDesc("CiN3ZWJob29rcy9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUd2ViaG9va3MuZGVsaXZlcnkudjEiswEKBUFzc2V0EgwKBHR5cGUYASABKAkSEAoIc3RhbmRhcmQYAiABKAkSFQoIY29udHJhY3QYAyABKAlIAIgBARIVCgh0b2tlbl9pZBgEIAEoCUgBiAEBEhMKBnN5bWJvbBgFIAEoCUgCiAEBEhUKCGRlY2ltYWxzGAYgASgFSAOIAQFCCwoJX2NvbnRyYWN0QgsKCV90b2tlbl9pZEIJCgdfc3ltYm9sQgsKCV9kZWNpbWFscyJBCg5NYXRjaGVkQWRkcmVzcxIQCghjaGFpbl9pZBgBIAEoCRIPCgdhZGRyZXNzGAIgASgJEgwKBHJvbGUYAyABKAkijQMKCFRyYW5zZmVyEhAKCGNoYWluX2lkGAEgASgJEhQKDGJsb2NrX251bWJlchgCIAEoAxISCgpibG9ja19oYXNoGAMgASgJEhoKEmJsb2NrX3RpbWVzdGFtcF9tcxgEIAEoAxINCgV0eF9pZBgFIAEoCRIRCglsb2dfaW5kZXgYBiABKAUSDAoEZnJvbRgHIAEoCRIKCgJ0bxgIIAEoCRIOCgZhbW91bnQYCSABKAkSKgoFYXNzZXQYCiABKAsyGy53ZWJob29rcy5kZWxpdmVyeS52MS5Bc3NldBI/ChFtYXRjaGVkX2FkZHJlc3NlcxgLIAMoCzIkLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLk1hdGNoZWRBZGRyZXNzEhYKDmludGVybmFsX2luZGV4GAwgASgFEgsKA2ZlZRgNIAEoCRIRCgRtZW1vGA4gASgJSACIAQESDgoGcmVhc29uGA8gASgJEh8KF3NvbGlkaWZpZWRfYmxvY2tfbnVtYmVyGBAgASgDQgcKBV9tZW1vImMKCE5ld0V2ZW50EhcKD3N1YnNjcmlwdGlvbl9pZBgBIAEoCRIMCgRraW5kGAIgASgJEjAKCHRyYW5zZmVyGAMgASgLMh4ud2ViaG9va3MuZGVsaXZlcnkudjEuVHJhbnNmZXIiQAoORW5xdWV1ZVJlcXVlc3QSLgoGZXZlbnRzGAEgAygLMh4ud2ViaG9va3MuZGVsaXZlcnkudjEuTmV3RXZlbnQiNQoPRW5xdWV1ZVJlc3BvbnNlEhEKCWV2ZW50X2lkcxgBIAMoCRIPCgdjcmVhdGVkGAIgASgFIqsCCglFdmVudFZpZXcSCgoCaWQYASABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgJEgwKBGtpbmQYAyABKAkSFQoIY2hhaW5faWQYBCABKAlIAIgBARIOCgZzdGF0dXMYBSABKAkSEAoIYXR0ZW1wdHMYBiABKAUSFgoOZGVsaXZlcnlfY291bnQYByABKAUSHAoPcmVzcG9uc2Vfc3RhdHVzGAggASgFSAGIAQESGgoNcmVzcG9uc2VfYm9keRgJIAEoCUgCiAEBEhQKDHBheWxvYWRfanNvbhgKIAEoCRIXCg9kYXRlX2NyZWF0ZWRfbXMYCyABKANCCwoJX2NoYWluX2lkQhIKEF9yZXNwb25zZV9zdGF0dXNCEAoOX3Jlc3BvbnNlX2JvZHkiewoNRXZlbnRSZXNwb25zZRIuCgVldmVudBgBIAEoCzIfLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkV2ZW50VmlldxI6CgtpZGVtcG90ZW5jeRgCIAEoCzIlLndlYmhvb2tzLmNvbW1vbi52MS5JZGVtcG90ZW5jeVJlc3VsdCKMAQoWQ3JlYXRlVGVzdEV2ZW50UmVxdWVzdBIOCgZrZXlfaWQYASABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgJEgwKBGtpbmQYAyABKAkSOwoLaWRlbXBvdGVuY3kYBCABKAsyJi53ZWJob29rcy5jb21tb24udjEuSWRlbXBvdGVuY3lSZXF1ZXN0Im8KEUxpc3RFdmVudHNSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRIXCg9zdWJzY3JpcHRpb25faWQYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGc3RhdHVzGAQgASgJEhIKCnBhZ2VfdG9rZW4YBSABKAkiXQoSTGlzdEV2ZW50c1Jlc3BvbnNlEi4KBWl0ZW1zGAEgAygLMh8ud2ViaG9va3MuZGVsaXZlcnkudjEuRXZlbnRWaWV3EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJMCg9HZXRFdmVudFJlcXVlc3QSDgoGa2V5X2lkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRIQCghldmVudF9pZBgDIAEoCSKLAQoRUmV0cnlFdmVudFJlcXVlc3QSDgoGa2V5X2lkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRIQCghldmVudF9pZBgDIAEoCRI7CgtpZGVtcG90ZW5jeRgEIAEoCzImLndlYmhvb2tzLmNvbW1vbi52MS5JZGVtcG90ZW5jeVJlcXVlc3QiOgofRGVsZXRlU3Vic2NyaXB0aW9uRXZlbnRzUmVxdWVzdBIXCg9zdWJzY3JpcHRpb25faWQYASABKAkiMwogRGVsZXRlU3Vic2NyaXB0aW9uRXZlbnRzUmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoAyLKAQoHQXR0ZW1wdBIKCgJpZBgBIAEoCRIPCgdkYXRlX21zGAIgASgDEhMKC2R1cmF0aW9uX21zGAMgASgFEhwKD3Jlc3BvbnNlX3N0YXR1cxgEIAEoBUgAiAEBEhoKDXJlc3BvbnNlX2JvZHkYBSABKAlIAYgBARISCgVlcnJvchgGIAEoCUgCiAEBEg8KB3RyaWdnZXIYByABKAlCEgoQX3Jlc3BvbnNlX3N0YXR1c0IQCg5fcmVzcG9uc2VfYm9keUIICgZfZXJyb3IicwoTTGlzdEF0dGVtcHRzUmVxdWVzdBIOCgZrZXlfaWQYASABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEg0KBWxpbWl0GAQgASgFEhIKCnBhZ2VfdG9rZW4YBSABKAkiXQoUTGlzdEF0dGVtcHRzUmVzcG9uc2USLAoFaXRlbXMYASADKAsyHS53ZWJob29rcy5kZWxpdmVyeS52MS5BdHRlbXB0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLCAQoUUmVjb3ZlckV2ZW50c1JlcXVlc3QSDgoGa2V5X2lkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRIQCghzaW5jZV9tcxgDIAEoAxIVCgh1bnRpbF9tcxgEIAEoA0gAiAEBEg4KBnN0YXR1cxgFIAEoCRI7CgtpZGVtcG90ZW5jeRgGIAEoCzImLndlYmhvb2tzLmNvbW1vbi52MS5JZGVtcG90ZW5jeVJlcXVlc3RCCwoJX3VudGlsX21zImYKFVJlY292ZXJFdmVudHNSZXNwb25zZRIRCglyZWNvdmVyZWQYASABKAMSOgoLaWRlbXBvdGVuY3kYAiABKAsyJS53ZWJob29rcy5jb21tb24udjEuSWRlbXBvdGVuY3lSZXN1bHQi+QEKE1NlYXJjaEV2ZW50c1JlcXVlc3QSDgoGa2V5X2lkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRINCgV0eF9pZBgDIAEoCRIPCgdhZGRyZXNzGAQgASgJEhAKCGNoYWluX2lkGAUgASgJEgwKBGtpbmQYBiABKAkSDgoGc3RhdHVzGAcgASgJEhUKCHNpbmNlX21zGAggASgDSACIAQESFQoIdW50aWxfbXMYCSABKANIAYgBARINCgVsaW1pdBgKIAEoBRISCgpwYWdlX3Rva2VuGAsgASgJQgsKCV9zaW5jZV9tc0ILCglfdW50aWxfbXMiOwoQR2V0SGVhbHRoUmVxdWVzdBIOCgZrZXlfaWQYASABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgJIl4KC1dpbmRvd1N0YXRzEhAKCGF0dGVtcHRzGAEgASgDEhEKCXN1Y2NlZWRlZBgCIAEoAxIZCgxzdWNjZXNzX3JhdGUYAyABKAFIAIgBAUIPCg1fc3VjY2Vzc19yYXRlIskDCg5IZWFsdGhSZXNwb25zZRI0CglsYXN0X2hvdXIYASABKAsyIS53ZWJob29rcy5kZWxpdmVyeS52MS5XaW5kb3dTdGF0cxIzCghsYXN0XzI0aBgCIAEoCzIhLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLldpbmRvd1N0YXRzEhwKD2xhc3Rfc3VjY2Vzc19tcxgDIAEoA0gAiAEBEhwKD2xhc3RfZmFpbHVyZV9tcxgEIAEoA0gBiAEBEiAKE2xhc3RfZmFpbHVyZV9yZWFzb24YBSABKAlIAogBARIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgGIAEoAxIcCg9wNTBfZHVyYXRpb25fbXMYByABKAFIA4gBARIcCg9wOTlfZHVyYXRpb25fbXMYCCABKAFIBIgBARIPCgdwZW5kaW5nGAkgASgDEhsKE2hvdXJseV9zdWNjZXNzX3JhdGUYCiADKAFCEgoQX2xhc3Rfc3VjY2Vzc19tc0ISChBfbGFzdF9mYWlsdXJlX21zQhYKFF9sYXN0X2ZhaWx1cmVfcmVhc29uQhIKEF9wNTBfZHVyYXRpb25fbXNCEgoQX3A5OV9kdXJhdGlvbl9tcyJhChNTdHJlYW1FdmVudHNSZXF1ZXN0EhgKEHN1YnNjcmlwdGlvbl9pZHMYASADKAkSDQoFa2luZHMYAiADKAkSEQoJY2hhaW5faWRzGAMgAygJEg4KBmN1cnNvchgEIAEoCSJPCg1TdHJlYW1lZEV2ZW50Eg4KBmN1cnNvchgBIAEoCRIuCgVldmVudBgCIAEoCzIfLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkV2ZW50VmlldyJLChRTdHJlYW1FdmVudHNSZXNwb25zZRIzCgZldmVudHMYASADKAsyIy53ZWJob29rcy5kZWxpdmVyeS52MS5TdHJlYW1lZEV2ZW50MuoICg9EZWxpdmVyeVNlcnZpY2USVgoHRW5xdWV1ZRIkLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkVucXVldWVSZXF1ZXN0GiUud2ViaG9va3MuZGVsaXZlcnkudjEuRW5xdWV1ZVJlc3BvbnNlEmQKD0NyZWF0ZVRlc3RFdmVudBIsLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkNyZWF0ZVRlc3RFdmVudFJlcXVlc3QaIy53ZWJob29rcy5kZWxpdmVyeS52MS5FdmVudFJlc3BvbnNlEl8KCkxpc3RFdmVudHMSJy53ZWJob29rcy5kZWxpdmVyeS52MS5MaXN0RXZlbnRzUmVxdWVzdBooLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkxpc3RFdmVudHNSZXNwb25zZRJWCghHZXRFdmVudBIlLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkdldEV2ZW50UmVxdWVzdBojLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkV2ZW50UmVzcG9uc2USWgoKUmV0cnlFdmVudBInLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlJldHJ5RXZlbnRSZXF1ZXN0GiMud2ViaG9va3MuZGVsaXZlcnkudjEuRXZlbnRSZXNwb25zZRJlCgxMaXN0QXR0ZW1wdHMSKS53ZWJob29rcy5kZWxpdmVyeS52MS5MaXN0QXR0ZW1wdHNSZXF1ZXN0Gioud2ViaG9va3MuZGVsaXZlcnkudjEuTGlzdEF0dGVtcHRzUmVzcG9uc2USaAoNUmVjb3ZlckV2ZW50cxIqLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlJlY292ZXJFdmVudHNSZXF1ZXN0Gisud2ViaG9va3MuZGVsaXZlcnkudjEuUmVjb3ZlckV2ZW50c1Jlc3BvbnNlEmMKDFNlYXJjaEV2ZW50cxIpLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlNlYXJjaEV2ZW50c1JlcXVlc3QaKC53ZWJob29rcy5kZWxpdmVyeS52MS5MaXN0RXZlbnRzUmVzcG9uc2USWQoJR2V0SGVhbHRoEiYud2ViaG9va3MuZGVsaXZlcnkudjEuR2V0SGVhbHRoUmVxdWVzdBokLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkhlYWx0aFJlc3BvbnNlEokBChhEZWxldGVTdWJzY3JpcHRpb25FdmVudHMSNS53ZWJob29rcy5kZWxpdmVyeS52MS5EZWxldGVTdWJzY3JpcHRpb25FdmVudHNSZXF1ZXN0GjYud2ViaG9va3MuZGVsaXZlcnkudjEuRGVsZXRlU3Vic2NyaXB0aW9uRXZlbnRzUmVzcG9uc2USZwoMU3RyZWFtRXZlbnRzEikud2ViaG9va3MuZGVsaXZlcnkudjEuU3RyZWFtRXZlbnRzUmVxdWVzdBoqLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlN0cmVhbUV2ZW50c1Jlc3BvbnNlMAFiBnByb3RvMw", [file_webhooks_common_v1_error]);
 
 /**
  * The asset moved by a transfer (CONTRACT.md "Events and delivery", `data.asset`).
@@ -573,6 +573,388 @@ export const DeleteSubscriptionEventsResponseSchema: GenMessage<DeleteSubscripti
   messageDesc(file_webhooks_delivery_v1_delivery, 14);
 
 /**
+ * One delivery attempt of an event (delivery_attempts), as GET …/events/:eventId/attempts shows it.
+ *
+ * @generated from message webhooks.delivery.v1.Attempt
+ */
+export type Attempt = Message<"webhooks.delivery.v1.Attempt"> & {
+  /**
+   * att_ + ULID.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: int64 date_ms = 2;
+   */
+  dateMs: bigint;
+
+  /**
+   * @generated from field: int32 duration_ms = 3;
+   */
+  durationMs: number;
+
+  /**
+   * Unset when the attempt got no HTTP response.
+   *
+   * @generated from field: optional int32 response_status = 4;
+   */
+  responseStatus?: number | undefined;
+
+  /**
+   * First 4,096 bytes of the response; unset without a response.
+   *
+   * @generated from field: optional string response_body = 5;
+   */
+  responseBody?: string | undefined;
+
+  /**
+   * A short reason when there was no HTTP response (timeout, connection refused, TLS, SSRF block); unset otherwise.
+   *
+   * @generated from field: optional string error = 6;
+   */
+  error?: string | undefined;
+
+  /**
+   * "automatic" or "manual" (a cycle started by retry or recover).
+   *
+   * @generated from field: string trigger = 7;
+   */
+  trigger: string;
+};
+
+/**
+ * Describes the message webhooks.delivery.v1.Attempt.
+ * Use `create(AttemptSchema)` to create a new message.
+ */
+export const AttemptSchema: GenMessage<Attempt> = /*@__PURE__*/
+  messageDesc(file_webhooks_delivery_v1_delivery, 15);
+
+/**
+ * @generated from message webhooks.delivery.v1.ListAttemptsRequest
+ */
+export type ListAttemptsRequest = Message<"webhooks.delivery.v1.ListAttemptsRequest"> & {
+  /**
+   * @generated from field: string key_id = 1;
+   */
+  keyId: string;
+
+  /**
+   * @generated from field: string subscription_id = 2;
+   */
+  subscriptionId: string;
+
+  /**
+   * @generated from field: string event_id = 3;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: int32 limit = 4;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: string page_token = 5;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message webhooks.delivery.v1.ListAttemptsRequest.
+ * Use `create(ListAttemptsRequestSchema)` to create a new message.
+ */
+export const ListAttemptsRequestSchema: GenMessage<ListAttemptsRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_delivery_v1_delivery, 16);
+
+/**
+ * @generated from message webhooks.delivery.v1.ListAttemptsResponse
+ */
+export type ListAttemptsResponse = Message<"webhooks.delivery.v1.ListAttemptsResponse"> & {
+  /**
+   * @generated from field: repeated webhooks.delivery.v1.Attempt items = 1;
+   */
+  items: Attempt[];
+
+  /**
+   * "" on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message webhooks.delivery.v1.ListAttemptsResponse.
+ * Use `create(ListAttemptsResponseSchema)` to create a new message.
+ */
+export const ListAttemptsResponseSchema: GenMessage<ListAttemptsResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_delivery_v1_delivery, 17);
+
+/**
+ * @generated from message webhooks.delivery.v1.RecoverEventsRequest
+ */
+export type RecoverEventsRequest = Message<"webhooks.delivery.v1.RecoverEventsRequest"> & {
+  /**
+   * @generated from field: string key_id = 1;
+   */
+  keyId: string;
+
+  /**
+   * @generated from field: string subscription_id = 2;
+   */
+  subscriptionId: string;
+
+  /**
+   * Events created at or after this time (at most 14 days ago).
+   *
+   * @generated from field: int64 since_ms = 3;
+   */
+  sinceMs: bigint;
+
+  /**
+   * Events created before this time; unset means now.
+   *
+   * @generated from field: optional int64 until_ms = 4;
+   */
+  untilMs?: bigint | undefined;
+
+  /**
+   * "failed" (default when "") or "delivered".
+   *
+   * @generated from field: string status = 5;
+   */
+  status: string;
+
+  /**
+   * @generated from field: webhooks.common.v1.IdempotencyRequest idempotency = 6;
+   */
+  idempotency?: IdempotencyRequest | undefined;
+};
+
+/**
+ * Describes the message webhooks.delivery.v1.RecoverEventsRequest.
+ * Use `create(RecoverEventsRequestSchema)` to create a new message.
+ */
+export const RecoverEventsRequestSchema: GenMessage<RecoverEventsRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_delivery_v1_delivery, 18);
+
+/**
+ * @generated from message webhooks.delivery.v1.RecoverEventsResponse
+ */
+export type RecoverEventsResponse = Message<"webhooks.delivery.v1.RecoverEventsResponse"> & {
+  /**
+   * @generated from field: int64 recovered = 1;
+   */
+  recovered: bigint;
+
+  /**
+   * @generated from field: webhooks.common.v1.IdempotencyResult idempotency = 2;
+   */
+  idempotency?: IdempotencyResult | undefined;
+};
+
+/**
+ * Describes the message webhooks.delivery.v1.RecoverEventsResponse.
+ * Use `create(RecoverEventsResponseSchema)` to create a new message.
+ */
+export const RecoverEventsResponseSchema: GenMessage<RecoverEventsResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_delivery_v1_delivery, 19);
+
+/**
+ * GET /v1/events: every filter optional ("" / unset means none), scoped to the key.
+ *
+ * @generated from message webhooks.delivery.v1.SearchEventsRequest
+ */
+export type SearchEventsRequest = Message<"webhooks.delivery.v1.SearchEventsRequest"> & {
+  /**
+   * @generated from field: string key_id = 1;
+   */
+  keyId: string;
+
+  /**
+   * @generated from field: string subscription_id = 2;
+   */
+  subscriptionId: string;
+
+  /**
+   * @generated from field: string tx_id = 3;
+   */
+  txId: string;
+
+  /**
+   * Either role (from or to).
+   *
+   * @generated from field: string address = 4;
+   */
+  address: string;
+
+  /**
+   * @generated from field: string chain_id = 5;
+   */
+  chainId: string;
+
+  /**
+   * @generated from field: string kind = 6;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string status = 7;
+   */
+  status: string;
+
+  /**
+   * @generated from field: optional int64 since_ms = 8;
+   */
+  sinceMs?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int64 until_ms = 9;
+   */
+  untilMs?: bigint | undefined;
+
+  /**
+   * @generated from field: int32 limit = 10;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: string page_token = 11;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message webhooks.delivery.v1.SearchEventsRequest.
+ * Use `create(SearchEventsRequestSchema)` to create a new message.
+ */
+export const SearchEventsRequestSchema: GenMessage<SearchEventsRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_delivery_v1_delivery, 20);
+
+/**
+ * @generated from message webhooks.delivery.v1.GetHealthRequest
+ */
+export type GetHealthRequest = Message<"webhooks.delivery.v1.GetHealthRequest"> & {
+  /**
+   * @generated from field: string key_id = 1;
+   */
+  keyId: string;
+
+  /**
+   * @generated from field: string subscription_id = 2;
+   */
+  subscriptionId: string;
+};
+
+/**
+ * Describes the message webhooks.delivery.v1.GetHealthRequest.
+ * Use `create(GetHealthRequestSchema)` to create a new message.
+ */
+export const GetHealthRequestSchema: GenMessage<GetHealthRequest> = /*@__PURE__*/
+  messageDesc(file_webhooks_delivery_v1_delivery, 21);
+
+/**
+ * @generated from message webhooks.delivery.v1.WindowStats
+ */
+export type WindowStats = Message<"webhooks.delivery.v1.WindowStats"> & {
+  /**
+   * @generated from field: int64 attempts = 1;
+   */
+  attempts: bigint;
+
+  /**
+   * @generated from field: int64 succeeded = 2;
+   */
+  succeeded: bigint;
+
+  /**
+   * succeeded / attempts; unset without attempts.
+   *
+   * @generated from field: optional double success_rate = 3;
+   */
+  successRate?: number | undefined;
+};
+
+/**
+ * Describes the message webhooks.delivery.v1.WindowStats.
+ * Use `create(WindowStatsSchema)` to create a new message.
+ */
+export const WindowStatsSchema: GenMessage<WindowStats> = /*@__PURE__*/
+  messageDesc(file_webhooks_delivery_v1_delivery, 22);
+
+/**
+ * @generated from message webhooks.delivery.v1.HealthResponse
+ */
+export type HealthResponse = Message<"webhooks.delivery.v1.HealthResponse"> & {
+  /**
+   * @generated from field: webhooks.delivery.v1.WindowStats last_hour = 1;
+   */
+  lastHour?: WindowStats | undefined;
+
+  /**
+   * @generated from field: webhooks.delivery.v1.WindowStats last_24h = 2;
+   */
+  last24h?: WindowStats | undefined;
+
+  /**
+   * @generated from field: optional int64 last_success_ms = 3;
+   */
+  lastSuccessMs?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int64 last_failure_ms = 4;
+   */
+  lastFailureMs?: bigint | undefined;
+
+  /**
+   * The HTTP status or short reason of the last failure.
+   *
+   * @generated from field: optional string last_failure_reason = 5;
+   */
+  lastFailureReason?: string | undefined;
+
+  /**
+   * Failed attempts since the last successful one.
+   *
+   * @generated from field: int64 consecutive_failures = 6;
+   */
+  consecutiveFailures: bigint;
+
+  /**
+   * Over the last 24 hours; unset without attempts.
+   *
+   * @generated from field: optional double p50_duration_ms = 7;
+   */
+  p50DurationMs?: number | undefined;
+
+  /**
+   * @generated from field: optional double p99_duration_ms = 8;
+   */
+  p99DurationMs?: number | undefined;
+
+  /**
+   * @generated from field: int64 pending = 9;
+   */
+  pending: bigint;
+
+  /**
+   * Success rate per hour over the last 24 hours, oldest first (unset hours had no attempts: -1).
+   *
+   * @generated from field: repeated double hourly_success_rate = 10;
+   */
+  hourlySuccessRate: number[];
+};
+
+/**
+ * Describes the message webhooks.delivery.v1.HealthResponse.
+ * Use `create(HealthResponseSchema)` to create a new message.
+ */
+export const HealthResponseSchema: GenMessage<HealthResponse> = /*@__PURE__*/
+  messageDesc(file_webhooks_delivery_v1_delivery, 23);
+
+/**
  * StreamEvents: the API key travels in the `authorization: Bearer whk_…` metadata, never in the request.
  *
  * @generated from message webhooks.delivery.v1.StreamEventsRequest
@@ -612,7 +994,7 @@ export type StreamEventsRequest = Message<"webhooks.delivery.v1.StreamEventsRequ
  * Use `create(StreamEventsRequestSchema)` to create a new message.
  */
 export const StreamEventsRequestSchema: GenMessage<StreamEventsRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 15);
+  messageDesc(file_webhooks_delivery_v1_delivery, 24);
 
 /**
  * @generated from message webhooks.delivery.v1.StreamedEvent
@@ -636,7 +1018,7 @@ export type StreamedEvent = Message<"webhooks.delivery.v1.StreamedEvent"> & {
  * Use `create(StreamedEventSchema)` to create a new message.
  */
 export const StreamedEventSchema: GenMessage<StreamedEvent> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 16);
+  messageDesc(file_webhooks_delivery_v1_delivery, 25);
 
 /**
  * One or more events, in stream order (a consumer that is behind gets them a page at a time).
@@ -655,7 +1037,7 @@ export type StreamEventsResponse = Message<"webhooks.delivery.v1.StreamEventsRes
  * Use `create(StreamEventsResponseSchema)` to create a new message.
  */
 export const StreamEventsResponseSchema: GenMessage<StreamEventsResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 17);
+  messageDesc(file_webhooks_delivery_v1_delivery, 26);
 
 /**
  * @generated from service webhooks.delivery.v1.DeliveryService
@@ -702,6 +1084,42 @@ export const DeliveryService: GenService<{
     methodKind: "unary";
     input: typeof RetryEventRequestSchema;
     output: typeof EventResponseSchema;
+  },
+  /**
+   * @generated from rpc webhooks.delivery.v1.DeliveryService.ListAttempts
+   */
+  listAttempts: {
+    methodKind: "unary";
+    input: typeof ListAttemptsRequestSchema;
+    output: typeof ListAttemptsResponseSchema;
+  },
+  /**
+   * Re-queues every matching event in batches; answers once all are queued.
+   *
+   * @generated from rpc webhooks.delivery.v1.DeliveryService.RecoverEvents
+   */
+  recoverEvents: {
+    methodKind: "unary";
+    input: typeof RecoverEventsRequestSchema;
+    output: typeof RecoverEventsResponseSchema;
+  },
+  /**
+   * Events across all of a key's subscriptions.
+   *
+   * @generated from rpc webhooks.delivery.v1.DeliveryService.SearchEvents
+   */
+  searchEvents: {
+    methodKind: "unary";
+    input: typeof SearchEventsRequestSchema;
+    output: typeof ListEventsResponseSchema;
+  },
+  /**
+   * @generated from rpc webhooks.delivery.v1.DeliveryService.GetHealth
+   */
+  getHealth: {
+    methodKind: "unary";
+    input: typeof GetHealthRequestSchema;
+    output: typeof HealthResponseSchema;
   },
   /**
    * Called after a subscription is deleted: its pending deliveries stop and its events are gone.

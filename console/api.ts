@@ -1,0 +1,99 @@
+// The console's only way to the service: the public /v1 API with the API key of this tab (sessionStorage only).
+const KEY = "tron-webhooks.apiKey";
+
+export class ApiFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly detail: unknown,
+  ) {
+    super(message);
+  }
+}
+
+export function apiKey(): string | null {
+  return sessionStorage.getItem(KEY);
+}
+
+export function signIn(key: string): void {
+  sessionStorage.setItem(KEY, key);
+}
+
+export function signOut(): void {
+  sessionStorage.removeItem(KEY);
+}
+
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { authorization: `Bearer ${apiKey() ?? ""}` };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  const json = text ? (JSON.parse(text) as Record<string, unknown>) : null;
+  if (!res.ok) {
+    // Shown as the API words it: the code and its sentence.
+    throw new ApiFailure(res.status, String(json?.error ?? res.status), String(json?.message ?? res.statusText), json?.detail ?? null);
+  }
+  return json as T;
+}
+
+export function query(params: Record<string, string | number | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== "") q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}
+
+export interface Subscription {
+  id: string;
+  destination: { type: string; url: string; secret?: string };
+  events: string[];
+  filters: { addresses: { chainId: string; address: string }[]; hasMore?: boolean };
+  status: "enabled" | "disabled";
+  description: string;
+  dateCreated: string;
+  dateUpdated: string;
+}
+
+export interface EventView {
+  id: string;
+  subscriptionId: string;
+  kind: string;
+  chainId: string | null;
+  status: "pending" | "delivered" | "failed";
+  attempts: number;
+  deliveryCount: number;
+  responseStatus: number | null;
+  responseBody: string | null;
+  payload: Record<string, unknown>;
+  dateCreated: string;
+}
+
+export interface Attempt {
+  id: string;
+  date: string;
+  durationMs: number;
+  responseStatus: number | null;
+  responseBody: string | null;
+  error: string | null;
+  trigger: string;
+}
+
+export interface Health {
+  lastHour: { attempts: number; succeeded: number; successRate: number | null };
+  last24Hours: { attempts: number; succeeded: number; successRate: number | null };
+  lastSuccess: string | null;
+  lastFailure: { date: string; reason: string } | null;
+  consecutiveFailures: number;
+  durationMs: { p50: number | null; p99: number | null };
+  pending: number;
+  hourlySuccessRate: (number | null)[];
+}
+
+export interface Page<T> {
+  items: T[];
+  nextPageToken?: string | null;
+}
+
+export const EVENT_KINDS = ["wallet.transfer.broadcasted", "wallet.transfer.confirmed", "wallet.transfer.failed", "service.ping"];
+export const CHAINS = ["tron:mainnet", "tron:nile", "tron:shasta"];

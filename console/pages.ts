@@ -1,0 +1,339 @@
+// The console's pages. Each renders into `main` from the public API; nothing here knows a secret except the
+// create and rotate answers, which are shown once and never stored.
+import { api, CHAINS, EVENT_KINDS, query, type Attempt, type EventView, type Health, type Page, type Subscription } from "./api.ts";
+import { attempt, badge, errorText, field, h, notify, select, svg, time } from "./dom.ts";
+
+export type Render = (main: HTMLElement) => Promise<(() => void) | void>;
+
+const go = (hash: string) => {
+  location.hash = hash;
+};
+
+function eventsChooser(selected: string[]): { el: HTMLElement; value: () => string[] } {
+  const boxes = EVENT_KINDS.map((k) => h("input", { type: "checkbox", value: k, checked: selected.includes(k), id: `kind-${k}` }));
+  const el = h(
+    "fieldset",
+    {},
+    h("legend", {}, "Events"),
+    ...boxes.map((b) => h("div", { class: "check" }, b, h("label", { for: b.id }, b.value))),
+  );
+  return { el, value: () => boxes.filter((b) => b.checked).map((b) => b.value) };
+}
+
+/** The new secret, once, with a copy button (after create and rotate only). */
+function secretBox(secret: string): HTMLElement {
+  const out = h("output", { class: "secret", "aria-label": "New signing secret" }, secret);
+  return h(
+    "div",
+    { class: "secret-box", role: "region", "aria-label": "Signing secret" },
+    h("p", {}, "The signing secret, shown this once: copy it now."),
+    out,
+    h("button", { type: "button", onclick: () => void navigator.clipboard?.writeText(secret).then(() => notify("Secret copied.")) }, "Copy secret"),
+  );
+}
+
+export const subscriptionsPage: Render = async (main) => {
+  const url = h("input", { type: "url", required: true, placeholder: "https://example.com/webhooks", autocomplete: "off" });
+  const description = h("input", { type: "text", maxlength: 512 });
+  const kinds = eventsChooser(["wallet.transfer.broadcasted"]);
+  const created = h("div");
+  const list = h("tbody");
+  const more = h("button", { type: "button", hidden: true }, "More");
+  let token: string | undefined;
+  async function load(reset: boolean) {
+    const page = await api<Page<Subscription>>("GET", `/v1/subscriptions${query({ limit: 50, nextPageToken: reset ? undefined : token })}`);
+    if (reset) list.replaceChildren();
+    for (const s of page.items) {
+      list.append(
+        h("tr", {},
+          h("td", {}, h("a", { href: `#/subscriptions/${s.id}` }, s.id)),
+          h("td", { class: "url" }, s.destination.url),
+          h("td", {}, badge(s.status)),
+          h("td", {}, s.events.join(", ")),
+          h("td", {}, s.description)),
+      );
+    }
+    token = page.nextPageToken ?? undefined;
+    more.hidden = !token;
+  }
+  more.addEventListener("click", () => void attempt(() => load(false)));
+  const form = h(
+    "form",
+    { "aria-label": "Create a subscription" },
+    h("h2", {}, "New subscription"),
+    field("Destination URL (https)", url),
+    kinds.el,
+    field("Description", description),
+    h("button", { type: "submit" }, "Create subscription"),
+  );
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    void attempt(async () => {
+      const s = await api<Subscription>("POST", "/v1/subscriptions", {
+        destination: { type: "https", url: url.value },
+        events: kinds.value(),
+        description: description.value,
+      });
+      created.replaceChildren(
+        h("p", {}, "Created ", h("a", { href: `#/subscriptions/${s.id}` }, s.id), "."),
+        secretBox(s.destination.secret ?? ""),
+      );
+      notify(`Subscription ${s.id} created.`);
+      form.reset();
+      await load(true);
+    });
+  });
+  main.replaceChildren(
+    h("h1", {}, "Subscriptions"),
+    form,
+    created,
+    h("table", {},
+      h("caption", {}, "Your subscriptions, newest first"),
+      h("thead", {}, h("tr", {}, ...["Id", "Destination", "Status", "Events", "Description"].map((c) => h("th", { scope: "col" }, c)))),
+      list),
+    more,
+  );
+  await load(true);
+};
+
+function sparkline(rates: (number | null)[]): SVGElement {
+  const w = 240, hgt = 40, step = w / Math.max(1, rates.length - 1);
+  const pts = rates.map((r, i) => (r === null ? null : `${(i * step).toFixed(1)},${(hgt - r * hgt).toFixed(1)}`)).filter((p): p is string => p !== null);
+  const label = `Success rate per hour over the last 24 hours: ${rates.map((r) => (r === null ? "none" : `${Math.round(r * 100)}%`)).join(", ")}`;
+  return svg("svg", { viewBox: `0 0 ${w} ${hgt}`, width: w, height: hgt, role: "img", "aria-label": label, class: "sparkline" },
+    svg("polyline", { points: pts.join(" "), fill: "none", stroke: "currentColor", "stroke-width": 2 }));
+}
+
+function pct(r: number | null): string {
+  return r === null ? "–" : `${(r * 100).toFixed(1)}%`;
+}
+
+async function healthPanel(subId: string): Promise<HTMLElement> {
+  const hl = await api<Health>("GET", `/v1/subscriptions/${subId}/health`);
+  return h("section", { "aria-labelledby": "health-h", class: "panel" },
+    h("h2", { id: "health-h" }, "Health"),
+    sparkline(hl.hourlySuccessRate),
+    h("dl", {},
+      h("dt", {}, "Success, last hour"), h("dd", {}, `${pct(hl.lastHour.successRate)} of ${hl.lastHour.attempts}`),
+      h("dt", {}, "Success, 24 hours"), h("dd", {}, `${pct(hl.last24Hours.successRate)} of ${hl.last24Hours.attempts}`),
+      h("dt", {}, "Last success"), h("dd", {}, time(hl.lastSuccess)),
+      h("dt", {}, "Last failure"), h("dd", { class: "last-failure" }, hl.lastFailure ? `${time(hl.lastFailure.date)}: ${hl.lastFailure.reason}` : "none"),
+      h("dt", {}, "Consecutive failures"), h("dd", {}, String(hl.consecutiveFailures)),
+      h("dt", {}, "Duration p50 / p99"), h("dd", {}, `${hl.durationMs.p50 ?? "–"} / ${hl.durationMs.p99 ?? "–"} ms`),
+      h("dt", {}, "Pending"), h("dd", {}, String(hl.pending))));
+}
+
+function addressesPanel(sub: Subscription): HTMLElement {
+  const text = h("textarea", { rows: 6, placeholder: "One address per line (T…); commas and spaces also separate" });
+  const chain = select(CHAINS, "tron:mainnet");
+  const results = h("div", { "aria-live": "polite" });
+  const list = h("ul", { class: "addresses" });
+  const more = h("button", { type: "button", hidden: true }, "More addresses");
+  let token: string | undefined;
+  async function load(reset: boolean) {
+    const page = await api<Page<{ chainId: string; address: string }>>(
+      "GET", `/v1/subscriptions/${sub.id}/filters/addresses${query({ limit: 200, nextPageToken: reset ? undefined : token })}`);
+    if (reset) list.replaceChildren();
+    for (const a of page.items) {
+      const remove = h("button", { type: "button", class: "small", "aria-label": `Remove ${a.address}` }, "Remove");
+      remove.addEventListener("click", () => void attempt(async () => {
+        await api("PATCH", `/v1/subscriptions/${sub.id}/filters/addresses`, { remove: [a] });
+        await load(true);
+      }));
+      list.append(h("li", {}, h("code", {}, a.address), ` ${a.chainId} `, remove));
+    }
+    token = page.nextPageToken ?? undefined;
+    more.hidden = !token;
+  }
+  more.addEventListener("click", () => void attempt(() => load(false)));
+  const form = h("form", { "aria-label": "Add addresses" }, field("Addresses to add", text, "Paste thousands at once; sent in requests of 10,000."), field("Chain", chain),
+    h("button", { type: "submit" }, "Add addresses"));
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    void attempt(async () => {
+      const entries = text.value.split(/[\s,;]+/).filter(Boolean).map((address) => ({ chainId: chain.value, address }));
+      let added = 0;
+      const skipped: { input: { address: string }; reason: string }[] = [];
+      for (let i = 0; i < entries.length; i += 10_000) {
+        const res = await api<{ results: { added: unknown[]; skipped: { input: { address: string }; reason: string }[] } }>(
+          "PATCH", `/v1/subscriptions/${sub.id}/filters/addresses`, { add: entries.slice(i, i + 10_000) });
+        added += res.results.added.length;
+        skipped.push(...res.results.skipped);
+      }
+      results.replaceChildren(
+        h("p", { class: "added-count" }, `${added} added, ${skipped.length} skipped, ${entries.length - added - skipped.length} already present.`),
+        h("ul", { class: "skipped", "aria-label": "Skipped addresses" }, ...skipped.slice(0, 500).map((s) => h("li", {}, h("code", {}, s.input.address), `: ${s.reason}`))),
+      );
+      text.value = "";
+      await load(true);
+    });
+  });
+  void attempt(() => load(true));
+  return h("section", { "aria-labelledby": "addr-h", class: "panel" }, h("h2", { id: "addr-h" }, "Addresses"), form, results, list, more);
+}
+
+/** The event list with filters, badges, payload, attempts, retry; polled so new events appear without a reload. */
+function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () => Promise<void> } {
+  const status = select(["", "pending", "delivered", "failed"], "", { name: "status" });
+  const kind = select(["", ...EVENT_KINDS], "", { name: "kind" });
+  const chain = select(["", ...CHAINS], "", { name: "chainId" });
+  const txId = h("input", { type: "text", name: "txId", autocomplete: "off" });
+  const address = h("input", { type: "text", name: "address", autocomplete: "off" });
+  const since = h("input", { type: "datetime-local", name: "since" });
+  const rows = h("tbody");
+  const detail = h("div", { class: "detail" });
+  let open: string | undefined;
+  const filters = () => ({
+    subscriptionId: subId, status: status.value, kind: kind.value, chainId: chain.value, txId: txId.value.trim(),
+    address: address.value.trim(), since: since.value ? new Date(since.value).toISOString() : undefined, limit: 50,
+  });
+  async function showDetail(e: EventView) {
+    open = e.id;
+    const atts = await api<Page<Attempt>>("GET", `/v1/subscriptions/${e.subscriptionId}/events/${e.id}/attempts?limit=50`);
+    const retry = h("button", { type: "button" }, "Retry");
+    retry.addEventListener("click", () => void attempt(async () => {
+      const r = await api<EventView>("POST", `/v1/subscriptions/${e.subscriptionId}/events/${e.id}/retry`);
+      notify(`Event ${r.id} queued again.`);
+      await refresh();
+    }));
+    detail.replaceChildren(
+      h("h3", {}, `Event ${e.id} `, badge(e.status)),
+      retry,
+      h("h4", {}, "Payload"),
+      h("pre", { class: "payload", tabindex: 0 }, JSON.stringify(e.payload, null, 2)),
+      h("h4", {}, "Attempts"),
+      h("table", { class: "attempts" },
+        h("thead", {}, h("tr", {}, ...["When", "Trigger", "Status", "Error", "ms", "Response"].map((c) => h("th", { scope: "col" }, c)))),
+        h("tbody", {}, ...atts.items.map((a) => h("tr", {},
+          h("td", {}, time(a.date)), h("td", {}, a.trigger), h("td", {}, a.responseStatus === null ? "–" : String(a.responseStatus)),
+          h("td", { class: "attempt-error" }, a.error ?? ""), h("td", {}, String(a.durationMs)),
+          h("td", {}, h("code", {}, (a.responseBody ?? "").slice(0, 200))))))),
+    );
+  }
+  async function refresh() {
+    const page = await api<Page<EventView>>("GET", `/v1/events${query(filters())}`);
+    rows.replaceChildren(...page.items.map((e) => {
+      const view = h("button", { type: "button", class: "link" }, e.id);
+      view.addEventListener("click", () => void attempt(() => showDetail(e)));
+      return h("tr", { "data-event": e.id, "data-status": e.status },
+        h("td", {}, view), h("td", {}, e.kind), h("td", {}, badge(e.status)), h("td", {}, String(e.attempts)),
+        h("td", {}, e.responseStatus === null ? "–" : String(e.responseStatus)), h("td", {}, time(e.dateCreated)));
+    }));
+    const current = open ? page.items.find((e) => e.id === open) : undefined;
+    if (current) await showDetail(current);
+  }
+  const form = h("form", { class: "filters", "aria-label": "Event filters" },
+    field("Status", status), field("Kind", kind), field("Chain", chain), field("Transaction id", txId), field("Address", address),
+    field("Since", since), h("button", { type: "submit" }, "Filter"));
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    void attempt(refresh);
+  });
+  const el = h("section", { "aria-labelledby": "ev-h", class: "panel" },
+    h("h2", { id: "ev-h" }, "Events"), form,
+    h("table", { class: "events" },
+      h("caption", {}, "Newest first; refreshed every few seconds"),
+      h("thead", {}, h("tr", {}, ...["Id", "Kind", "Status", "Attempts", "HTTP", "Created"].map((c) => h("th", { scope: "col" }, c)))),
+      rows),
+    detail);
+  return { el, refresh };
+}
+
+export const subscriptionPage = (id: string): Render => async (main) => {
+  const sub = await api<Subscription>("GET", `/v1/subscriptions/${id}`);
+  const url = h("input", { type: "url", required: true, value: sub.destination.url });
+  const description = h("input", { type: "text", maxlength: 512, value: sub.description });
+  const kinds = eventsChooser(sub.events);
+  const secretArea = h("div");
+  const put = (status: string) => api<Subscription>("PUT", `/v1/subscriptions/${id}`, {
+    destination: { type: "https", url: url.value }, events: kinds.value(), description: description.value, status,
+  });
+  const edit = h("form", { "aria-label": "Edit subscription" }, h("h2", {}, "Settings"), field("Destination URL (https)", url), kinds.el,
+    field("Description", description), h("button", { type: "submit" }, "Save"));
+  edit.addEventListener("submit", (e) => {
+    e.preventDefault();
+    void attempt(async () => {
+      await put(sub.status);
+      notify("Saved.");
+    });
+  });
+  const toggle = h("button", { type: "button" }, sub.status === "enabled" ? "Disable" : "Enable");
+  toggle.addEventListener("click", () => void attempt(async () => {
+    const s = await put(sub.status === "enabled" ? "disabled" : "enabled");
+    notify(`Subscription ${s.status}.`);
+    await render(subscriptionPage(id));
+  }));
+  const rotate = h("button", { type: "button" }, "Rotate secret");
+  rotate.addEventListener("click", () => void attempt(async () => {
+    const s = await api<Subscription>("POST", `/v1/subscriptions/${id}/secrets/rotate`);
+    secretArea.replaceChildren(secretBox(s.destination.secret ?? ""));
+    notify("Secret rotated; the previous one keeps signing for 24 hours.");
+  }));
+  const del = h("button", { type: "button", class: "danger" }, "Delete");
+  del.addEventListener("click", () => void attempt(async () => {
+    if (!confirm(`Delete subscription ${id}? Its addresses and events are deleted with it.`)) return;
+    await api("DELETE", `/v1/subscriptions/${id}`);
+    notify(`Subscription ${id} deleted.`);
+    go("#/subscriptions");
+  }));
+  const tests = EVENT_KINDS.map((k) => {
+    const b = h("button", { type: "button", class: "small" }, `Send test ${k}`);
+    b.addEventListener("click", () => void attempt(async () => {
+      const e = await api<EventView>("POST", `/v1/subscriptions/${id}/test`, { kind: k });
+      notify(`Test event ${e.id} sent.`);
+      await events.refresh();
+    }));
+    return b;
+  });
+  const recoverSince = h("input", { type: "datetime-local", required: true });
+  const recoverStatus = select(["failed", "delivered"], "failed");
+  const recover = h("form", { "aria-label": "Recover events" }, h("h3", {}, "Recover"), field("Since", recoverSince, "At most 14 days ago."),
+    field("Events that", recoverStatus), h("button", { type: "submit" }, "Recover"));
+  recover.addEventListener("submit", (e) => {
+    e.preventDefault();
+    void attempt(async () => {
+      const since = recoverSince.value ? new Date(recoverSince.value).toISOString() : "";
+      const r = await api<{ recovered: number }>("POST", `/v1/subscriptions/${id}/events/recover`, { since, status: recoverStatus.value });
+      notify(`${r.recovered} events queued again.`);
+      await events.refresh();
+    });
+  });
+  const events = eventsPanel(id);
+  const health = h("div");
+  const loadHealth = async () => health.replaceChildren(await healthPanel(id));
+  main.replaceChildren(
+    h("p", {}, h("a", { href: "#/subscriptions" }, "← Subscriptions")),
+    h("h1", {}, `Subscription ${id} `, badge(sub.status)),
+    h("div", { class: "actions" }, toggle, rotate, del),
+    secretArea,
+    h("div", { class: "grid" }, edit, health),
+    h("section", { class: "panel", "aria-label": "Test events" }, h("h2", {}, "Send a test event"), h("div", { class: "actions" }, ...tests)),
+    addressesPanel(sub),
+    events.el,
+    h("section", { class: "panel" }, recover),
+  );
+  await Promise.all([events.refresh(), loadHealth()]);
+  const timer = setInterval(() => void Promise.all([events.refresh(), loadHealth()]).catch((err) => notify(errorText(err), "error")), 2_000);
+  return () => clearInterval(timer);
+};
+
+export const eventsPage: Render = async (main) => {
+  const events = eventsPanel(undefined);
+  main.replaceChildren(h("h1", {}, "Events"), events.el);
+  await events.refresh();
+  const timer = setInterval(() => void events.refresh().catch((err) => notify(errorText(err), "error")), 3_000);
+  return () => clearInterval(timer);
+};
+
+let cleanup: (() => void) | void;
+export async function render(page: Render): Promise<void> {
+  cleanup?.();
+  cleanup = undefined;
+  const main = document.getElementById("main")!;
+  try {
+    cleanup = await page(main);
+  } catch (err) {
+    main.replaceChildren(h("p", { role: "alert", class: "error" }, errorText(err)));
+  }
+  main.focus();
+}

@@ -1,0 +1,208 @@
+// The delivery operations of the DeliveryService: an event's attempts, recover (re-queue every failed or delivered
+// event of a time range), the search across all of a key's subscriptions, and a subscription's health. The gateway
+// has already checked that the key owns the subscription; every query here is scoped to it (or to the key) again.
+import { create } from "@bufbuild/protobuf";
+import { createHash } from "node:crypto";
+import {
+  AttemptSchema,
+  HealthResponseSchema,
+  ListAttemptsResponseSchema,
+  ListEventsResponseSchema,
+  RecoverEventsResponseSchema,
+  WindowStatsSchema,
+  type GetHealthRequest,
+  type ListAttemptsRequest,
+  type RecoverEventsRequest,
+  type RecoverEventsResponse,
+  type SearchEventsRequest,
+} from "../gen/webhooks/delivery/v1/delivery_pb.ts";
+import { IdempotencyResultSchema } from "../gen/webhooks/common/v1/error_pb.ts";
+import { isChainId } from "../common/config.ts";
+import { ApiError } from "../common/errors.ts";
+import { isId } from "../common/ids.ts";
+import { isKeyed, type IdempotentOutcome } from "../common/idempotency.ts";
+import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
+import { toEventView } from "./payload.ts";
+import { afterEffect, beforeEffect, invalid, notFound, pageLimit } from "./rpc-helpers.ts";
+import { EVENT_STATUSES, type AttemptRow, type EventStatus } from "./schema.ts";
+import type { DeliveryServiceDeps } from "./service.ts";
+import type { EventSearch, PageCursor } from "./store.ts";
+
+/** How far back recover reaches (the contract's bound on `since`). */
+export const RECOVER_MAX_AGE_MS = 14 * 24 * 3_600_000;
+/** Events re-queued per statement: each batch is one short UPDATE, so no transaction lasts long. */
+export const RECOVER_BATCH = 1_000;
+/** How long a recover may hold its Idempotency-Key before another request may take it. */
+const RECOVER_LOCK_MS = 10 * 60_000;
+
+interface Shared {
+  /** The subscription exists and is enabled (else not_found / subscription_disabled). */
+  activeTarget(subscriptionId: string): Promise<unknown>;
+  firstDueMs(): number;
+}
+
+function cursorOf(key: Buffer, scope: PageScope, token: string): PageCursor | undefined {
+  const cursor = decodePageToken<PageCursor>(key, scope, token);
+  if (cursor !== undefined && (typeof cursor?.t !== "number" || typeof cursor?.id !== "string")) {
+    throw new ApiError("invalid_pagination_token", "The page token is malformed, altered or belongs to another list.");
+  }
+  return cursor;
+}
+
+function statusFilter(value: string, param: string): EventStatus | undefined {
+  if (value === "") return undefined;
+  if (!(EVENT_STATUSES as readonly string[]).includes(value)) throw invalid(param, `status must be one of ${EVENT_STATUSES.join(", ")}.`);
+  return value as EventStatus;
+}
+
+function toAttempt(a: AttemptRow) {
+  return create(AttemptSchema, {
+    id: a.id,
+    dateMs: BigInt(a.attemptedAt.getTime()),
+    durationMs: a.durationMs,
+    responseStatus: a.responseStatus ?? undefined,
+    responseBody: a.responseBody ?? undefined,
+    error: a.error ?? undefined,
+    trigger: a.trigger,
+  });
+}
+
+function rate(w: { attempts: number; succeeded: number }) {
+  return create(WindowStatsSchema, {
+    attempts: BigInt(w.attempts),
+    succeeded: BigInt(w.succeeded),
+    successRate: w.attempts === 0 ? undefined : w.succeeded / w.attempts,
+  });
+}
+
+export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
+  async function recover(req: RecoverEventsRequest, status: EventStatus, since: Date, until: Date): Promise<number> {
+    await shared.activeTarget(req.subscriptionId);
+    let total = 0;
+    let after: PageCursor | undefined;
+    for (;;) {
+      const batch = await d.store.recoverCandidates(req.subscriptionId, status, since, until, after, RECOVER_BATCH);
+      if (batch.length === 0) break;
+      const ids = batch.map((b) => b.id);
+      // Reserved before the update, as for retry: a crash between the commit and the schedule write loses nothing.
+      await beforeEffect(() => d.schedule.reserve(ids, Date.now() + d.reserveMs));
+      const due = shared.firstDueMs();
+      const applied = await d.store.requeue(ids, status, new Date(due));
+      await afterEffect(() => d.schedule.moveToDue(applied.map((id) => ({ id, dueMs: due }))));
+      total += applied.length;
+      if (applied.length > 0) d.wake();
+      if (batch.length < RECOVER_BATCH) break;
+      const last = batch[batch.length - 1]!;
+      after = { t: last.t, id: last.id };
+    }
+    return total;
+  }
+
+  function replayed(out: IdempotentOutcome<RecoverEventsResponse>): RecoverEventsResponse {
+    if (!out.replayedFrom) return out.message;
+    return create(RecoverEventsResponseSchema, {
+      recovered: out.message.recovered,
+      idempotency: create(IdempotencyResultSchema, { replayed: true, originalRequestId: out.replayedFrom }),
+    });
+  }
+
+  return {
+    async listAttempts(req: ListAttemptsRequest) {
+      if (!isId("sub", req.subscriptionId) || !isId("evt", req.eventId)) throw notFound();
+      const limit = pageLimit(req.limit);
+      const scope: PageScope = { list: "attempts", keyId: req.keyId, parent: req.eventId };
+      const cursor = cursorOf(d.tokenKey, scope, req.pageToken);
+      const event = await d.store.getEvent(req.subscriptionId, req.eventId);
+      if (!event) throw notFound();
+      const rows = await d.store.listAttempts(req.eventId, limit, cursor);
+      const page = rows.slice(0, limit);
+      const last = page[page.length - 1];
+      return create(ListAttemptsResponseSchema, {
+        items: page.map(toAttempt),
+        nextPageToken: rows.length > limit && last ? encodePageToken(d.tokenKey, scope, { t: last.attemptedAt.getTime(), id: last.id }) : "",
+      });
+    },
+
+    async recoverEvents(req: RecoverEventsRequest) {
+      if (!isId("sub", req.subscriptionId)) throw notFound("subscription");
+      const status = statusFilter(req.status, "/status") ?? "failed";
+      if (status === "pending") throw invalid("/status", "status must be failed or delivered.");
+      const now = Date.now();
+      if (req.sinceMs < BigInt(now - RECOVER_MAX_AGE_MS)) throw invalid("/since", "since must be at most 14 days ago.");
+      const since = new Date(Number(req.sinceMs));
+      const until = new Date(req.untilMs === undefined ? now : Number(req.untilMs));
+      if (until.getTime() <= since.getTime()) throw invalid("/until", "until must be after since.");
+      const scope = `POST /v1/subscriptions/${req.subscriptionId}/events/recover`;
+      const idem = req.idempotency;
+      if (!isKeyed(idem)) return create(RecoverEventsResponseSchema, { recovered: BigInt(await recover(req, status, since, until)) });
+      // Too long for one transaction: the key is held in Redis while the batches run, and the record is written
+      // when they are done. A recover interrupted half-way is simply run again: what it re-queued already is no
+      // longer failed (or delivered), so the rerun takes only the rest.
+      const done = await d.store.findIdempotent(RecoverEventsResponseSchema, req.keyId, scope, idem);
+      if (done) return replayed(done);
+      const lock = `recover:${createHash("sha256").update(`${req.keyId}\n${scope}\n${idem.key}`).digest("hex")}`;
+      let locked: boolean;
+      try {
+        locked = await d.schedule.tryLock(lock, RECOVER_LOCK_MS);
+      } catch {
+        throw new ApiError("service_unavailable", "The delivery schedule is unavailable; nothing was changed. Try again shortly.");
+      }
+      if (!locked) {
+        throw new ApiError("idempotency_in_flight", "A request with this Idempotency-Key is still being processed; retry shortly.");
+      }
+      try {
+        const recovered = await recover(req, status, since, until);
+        const out = await d.store.recordIdempotent(RecoverEventsResponseSchema, req.keyId, scope, idem,
+          create(RecoverEventsResponseSchema, { recovered: BigInt(recovered) }));
+        return replayed(out);
+      } finally {
+        await d.schedule.unlock(lock).catch(() => {});
+      }
+    },
+
+    async searchEvents(req: SearchEventsRequest) {
+      const limit = pageLimit(req.limit);
+      if (req.subscriptionId !== "" && !isId("sub", req.subscriptionId)) throw notFound("subscription");
+      if (req.chainId !== "" && !isChainId(req.chainId)) throw invalid("chainId", "chainId must be tron:mainnet, tron:nile or tron:shasta.");
+      const q: EventSearch = {
+        keyId: req.keyId,
+        subscriptionId: req.subscriptionId || undefined,
+        txId: req.txId || undefined,
+        address: req.address || undefined,
+        chainId: req.chainId || undefined,
+        kind: req.kind || undefined,
+        status: statusFilter(req.status, "status"),
+        since: req.sinceMs === undefined ? undefined : new Date(Number(req.sinceMs)),
+        until: req.untilMs === undefined ? undefined : new Date(Number(req.untilMs)),
+      };
+      // The page token is bound to the filters: a token of another filter set is another list.
+      const { keyId: _k, ...filters } = q;
+      const scope: PageScope = { list: `events:search:${JSON.stringify(filters)}`, keyId: req.keyId, parent: "" };
+      const cursor = cursorOf(d.tokenKey, scope, req.pageToken);
+      const rows = await d.store.searchEvents(q, limit, cursor);
+      const page = rows.slice(0, limit);
+      const last = page[page.length - 1];
+      return create(ListEventsResponseSchema, {
+        items: page.map(toEventView),
+        nextPageToken: rows.length > limit && last ? encodePageToken(d.tokenKey, scope, { t: last.createdAt.getTime(), id: last.id }) : "",
+      });
+    },
+
+    async getHealth(req: GetHealthRequest) {
+      if (!isId("sub", req.subscriptionId)) throw notFound("subscription");
+      const h = await d.store.health(req.subscriptionId, new Date());
+      return create(HealthResponseSchema, {
+        lastHour: rate(h.hour),
+        last24h: rate(h.day),
+        lastSuccessMs: h.lastSuccess ? BigInt(h.lastSuccess.getTime()) : undefined,
+        lastFailureMs: h.lastFailure ? BigInt(h.lastFailure.at.getTime()) : undefined,
+        lastFailureReason: h.lastFailure?.reason,
+        consecutiveFailures: BigInt(h.consecutiveFailures),
+        p50DurationMs: h.p50 ?? undefined,
+        p99DurationMs: h.p99 ?? undefined,
+        pending: BigInt(h.pending),
+        hourlySuccessRate: h.hourly,
+      });
+    },
+  };
+}

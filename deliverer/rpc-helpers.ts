@@ -1,0 +1,41 @@
+// What the DeliveryService handlers share: their public errors and the two ways a schedule write around a
+// PostgreSQL effect can fail.
+import { ApiError } from "../common/errors.ts";
+import { log } from "../common/logger.ts";
+
+export function notFound(what = "event"): ApiError {
+  return new ApiError("not_found", `No such ${what}.`);
+}
+
+export function invalid(param: string, message: string): ApiError {
+  return new ApiError("invalid_request", message, { param });
+}
+
+/** A schedule write before the effect: Redis down means nothing was done, the public 503. */
+export async function beforeEffect(op: () => Promise<void>): Promise<void> {
+  try {
+    await op();
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw new ApiError("service_unavailable", "The delivery schedule is unavailable; nothing was changed. Try again shortly.");
+  }
+}
+
+/**
+ * A schedule write after the effect committed: the reservation made before it guarantees the event is claimed when
+ * the reservation expires, so a failure here delays the delivery but loses nothing, and the call still succeeds.
+ */
+export async function afterEffect(op: () => Promise<void>): Promise<void> {
+  try {
+    await op();
+  } catch (err) {
+    log.warn("schedule update after commit failed; the reservation will bring the event back", { err });
+  }
+}
+
+/** A list's limit as the contract reads it: 0 (absent) is the default, above the maximum is clamped. */
+export function pageLimit(limit: number, fallback = 50, max = 200): number {
+  if (limit === 0) return fallback;
+  if (limit < 1) throw invalid("limit", "limit must be an integer from 1 to 200.");
+  return Math.min(limit, max);
+}

@@ -1,0 +1,140 @@
+// The console in a real browser (Debian's Chromium driven by playwright-core) against the real stack: sign in,
+// create a subscription, paste addresses, fire a test event and watch it arrive, break the endpoint, see the failure
+// and its attempts, recover. A screenshot of each page goes to test-results/console/ for review.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type BrowserContext, type Locator, type Page } from "playwright-core";
+import { hexToBase58 } from "../../common/tron-address.ts";
+import { startEventsStack, type EventsStack } from "../support/events.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const SHOTS = join(import.meta.dir, "..", "..", "test-results", "console");
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium) console.warn(`console.browser.test: skipped, ${CHROMIUM} is absent (apt-get install -y chromium)`);
+
+let env: EventsStack;
+let browser: BrowserContext;
+let profile: string;
+
+beforeAll(async () => {
+  if (!haveChromium) return;
+  mkdirSync(SHOTS, { recursive: true });
+  env = await startEventsStack({ env: { RETRY_SCHEDULE: "0,50ms,50ms" } });
+  profile = mkdtempSync(join(tmpdir(), "console-chromium-"));
+  // A fresh user-data-dir each run (playwright takes it as the persistent context's directory).
+  browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    viewport: { width: 1280, height: 900 },
+    args: [
+      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync",
+    ],
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await env?.stop();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+}, 60_000);
+
+async function shot(page: Page, name: string) {
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/** Waits until `locator` shows `text` (playwright-core has no auto-waiting assertions of its own). */
+async function seeText(locator: Locator, text: string, timeout = 10_000): Promise<void> {
+  await locator.filter({ hasText: text }).first().waitFor({ timeout });
+}
+
+async function seeCount(locator: Locator, n: number, timeout = 10_000): Promise<void> {
+  const deadline = Date.now() + timeout;
+  while ((await locator.count()) !== n) {
+    if (Date.now() > deadline) throw new Error(`expected ${n} of ${locator}, saw ${await locator.count()}`);
+    await Bun.sleep(50);
+  }
+}
+
+/** datetime-local value (local time, minutes) for `ms`. */
+function localInput(ms: number): string {
+  const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60_000);
+  return d.toISOString().slice(0, 16);
+}
+
+test.skipIf(!haveChromium)("sign in, subscribe, paste addresses, deliver, fail, inspect attempts, recover", async () => {
+  const { key } = await env.stack.createKey();
+  const hook = "/console-hook";
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+
+  await page.goto(`${env.stack.baseUrl}/console`);
+  await page.getByLabel("API key").fill("whk_wrong");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  // The API's own words: its error code and sentence.
+  await seeText(page.getByRole("alert"), "unauthorized");
+  await shot(page, "01-sign-in");
+  await page.getByLabel("API key").fill(key);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { name: "Subscriptions" }).waitFor();
+  expect(await page.evaluate(() => Object.keys(localStorage).length)).toBe(0);
+
+  await page.getByLabel("Destination URL (https)").fill(env.receiver.url(hook));
+  await page.getByLabel("service.ping").check();
+  await page.getByRole("button", { name: "Create subscription" }).click();
+  await page.locator("output.secret").or(page.getByRole("alert")).first().waitFor();
+  expect(await page.locator("#messages").textContent()).toStartWith("Subscription sub_");
+  const secret = (await page.locator("output.secret").textContent()) ?? "";
+  expect(secret).toStartWith("whsec_");
+  env.receiver.setSecrets(hook, [secret]);
+  await shot(page, "02-subscriptions");
+  await page.locator("a[href^='#/subscriptions/sub_']").first().click();
+  await page.getByRole("heading", { name: /^Subscription sub_/ }).waitFor();
+  // The secret is not shown again anywhere on the subscription's page.
+  expect(await page.content()).not.toContain(secret);
+
+  const addresses = Array.from({ length: 2_000 }, (_, i) => hexToBase58(`41${(i + 1).toString(16).padStart(40, "0")}`));
+  // A paste: the text lands in the field at once (typing 70 kB key by key would only slow the test).
+  await page.getByLabel("Addresses to add").evaluate((el, text) => {
+    (el as unknown as { value: string }).value = text;
+  }, [...addresses, "Tnotanaddress"].join("\n"));
+  await page.getByRole("button", { name: "Add addresses" }).click();
+  await seeText(page.locator(".added-count"), "2000 added, 1 skipped, 0 already present.");
+  await seeText(page.getByLabel("Skipped addresses"), "Tnotanaddress: invalid_address");
+  await page.getByRole("button", { name: "More addresses" }).waitFor();
+  await shot(page, "03-addresses");
+
+  await page.getByRole("button", { name: "Send test service.ping" }).click();
+  await page.locator("tr[data-status='delivered']").first().waitFor({ timeout: 20_000 });
+  expect(env.receiver.deliveries(hook)[0]?.verified).toBe(true);
+  await shot(page, "04-delivered");
+
+  env.receiver.setBehaviour(hook, { kind: "status", status: 500, body: "down for maintenance" });
+  await page.getByRole("button", { name: "Send test service.ping" }).click();
+  const failed = page.locator("tr[data-status='failed']").first();
+  await failed.waitFor({ timeout: 20_000 });
+  await failed.getByRole("button").click();
+  await seeCount(page.locator("table.attempts tbody tr"), 3);
+  await seeText(page.locator("table.attempts"), "down for maintenance");
+  await seeText(page.locator(".last-failure"), "HTTP 500", 10_000);
+  await shot(page, "05-failure-and-attempts");
+
+  env.receiver.setBehaviour(hook, { kind: "ok" });
+  await page.getByLabel("Since", { exact: true }).last().fill(localInput(Date.now() - 10 * 60_000));
+  await page.getByRole("button", { name: "Recover", exact: true }).click();
+  await seeText(page.getByRole("status"), "1 events queued again");
+  await seeCount(page.locator("tr[data-status='failed']"), 0, 20_000);
+  await seeText(page.locator("table.attempts"), "manual", 10_000);
+  await shot(page, "06-recovered");
+
+  await page.getByRole("link", { name: "Events" }).click();
+  await page.getByRole("heading", { name: "Events" }).first().waitFor();
+  await seeCount(page.locator("tr[data-event]"), 2);
+  await shot(page, "07-events");
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  await shot(page, "08-phone");
+  expect(errors).toEqual([]);
+}, 120_000);
