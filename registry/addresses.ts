@@ -202,9 +202,9 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
       }
 
       const written = newWritten();
-      return store.run(
-        (db) =>
-          guardIndex(written, db.transaction(async (tx) => {
+      return guardIndex(
+        written,
+        store.write(async (tx) => {
             const row = await lockSubscription(tx, req.keyId, req.id);
             const key = await keyState(tx, req.keyId);
             // Each side deduplicated in request order; an invalid item is skipped once.
@@ -289,8 +289,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
               removed: removedInOrder,
               skipped,
             });
-          })),
-        CHANGE_DEADLINE_MS,
+        }, CHANGE_DEADLINE_MS),
       );
     },
 
@@ -304,9 +303,9 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
         });
       }
       const written = newWritten();
-      return store.run(
-        (db) =>
-          guardIndex(written, db.transaction(async (tx) => {
+      return guardIndex(
+        written,
+        store.write(async (tx) => {
             const row = await lockSubscription(tx, req.keyId, req.id);
             const key = await keyState(tx, req.keyId);
             // Duplicates collapse (the first occurrence keeps its place and its index for error details).
@@ -372,8 +371,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
               await indexWrite;
             }
             return create(SubscriptionResponseSchema, { subscription: await inline(tx, current) });
-          })),
-        CHANGE_DEADLINE_MS,
+        }, CHANGE_DEADLINE_MS),
       );
     },
 
