@@ -1,5 +1,5 @@
 // APP_SECRET and INTERNAL_TOKEN: from the environment, or generated once and kept in the database so every replica
-// and every restart agrees on them (CONTRACT.md "Running it").
+// and every restart agrees on them (docs/CONTRACT.md "Running it").
 import { randomBytes } from "node:crypto";
 import type { SQL } from "bun";
 import { deriveKeys, type AppKeys } from "./crypto.ts";

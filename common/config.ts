@@ -1,4 +1,4 @@
-// One reader of the environment for every service: CONTRACT.md "Running it" lists each variable and its default.
+// One reader of the environment for every service: docs/CONTRACT.md "Running it" lists each variable and its default.
 
 export const TRON_CHAINS = ["tron:mainnet", "tron:nile", "tron:shasta"] as const;
 export type ChainId = (typeof TRON_CHAINS)[number];

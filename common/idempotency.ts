@@ -1,4 +1,4 @@
-// Idempotency records (CONTRACT.md "Idempotency"), one mechanism for every service that owns an effect: the record
+// Idempotency records (docs/CONTRACT.md "Idempotency"), one mechanism for every service that owns an effect: the record
 // is taken and written inside the effect's own transaction, so a crash cannot leave one without the other.
 import { fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { and, eq, lt, sql } from "drizzle-orm";

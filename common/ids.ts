@@ -1,4 +1,4 @@
-// Public ids are a prefix plus a ULID (time-sortable, 26 Crockford base32 characters): CONTRACT.md "HTTP conventions".
+// Public ids are a prefix plus a ULID (time-sortable, 26 Crockford base32 characters): docs/CONTRACT.md "HTTP conventions".
 import { monotonicFactory } from "ulid";
 
 const nextUlid = monotonicFactory();
@@ -17,7 +17,7 @@ const patterns: Record<IdPrefix, RegExp> = {
   att: new RegExp(`^att_${ULID}$`),
 };
 
-/** A malformed id is simply not found (CONTRACT.md): callers turn `false` into 404. */
+/** A malformed id is simply not found (docs/CONTRACT.md): callers turn `false` into 404. */
 export function isId(prefix: IdPrefix, value: string): boolean {
   return patterns[prefix].test(value);
 }

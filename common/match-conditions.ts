@@ -1,4 +1,4 @@
-// A subscription's match conditions (CONTRACT.md "Match conditions"): which transfers of its watched addresses make
+// A subscription's match conditions (docs/CONTRACT.md "Match conditions"): which transfers of its watched addresses make
 // events. One shape for the registry (stored as jsonb), the watch index (carried beside status and kinds) and the
 // matcher (applied by matcher/conditions.ts). Always held normalized: defaults filled, amounts canonical.
 

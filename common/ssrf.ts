@@ -401,7 +401,7 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /**
- * Parses a destination URL once and returns its one stored form, `new URL(raw).href` (CONTRACT.md "Limits" and the
+ * Parses a destination URL once and returns its one stored form, `new URL(raw).href` (docs/CONTRACT.md "Limits" and the
  * README's URL rule). Accepted normalizations are the parser's lossless ones: scheme and host case, IDNA (a fullwidth
  * or Unicode host becomes its ASCII form), percent-encoding of non-ASCII path, query and fragment characters, the
  * default port, dot segments and an empty path becoming "/". Anything the parser would drop or guess at is refused.

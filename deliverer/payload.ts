@@ -1,4 +1,4 @@
-// Webhook payloads (CONTRACT.md "Events and delivery": {id, kind, date, subscriptionId, data}) and the event view.
+// Webhook payloads (docs/CONTRACT.md "Events and delivery": {id, kind, date, subscriptionId, data}) and the event view.
 import { create } from "@bufbuild/protobuf";
 import { randomBytes } from "node:crypto";
 import { EventViewSchema, type EventView, type Transfer } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
@@ -22,7 +22,7 @@ export type Envelope = {
   data: Record<string, unknown>;
 };
 
-/** `data` of a transfer event of `kind` (CONTRACT.md "Transfer lifecycle": the final kinds carry more). */
+/** `data` of a transfer event of `kind` (docs/CONTRACT.md "Transfer lifecycle": the final kinds carry more). */
 export function transferData(t: Transfer, kind: string): Record<string, unknown> {
   const a = t.asset;
   const data: Record<string, unknown> = {
@@ -77,7 +77,7 @@ export function sampleTransferData(chainId: string, kind: string, at: Date): Rec
     blockHash: randomBytes(32).toString("hex"),
     blockTimestamp,
     txId: randomBytes(32).toString("hex"),
-    // A failed call emits no log: it is decoded from its call data (CONTRACT.md), so its logIndex is -1.
+    // A failed call emits no log: it is decoded from its call data (docs/CONTRACT.md), so its logIndex is -1.
     logIndex: mainnet && !failed ? 0 : -1,
     internalIndex: -1,
     from: SAMPLE_FROM,

@@ -77,7 +77,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
       if (!t || !isChainId(t.chainId) || t.txId === "") throw invalid(`/events/${i}/transfer`, "transfer needs a known chain and a txId.");
       if (e.kind === FAILED_KIND && t.reason === "") throw invalid(`/events/${i}/transfer/reason`, "A failed transfer needs its reason.");
     });
-    // No events for a subscription that is gone, disabled or whose key is revoked (CONTRACT.md).
+    // No events for a subscription that is gone, disabled or whose key is revoked (docs/CONTRACT.md).
     const targets = await d.targets.get(req.events.map((e) => e.subscriptionId));
     const now = new Date();
     const rows: NewEventRow[] = [];

@@ -541,7 +541,7 @@ export class DelivererStore {
     });
   }
 
-  // ---- idempotency (CONTRACT.md "Idempotency") ----
+  // ---- idempotency (docs/CONTRACT.md "Idempotency") ----
 
   idempotent<Desc extends DescMessage>(
     schema: Desc,

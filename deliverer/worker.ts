@@ -283,7 +283,7 @@ export class DeliveryWorker {
       }
     }
     if (cancelled.length > 0) {
-      // The subscription is gone: its events go with it (CONTRACT.md "Subscriptions", DELETE).
+      // The subscription is gone: its events go with it (docs/CONTRACT.md "Subscriptions", DELETE).
       await this.store.deleteEvents(cancelled);
       drop.push(...cancelled);
     }

@@ -10,7 +10,7 @@ export const DEFAULT_AUTH_CACHE_MS = 3_000;
 const MAX_ENTRIES = 10_000;
 // "Bearer" is case-insensitive (RFC 7235); one token, no spaces inside.
 const BEARER = /^bearer +([^\s]+) *$/i;
-// CONTRACT.md: "whk_" + 43 base64url characters. Anything else cannot be a key, so it costs no registry call
+// docs/CONTRACT.md: "whk_" + 43 base64url characters. Anything else cannot be a key, so it costs no registry call
 // (a flood of made-up tokens must not become a flood of database lookups).
 const KEY_SHAPE = /^whk_[A-Za-z0-9_-]{43}$/;
 

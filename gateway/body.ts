@@ -97,7 +97,7 @@ export interface ParsedBody {
   present: boolean;
 }
 
-/** Reads and parses a request body per CONTRACT.md: 413 over 1 MiB, 415 without application/json, 400 if malformed. */
+/** Reads and parses a request body per docs/CONTRACT.md: 413 over 1 MiB, 415 without application/json, 400 if malformed. */
 export async function parseJsonBody(request: Request): Promise<ParsedBody> {
   const bytes = await readCapped(request);
   if (bytes.byteLength > MAX_BODY_BYTES) throw tooLarge();

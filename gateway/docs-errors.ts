@@ -1,5 +1,5 @@
 // The error answers of the OpenAPI document: for each operation and status, the codes it can give, each with an
-// example body in the one error shape (CONTRACT.md "HTTP conventions"). Codes and statuses come from
+// example body in the one error shape (docs/CONTRACT.md "HTTP conventions"). Codes and statuses come from
 // common/errors.ts, so a code that is renamed or moved to another status fails the type check or the document test.
 import { ERROR_STATUS, type ErrorCode, type ErrorDetail } from "../common/errors.ts";
 import { SSRF_ALLOW_HINT } from "../common/ssrf.ts";

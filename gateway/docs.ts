@@ -34,7 +34,7 @@ const INFO = {
 // Relative to the document's own address: "try it out" on /docs calls the gateway that served the page.
 const SERVERS = [{ url: "/", description: "The gateway serving this document (npm start: http://localhost:3000)" }];
 const ERROR_REF = "#/components/schemas/Error";
-/** CONTRACT.md "Limits": limit on every list. */
+/** docs/CONTRACT.md "Limits": limit on every list. */
 const PAGE_LIMIT = { type: "integer", default: 50, minimum: 1, description: "1 to 200, default 50; above 200 is clamped to 200." };
 
 const PAGE = `<!DOCTYPE html>

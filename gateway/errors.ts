@@ -1,4 +1,4 @@
-// Every error the gateway answers, in the one body shape of CONTRACT.md: {"error","message","detail","requestId"}.
+// Every error the gateway answers, in the one body shape of docs/CONTRACT.md: {"error","message","detail","requestId"}.
 // Elysia's own failures (validation, parse, unknown route) are translated here too, so no framework-shaped body
 // ever reaches a client.
 import { ValidationError } from "elysia";

@@ -1,5 +1,5 @@
 // What a customer's endpoint receives, for the OpenAPI document's `webhooks` section and the README's "Events":
-// one payload schema per event kind (CONTRACT.md "Events and delivery" and "Transfer lifecycle"), when each fires,
+// one payload schema per event kind (docs/CONTRACT.md "Events and delivery" and "Transfer lifecycle"), when each fires,
 // the guarantees a receiver can build on, the delivery headers and a full example of each, signed for real.
 import { t, type Static, type TSchema } from "elysia";
 import { renderPayload } from "../deliverer/payload.ts";

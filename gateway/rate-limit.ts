@@ -1,6 +1,6 @@
 // Per-API-key rate limiting in Redis with GCRA (the token bucket as one timestamp per key): one Lua script, one
 // round trip, Redis's own clock so every gateway replica agrees. Redis being down never blocks the API: the
-// limiter fails open (CONTRACT.md "HTTP conventions").
+// limiter fails open (docs/CONTRACT.md "HTTP conventions").
 import { createHash } from "node:crypto";
 import type { Redis } from "../common/redis.ts";
 

@@ -1,4 +1,4 @@
-// Registry messages → the public JSON of CONTRACT.md "Subscriptions". Which `filters` and whether the secret
+// Registry messages → the public JSON of docs/CONTRACT.md "Subscriptions". Which `filters` and whether the secret
 // appear depends on the endpoint, so each view is named for where it is used.
 import type { Static } from "elysia";
 import { DIRECTIONS, type MatchDirection } from "../common/match-conditions.ts";

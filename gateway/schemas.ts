@@ -7,7 +7,7 @@ type ObjectOptions = NonNullable<Parameters<typeof t.Object>[1]>;
 type TProperties = Record<string, TSchema>;
 
 /**
- * An object of a request (body or query): unknown fields are ignored (CONTRACT.md), never rejected. Use it for
+ * An object of a request (body or query): unknown fields are ignored (docs/CONTRACT.md), never rejected. Use it for
  * every request object: the gateway validates without Elysia's normalization, which would rewrite wrong values
  * (a string where an object belongs becomes {}) before reporting them.
  */

@@ -1,4 +1,4 @@
-// A subscription's match conditions applied to one transfer (CONTRACT.md "Match conditions"). Pure: the conditions
+// A subscription's match conditions applied to one transfer (docs/CONTRACT.md "Match conditions"). Pure: the conditions
 // come with the watcher from the watch index (common/watch-index.ts), so matching reads no PostgreSQL.
 //   - includeZeroValue false: a transfer of amount 0 passes no role (the address-poisoning vector);
 //   - assets: null lets every asset through; otherwise the transfer's asset must be listed, at or above its minAmount;

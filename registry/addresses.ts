@@ -1,4 +1,4 @@
-// Address filters (CONTRACT.md "Address filters"): PATCH (per-item results), PUT (all or nothing), the keyset list,
+// Address filters (docs/CONTRACT.md "Address filters"): PATCH (per-item results), PUT (all or nothing), the keyset list,
 // and the watch-index rebuild RPC. Each change runs in one transaction under the subscription's row lock (so
 // concurrent PATCHes of one subscription serialize), in bulk SQL (unnest of arrays, never one INSERT per address),
 // and reaches the Redis watch index before COMMIT (registry/watch-index.ts explains the ordering).
@@ -17,7 +17,7 @@ import { INLINE_ADDRESSES, notFound, subscriptionMessage, type AddressRpcs } fro
 import type { RegistryStore, RegistryTx } from "./store.ts";
 import { pgTextArray, subscriptionMeta, type KeyState, type WatchIndex } from "./watch-index.ts";
 
-/** Addresses per request: PATCH add and remove together, PUT (CONTRACT.md "Limits"). */
+/** Addresses per request: PATCH add and remove together, PUT (docs/CONTRACT.md "Limits"). */
 export const MAX_ADDRESSES_PER_REQUEST = 10_000;
 /** A change of 10,000 addresses against a large subscription may take longer than a plain store call. */
 const CHANGE_DEADLINE_MS = 9_000;

@@ -1,4 +1,4 @@
-// The registry's business rules for subscriptions and keys (CONTRACT.md "Limits" and "Subscriptions"): pure checks
+// The registry's business rules for subscriptions and keys (docs/CONTRACT.md "Limits" and "Subscriptions"): pure checks
 // that either return the normalized value or throw the public ApiError. The destination URL (shape, DNS, SSRF)
 // is checked by common/ssrf.ts checkDestinationUrl, which the deliverer shares; queue destinations by destination.ts.
 import { randomBytes } from "node:crypto";
@@ -52,7 +52,7 @@ export function checkEvents(events: readonly string[]): string[] {
   return distinct;
 }
 
-// ---- match conditions (CONTRACT.md "Match conditions") ----
+// ---- match conditions (docs/CONTRACT.md "Match conditions") ----
 
 const DIGITS = /^[0-9]+$/;
 /** The largest amount a transfer can carry (TRC-20 amounts are uint256). */

@@ -49,7 +49,7 @@ import type {
 } from "./store.ts";
 import { changeThenHook, type WatchHooks } from "./watch-hooks.ts";
 
-/** Inlined addresses on GET and rotate (CONTRACT.md "Subscriptions"). */
+/** Inlined addresses on GET and rotate (docs/CONTRACT.md "Subscriptions"). */
 export const INLINE_ADDRESSES = 200;
 
 /** The address RPCs and the watch-index rebuild, implemented in registry/addresses.ts. */

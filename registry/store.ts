@@ -590,7 +590,7 @@ export class RegistryStore {
   // ---- idempotency ----
 
   /**
-   * Runs `effect` in one transaction with the idempotency record of (keyId, scope, idem.key), as CONTRACT.md
+   * Runs `effect` in one transaction with the idempotency record of (keyId, scope, idem.key), as docs/CONTRACT.md
    * "Idempotency" says (common/idempotency.ts): a concurrent holder of the same key → idempotency_in_flight; a
    * finished record with the same request hash → its stored response; with another hash → idempotency_conflict;
    * otherwise the effect and the record commit together (any error rolls both back). Without an idempotency key the

@@ -31,7 +31,7 @@ const SECURITY = [{ bearer: [] }];
 
 export const MAX_PAGE_LIMIT = 200;
 
-/** `limit` of every list: an integer from 1; above 200 is clamped (CONTRACT.md "Limits"). 0 means the default. */
+/** `limit` of every list: an integer from 1; above 200 is clamped (docs/CONTRACT.md "Limits"). 0 means the default. */
 export function pageLimit(limit: number | undefined): number {
   if (limit === undefined) return 0;
   if (!Number.isInteger(limit) || limit < 1) {
@@ -40,7 +40,7 @@ export function pageLimit(limit: number | undefined): number {
   return Math.min(limit, MAX_PAGE_LIMIT);
 }
 
-/** A malformed id cannot exist: it is simply not found (CONTRACT.md). */
+/** A malformed id cannot exist: it is simply not found (docs/CONTRACT.md). */
 export function subscriptionId(id: string): string {
   if (!isId("sub", id)) throw notFound();
   return id;
@@ -83,7 +83,7 @@ const RotateInput = t.Optional(
 );
 
 /**
- * After the registry deleted a subscription, its pending deliveries stop and its events go (CONTRACT.md). If the
+ * After the registry deleted a subscription, its pending deliveries stop and its events go (docs/CONTRACT.md). If the
  * deliverer cannot be reached the subscription is gone all the same: the deliverer cancels the pending events
  * itself when it finds the subscription missing, and the events' URLs are 404 with their subscription.
  */

@@ -1,4 +1,4 @@
-// Address filters through the public HTTP API, every way to get them wrong (CONTRACT.md "Address filters",
+// Address filters through the public HTTP API, every way to get them wrong (docs/CONTRACT.md "Address filters",
 // "Limits", "Pagination"): the contract's error, and nothing changed — in PostgreSQL and in the watch index.
 // Real PostgreSQL and Redis (test/support/stack.ts); the per-subscription limit is lowered to 5 for this file.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

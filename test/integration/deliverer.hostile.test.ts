@@ -1,4 +1,4 @@
-// Hostile destinations end as CONTRACT.md "Events and delivery" says. Real PostgreSQL, Redis, registry and a real
+// Hostile destinations end as docs/CONTRACT.md "Events and delivery" says. Real PostgreSQL, Redis, registry and a real
 // HTTPS receiver (test CA via DELIVERY_CA_FILE); only the schedule and the timeout are shortened.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { staticResolver } from "../../common/ssrf.ts";

@@ -1,4 +1,4 @@
-// Retry-After on 429/503 is honoured within [scheduled delay, 2× scheduled delay] (CONTRACT.md), measured between
+// Retry-After on 429/503 is honoured within [scheduled delay, 2× scheduled delay] (docs/CONTRACT.md), measured between
 // the attempts a real receiver saw.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startDeliveryBed, waitForEvent, type DeliveryBed } from "../support/delivery.ts";

@@ -1,4 +1,4 @@
-// CONTRACT.md "HTTP conventions": request ids, unknown paths and methods, body size and media type, rate limits
+// docs/CONTRACT.md "HTTP conventions": request ids, unknown paths and methods, body size and media type, rate limits
 // (and failing open without Redis), operational endpoints, and the OpenAPI document with its offline docs page.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { openRedis } from "../../common/redis.ts";

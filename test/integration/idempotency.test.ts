@@ -1,4 +1,4 @@
-// Idempotency-Key on POST /v1/subscriptions and rotate (CONTRACT.md "Idempotency"): replays, conflicts, in-flight,
+// Idempotency-Key on POST /v1/subscriptions and rotate (docs/CONTRACT.md "Idempotency"): replays, conflicts, in-flight,
 // scope (key, method, path), key validation, and errors releasing the key.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { SubscriptionJson } from "../../gateway/render.ts";

@@ -1,4 +1,4 @@
-// Keyset pagination of GET /v1/subscriptions (CONTRACT.md "Pagination"): newest first, limits, and pages that stay
+// Keyset pagination of GET /v1/subscriptions (docs/CONTRACT.md "Pagination"): newest first, limits, and pages that stay
 // consistent while subscriptions are created between page requests.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { SubscriptionJson } from "../../gateway/render.ts";

@@ -14,7 +14,7 @@ export const file_webhooks_common_v1_error: GenFile = /*@__PURE__*/
 
 /**
  * Attached to every ConnectError a service raises on purpose, so the gateway can
- * render the public error body (CONTRACT.md "HTTP conventions") without guessing.
+ * render the public error body (docs/CONTRACT.md "HTTP conventions") without guessing.
  *
  * @generated from message webhooks.common.v1.ErrorInfo
  */
