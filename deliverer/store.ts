@@ -1,7 +1,8 @@
 // The deliverer's persistence: the delivery log (events) and the idempotency records of test and retry, on
 // PostgreSQL (Drizzle, Bun SQL). Batch paths (enqueue, outcomes) are one statement per batch.
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
-import { and, arrayContains, desc, eq, gte, inArray, lt, or, sql } from "drizzle-orm";
+import { and, arrayContains, desc, eq, gte, inArray, lt, or, sql, type SQL } from "drizzle-orm";
+import type { PgColumn } from "drizzle-orm/pg-core";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { IdempotencyLedger, isKeyed, type IdempotentOutcome } from "../common/idempotency.ts";
 import { openDatabase, runMigrations, withDatabase, type Database, type DbOptions } from "../common/db.ts";
@@ -117,6 +118,13 @@ export function transferKey(
   internalIndex: number,
 ): string {
   return `${subscriptionId}|${kind}|${chainId}|${txId}|${logIndex}|${internalIndex}`;
+}
+
+
+/** Keyset page of a newest-first list on (time, id): the rows strictly before the cursor. */
+function beforeCursor(time: PgColumn, id: PgColumn, after: PageCursor): SQL {
+  const t = new Date(after.t);
+  return or(lt(time, t), and(eq(time, t), lt(id, after.id)))!;
 }
 
 export class DelivererStore {
@@ -381,10 +389,7 @@ export class DelivererStore {
     return withDatabase(() => {
       const conds = [eq(events.subscriptionId, subscriptionId)];
       if (status) conds.push(eq(events.status, status));
-      if (after) {
-        const t = new Date(after.t);
-        conds.push(or(lt(events.createdAt, t), and(eq(events.createdAt, t), lt(events.id, after.id)))!);
-      }
+      if (after) conds.push(beforeCursor(events.createdAt, events.id, after));
       return this.db
         .select()
         .from(events)
@@ -400,10 +405,7 @@ export class DelivererStore {
   listAttempts(eventId: string, limit: number, after: PageCursor | undefined): Promise<AttemptRow[]> {
     return withDatabase(() => {
       const conds = [eq(attempts.eventId, eventId)];
-      if (after) {
-        const t = new Date(after.t);
-        conds.push(or(lt(attempts.attemptedAt, t), and(eq(attempts.attemptedAt, t), lt(attempts.id, after.id)))!);
-      }
+      if (after) conds.push(beforeCursor(attempts.attemptedAt, attempts.id, after));
       return this.db
         .select()
         .from(attempts)
@@ -424,9 +426,7 @@ export class DelivererStore {
   ): Promise<{ id: string; t: number }[]> {
     return withDatabase(async () => {
       // A keyset walk, not "whatever still matches": an event re-queued and delivered again meanwhile is not taken twice.
-      const page = after
-        ? or(lt(events.createdAt, new Date(after.t)), and(eq(events.createdAt, new Date(after.t)), lt(events.id, after.id)))
-        : undefined;
+      const page = after ? beforeCursor(events.createdAt, events.id, after) : undefined;
       const rows = await this.db
         .select({ id: events.id, createdAt: events.createdAt })
         .from(events)
@@ -470,10 +470,7 @@ export class DelivererStore {
       if (q.status) conds.push(eq(events.status, q.status));
       if (q.since) conds.push(gte(events.createdAt, q.since));
       if (q.until) conds.push(lt(events.createdAt, q.until));
-      if (after) {
-        const t = new Date(after.t);
-        conds.push(or(lt(events.createdAt, t), and(eq(events.createdAt, t), lt(events.id, after.id)))!);
-      }
+      if (after) conds.push(beforeCursor(events.createdAt, events.id, after));
       return this.db
         .select()
         .from(events)

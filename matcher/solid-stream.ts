@@ -24,6 +24,7 @@ import {
   type MatcherDb,
   type PendingDrop,
 } from "./store.ts";
+import { sleep } from "./stream.ts";
 import { MAX_BLOCKS_PER_RANGE, type TronClient } from "./tron-client.ts";
 
 /** The contract's default distance to finality when the node has no solidity API. */
@@ -62,19 +63,6 @@ interface Finality {
   number: number;
   /** The block id at `number` when the node told it (solidity API), else null. */
   blockId: string | null;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0 || signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
 
 export class SolidifiedStream {
