@@ -1,7 +1,8 @@
 // Address filters (docs/CONTRACT.md "Address filters"): PATCH (per-item results), PUT (all or nothing), the keyset list,
 // and the watch-index rebuild RPC. Each change runs in one transaction under the subscription's row lock (so
-// concurrent PATCHes of one subscription serialize), in bulk SQL (unnest of arrays, never one INSERT per address),
-// and reaches the Redis watch index before COMMIT (registry/watch-index.ts explains the ordering).
+// concurrent PATCHes of one subscription serialize), in bulk SQL (unnest of arrays, never one INSERT per address).
+// Its index change is one outbox row per chain in the same transaction (registry/watch-outbox.ts), and the answer
+// waits until the applier wrote it to Redis (registry/watch-index.ts), so a 200 means the matcher matches them.
 import { create } from "@bufbuild/protobuf";
 import { eq, sql as dsql } from "drizzle-orm";
 import type { AddressEntry } from "../gen/webhooks/registry/v1/registry_pb.ts";
@@ -15,7 +16,9 @@ import { checkLimit } from "./rules.ts";
 import { subscriptions, type SubscriptionRow } from "./schema.ts";
 import { INLINE_ADDRESSES, notFound, subscriptionMessage, type AddressRpcs } from "./service.ts";
 import type { RegistryStore, RegistryTx } from "./store.ts";
-import { pgTextArray, subscriptionMeta, type KeyState, type WatchIndex } from "./watch-index.ts";
+import type { KeyState } from "./watch-applier.ts";
+import type { WatchIndex } from "./watch-index.ts";
+import { NO_TICKET, pgTextArray, recordIndexChanges, type IndexChange, type OutboxTicket } from "./watch-outbox.ts";
 
 /** Addresses per request: PATCH add and remove together, PUT (docs/CONTRACT.md "Limits"). */
 export const MAX_ADDRESSES_PER_REQUEST = 10_000;
@@ -130,54 +133,27 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
     return fresh!;
   }
 
-  /** One request's index writes, made while its transaction is open. */
-  interface Written {
-    /** The index was written: if the transaction then fails to commit, the index must be rebuilt. */
-    index: boolean;
-    /** The write intent announced before the first write (null: not announced, the failure is recorded). */
-    intent: Promise<string | null> | undefined;
-    /** The writes so far, chained: a removal and a re-addition of the same entry must reach Redis in that order. */
-    queue: Promise<void>;
-  }
-
-  const newWritten = (): Written => ({ index: false, intent: undefined, queue: Promise.resolve() });
-
-  /** Queues one subscription's net change for the index, chain by chain; resolves once it and every earlier one are written. */
-  function writeIndex(written: Written, row: SubscriptionRow, key: KeyState, added: Entry[], removed: Entry[]): Promise<void> {
-    written.queue = written.queue.then(async () => {
-      written.intent ??= index.announce();
-      // Not announced: Redis is failing, the index is marked for a rebuild that will bring this change in.
-      if ((await written.intent) === null) return;
-      written.index = true;
-      const addedKeys = new Set(added.map(entryKey));
-      const netRemoved = removed.filter((e) => !addedKeys.has(entryKey(e)));
-      const adds = groupByChain(added);
-      const removes = groupByChain(netRemoved);
-      for (const chainId of new Set([...adds.keys(), ...removes.keys()])) {
-        await index.writeAddresses(subscriptionMeta(row), key, chainId, {
-          add: adds.get(chainId) ?? [],
-          remove: removes.get(chainId) ?? [],
-        });
-      }
-    });
-    return written.queue;
-  }
-
   /**
-   * Settles a request's index writes on the real outcome of its transaction, not on the deadline (which abandons a
-   * transaction that may still commit): a transaction that wrote the index and then did not commit leaves the index
-   * ahead of PostgreSQL, so the index is marked for a rebuild before the intent goes.
+   * The outbox rows of one subscription's net change (registry/watch-outbox.ts), one row per chain however many
+   * addresses: inserted last in the transaction, under the subscription's row lock. An entry both removed and added
+   * is present afterwards, so it is not removed from the index.
    */
-  async function guardIndex<T>(written: Written, work: Promise<T>): Promise<T> {
-    try {
-      return await work;
-    } catch (err) {
-      await written.queue.catch(() => {}); // a write still under way must land before the rebuild is asked for
-      if (written.index) await index.recordFailure("transaction failed after its index write", err);
-      throw err;
-    } finally {
-      if (written.intent) await index.withdraw(await written.intent);
+  function recordChange(tx: RegistryTx, id: string, added: readonly Entry[], removed: readonly Entry[]): Promise<OutboxTicket> {
+    const addedKeys = new Set(added.map(entryKey));
+    const adds = groupByChain(added);
+    const removes = groupByChain(removed.filter((e) => !addedKeys.has(entryKey(e))));
+    const changes: IndexChange[] = [];
+    for (const chainId of new Set([...adds.keys(), ...removes.keys()])) {
+      changes.push({ kind: "addresses", subscriptionId: id, chainId, add: adds.get(chainId) ?? [], remove: removes.get(chainId) ?? [] });
     }
+    return recordIndexChanges(tx, changes);
+  }
+
+  /** The response once the index reflects the committed change (bounded: WatchIndex.settle). */
+  async function settled<T>(work: Promise<{ response: T; ticket: OutboxTicket }>): Promise<T> {
+    const { response, ticket } = await work;
+    await index.settle(ticket);
+    return response;
   }
 
   async function inline(tx: RegistryTx, row: SubscriptionRow) {
@@ -201,9 +177,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
         });
       }
 
-      const written = newWritten();
-      return guardIndex(
-        written,
+      return settled(
         store.write(async (tx) => {
             const row = await lockSubscription(tx, req.keyId, req.id);
             const key = await keyState(tx, req.keyId);
@@ -225,14 +199,8 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             const additions = dedupe(req.add);
             const validRemove = removals.filter((i) => !i.problem).map((i) => i.entry);
 
-            // The index change follows from the request alone (adding a present entry or removing an absent one is a
-            // no-op there too), so it runs beside the SQL whenever the per-subscription limit cannot be crossed;
-            // otherwise only after the limit check, so a refused request never touches the index. Additions are
-            // validated in slices, each slice's INSERT sent before the next is checked, so PostgreSQL works while
-            // base58check runs here. Statements on the transaction run in the order they were sent.
-            const overlap = row.addressCount + additions.length <= deps.maxPerSubscription;
-            const queueIndex = (add: Entry[], remove: Entry[]) => void writeIndex(written, row, key, add, remove);
-            if (overlap && validRemove.length > 0) queueIndex([], validRemove);
+            // Additions are validated in slices, each slice's INSERT sent before the next is checked, so PostgreSQL
+            // works while base58check runs here. Statements on the transaction run in the order they were sent.
             const deletion = deleteEntries(tx, row.id, validRemove);
             deletion.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled
             const addProblems = new Map<string, ReturnType<typeof checkEntry>>();
@@ -249,7 +217,6 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
               const insertion = insertEntries(tx, row.id, slice);
               insertion.catch(() => {});
               insertions.push(insertion);
-              if (overlap && slice.length > 0) queueIndex(slice, []);
               await new Promise((resolve) => setImmediate(resolve)); // let the statement go out
             }
             const removed = await deletion;
@@ -276,19 +243,20 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
               });
             }
             let current = row;
+            let ticket = NO_TICKET;
             if (removed.length > 0 || added.length > 0) {
               current = await touch(tx, row.id, count);
-              if (!overlap) await writeIndex(written, current, key, added, removed);
+              ticket = await recordChange(tx, row.id, added, removed);
             }
-            await written.queue;
             // Removals are listed in request order, like additions.
             const removedInOrder = validRemove.filter((e) => removedKeys.has(entryKey(e)));
-            return create(PatchAddressesResponseSchema, {
+            const response = create(PatchAddressesResponseSchema, {
               subscription: await inline(tx, current),
               added,
               removed: removedInOrder,
               skipped,
             });
+            return { response, ticket };
         }, CHANGE_DEADLINE_MS),
       );
     },
@@ -302,9 +270,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
           count: req.addresses.length,
         });
       }
-      const written = newWritten();
-      return guardIndex(
-        written,
+      return settled(
         store.write(async (tx) => {
             const row = await lockSubscription(tx, req.keyId, req.id);
             const key = await keyState(tx, req.keyId);
@@ -329,7 +295,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             }
             // "All existing addresses are removed, then the given list is applied": the new order is the body's.
             // The statements go out slice by slice while the next slice is validated; an invalid item throws and the
-            // transaction rolls back, so nothing changes (the index is written only once all items passed).
+            // transaction rolls back, so nothing changes (its outbox row is only inserted once all items passed).
             // Drizzle's query objects run again on every then(): turn each into one native promise right away.
             const quiet = <T>(query: PromiseLike<T>): Promise<T> => {
               const p = Promise.resolve(query);
@@ -354,23 +320,21 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             const old = await oldRows;
             const same = old.length === wanted.length && old.every((e, i) => entryKey(e) === entryKey(wanted[i]!));
             let current = row;
-            if (same) {
-              await Promise.all(steps); // the same rows again, in the same order: nothing changed
-            } else {
+            let ticket = NO_TICKET;
+            await Promise.all(steps);
+            if (!same) {
+              // Only the difference goes to the index: entries in both lists keep their place there.
               const oldKeys = new Set(old.map(entryKey));
               const wantedKeys = new Set(wanted.map(entryKey));
-              const indexWrite = writeIndex(
-                written,
-                row,
-                key,
+              current = await touch(tx, row.id, wanted.length);
+              ticket = await recordChange(
+                tx,
+                row.id,
                 wanted.filter((e) => !oldKeys.has(entryKey(e))),
                 old.filter((e) => !wantedKeys.has(entryKey(e))),
               );
-              await Promise.all(steps);
-              current = await touch(tx, row.id, wanted.length);
-              await indexWrite;
             }
-            return create(SubscriptionResponseSchema, { subscription: await inline(tx, current) });
+            return { response: create(SubscriptionResponseSchema, { subscription: await inline(tx, current) }), ticket };
         }, CHANGE_DEADLINE_MS),
       );
     },

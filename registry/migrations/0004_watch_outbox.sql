@@ -1,0 +1,12 @@
+CREATE TABLE "watch_outbox" (
+	"id" bigint PRIMARY KEY GENERATED ALWAYS AS IDENTITY (sequence name "watch_outbox_id_seq" INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START WITH 1 CACHE 1),
+	"chain_id" text NOT NULL,
+	"kind" text NOT NULL,
+	"subscription_id" text,
+	"key_id" text,
+	"add" text[] DEFAULT '{}' NOT NULL,
+	"remove" text[] DEFAULT '{}' NOT NULL,
+	"created_at" timestamp (3) with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX "watch_outbox_chain_idx" ON "watch_outbox" USING btree ("chain_id","id");
