@@ -97,6 +97,7 @@ export class OutboxApplier {
   private readonly loops: Promise<void>[] = [];
   /** Failed batches per chain: a waiter that sees one after its commit stops waiting. */
   private readonly failures = new Map<string, number>();
+  private readonly failing = new Set<string>();
   private readonly waiters = new Map<number, () => void>();
   private readonly pollMs: number;
 
@@ -183,9 +184,13 @@ export class OutboxApplier {
       let pause = this.pollMs;
       try {
         await this.drain(chainId);
+        if (this.failing.delete(chainId)) this.log.info("watch index outbox: applying again", { chainId });
       } catch (err) {
         this.failures.set(chainId, (this.failures.get(chainId) ?? 0) + 1);
-        this.log.warn("watch index outbox: applying failed; the rows stay and are applied later", { chainId, err });
+        // Said once per outage, not at every retry.
+        const level = this.failing.has(chainId) ? "debug" : "warn";
+        this.failing.add(chainId);
+        this.log[level]("watch index outbox: applying failed; the rows stay and are applied later", { chainId, err });
         pause = RETRY_MS;
       }
       if (this.stopped) break;
