@@ -27,7 +27,7 @@ import {
 } from "../common/watch-index.ts";
 import type { MatchConditions } from "../common/match-conditions.ts";
 import type { RegistryDb } from "./store.ts";
-import { pgTextArray, rowsLeft, type OutboxTicket } from "./watch-outbox.ts";
+import { pgTextArray, rowsLeft, type AddressPayload, type OutboxTicket } from "./watch-outbox.ts";
 
 /** Rows applied per transaction. */
 const BATCH = 200;
@@ -73,13 +73,23 @@ export function withTimeout<T>(p: Promise<T>, ms = REDIS_TIMEOUT_MS): Promise<T>
 /** The lock of a chain's applier (and of its rebuild), as SQL arguments of the two-int advisory lock functions. */
 export const applierLock = (chainId: string) => sql`hashtext('watch-outbox'), hashtext(${chainId})`;
 
-interface OutboxRow {
-  id: number | string;
+/** A row of the batch statement: the outbox row (all null when the chain has none) and its subject's state. */
+interface BatchRow {
+  ok: boolean;
+  id: number | string | null;
   kind: string;
   subscriptionId: string | null;
   keyId: string | null;
-  add: string[];
-  remove: string[];
+  add: string[] | null;
+  remove: string[] | null;
+  subId: string | null;
+  subKeyId: string | null;
+  status: string | null;
+  events: string[] | null;
+  match: IndexedSubscription["match"] | null;
+  chains: string[] | null;
+  revoked: boolean | null;
+  foundKeyId: string | null;
 }
 
 type BatchResult = { status: "busy" } | { status: "done"; ids: number[]; missing: boolean };
@@ -99,6 +109,8 @@ export class OutboxApplier {
   private readonly failures = new Map<string, number>();
   private readonly failing = new Set<string>();
   private readonly waiters = new Map<number, () => void>();
+  /** Address arrays of rows this process wrote and waits for (OutboxTicket.payloads). */
+  private readonly payloads = new Map<number, AddressPayload>();
   private readonly pollMs: number;
 
   constructor(
@@ -144,6 +156,7 @@ export class OutboxApplier {
    */
   async settle(ticket: OutboxTicket, budgetMs: number): Promise<boolean> {
     if (ticket.ids.length === 0) return true;
+    for (const [id, payload] of ticket.payloads ?? []) this.payloads.set(id, payload);
     const pending = new Set(ticket.ids);
     const failuresAtStart = ticket.chains.map((c) => this.failures.get(c) ?? 0);
     const done = ticket.ids.map(
@@ -174,7 +187,10 @@ export class OutboxApplier {
       }
       return true;
     } finally {
-      for (const id of ticket.ids) this.waiters.delete(id);
+      for (const id of ticket.ids) {
+        this.waiters.delete(id);
+        this.payloads.delete(id);
+      }
     }
   }
 
@@ -211,61 +227,65 @@ export class OutboxApplier {
     for (;;) {
       const result = await this.applyBatch(chainId);
       if (result.status === "busy") return;
-      this.settled(result.ids);
       if (result.missing) this.opts.onMissing?.(chainId);
       if (result.ids.length < BATCH) return;
     }
   }
 
+  /**
+   * One batch in one transaction: the chain's lock, its first rows and the state PostgreSQL holds now for them (meta
+   * and key rows are applied from it, address rows carry it along) come in one statement; then the Redis writes; then
+   * the deletion. The waiters of the rows are let go as soon as Redis holds them, before the deletion commits: should
+   * that fail, the rows are applied again, which changes nothing (see the header).
+   */
   private applyBatch(chainId: string): Promise<BatchResult> {
     return this.db.transaction(async (tx): Promise<BatchResult> => {
-      const [lock] = (await tx.execute(sql`SELECT pg_try_advisory_xact_lock(${applierLock(chainId)}) AS ok`)) as unknown as { ok: boolean }[];
-      if (!lock?.ok) return { status: "busy" };
+      // Taken now: a waiter that gives up drops its payloads, and this batch must still have the ones it did not read.
+      const known = new Map(this.payloads);
+      const cached = [...known.keys()].map(String);
       const rows = (await tx.execute(sql`
-        SELECT id, kind, subscription_id AS "subscriptionId", key_id AS "keyId", "add", "remove" FROM watch_outbox
-        WHERE chain_id = ${chainId} ORDER BY id LIMIT ${BATCH}`)) as unknown as OutboxRow[];
-      if (rows.length === 0) return { status: "done", ids: [], missing: false };
-
-      // The state PostgreSQL holds now: meta and key rows are applied from it, address rows carry it along.
-      const subIds = [...new Set(rows.filter((r) => r.kind !== "key" && r.kind !== "drop").map((r) => r.subscriptionId!))];
-      const keyIds = [...new Set(rows.filter((r) => r.kind === "key").map((r) => r.keyId!))];
-      const subs = new Map<string, IndexedSubscription & KeyState>();
-      if (subIds.length > 0) {
-        const found = (await tx.execute(sql`
-          SELECT s.id, s.key_id AS "keyId", s.status, s.events, s.match, k.chains, k.revoked_at IS NOT NULL AS revoked
-          FROM subscriptions s JOIN api_keys k ON k.id = s.key_id WHERE s.id = ANY(${pgTextArray(subIds)}::text[])`)) as unknown as (IndexedSubscription & KeyState)[];
-        for (const s of found) subs.set(s.id, s);
-      }
-      const keys = new Map<string, KeyState>();
-      if (keyIds.length > 0) {
-        const found = (await tx.execute(
-          sql`SELECT id, chains, revoked_at IS NOT NULL AS revoked FROM api_keys WHERE id = ANY(${pgTextArray(keyIds)}::text[])`,
-        )) as unknown as (KeyState & { id: string })[];
-        for (const k of found) keys.set(k.id, k);
-      }
+        WITH lock AS (SELECT pg_try_advisory_xact_lock(${applierLock(chainId)}) AS ok)
+        SELECT lock.ok, o.id, o.kind, o.subscription_id AS "subscriptionId", o.key_id AS "keyId",
+               CASE WHEN o.id = ANY(${pgTextArray(cached)}::bigint[]) THEN NULL ELSE o."add" END AS "add",
+               CASE WHEN o.id = ANY(${pgTextArray(cached)}::bigint[]) THEN NULL ELSE o."remove" END AS "remove",
+               s.id AS "subId", s.key_id AS "subKeyId", s.status, s.events, s.match,
+               k.chains, k.revoked_at IS NOT NULL AS revoked, k.id AS "foundKeyId"
+        FROM lock
+        LEFT JOIN LATERAL (
+          SELECT * FROM watch_outbox WHERE lock.ok AND chain_id = ${chainId} ORDER BY id LIMIT ${BATCH}
+        ) o ON true
+        LEFT JOIN subscriptions s ON s.id = o.subscription_id
+        LEFT JOIN api_keys k ON k.id = COALESCE(s.key_id, o.key_id)
+        ORDER BY o.id`)) as unknown as BatchRow[];
+      if (!rows[0]?.ok) return { status: "busy" };
+      const found = rows.filter((r) => r.id !== null);
+      if (found.length === 0) return { status: "done", ids: [], missing: false };
 
       const target = { prefix: this.prefix, chainId };
       let missing = false;
-      for (const row of rows) {
+      for (const row of found) {
+        // The subscription (or key) as PostgreSQL holds it now; absent: deleted since, and its drop row follows.
+        const sub: (IndexedSubscription & KeyState) | null =
+          row.subId === null
+            ? null
+            : { id: row.subId, keyId: row.subKeyId!, status: row.status!, events: row.events!, match: row.match!, chains: row.chains!, revoked: row.revoked! };
         let wrote = true;
         if (row.kind === "addresses") {
-          const sub = subs.get(row.subscriptionId!);
-          if (!sub) continue; // deleted since: its drop row follows
-          const size = row.add.length + row.remove.length;
+          if (!sub) continue;
+          const payload = known.get(Number(row.id)) ?? { add: row.add ?? [], remove: row.remove ?? [] };
+          const size = payload.add.length + payload.remove.length;
           wrote = await withTimeout(
-            applyAddresses(this.redis, target, subscriptionMeta(sub), keyActiveOn(sub, chainId), { add: row.add, remove: row.remove }),
+            applyAddresses(this.redis, target, subscriptionMeta(sub), keyActiveOn(sub, chainId), payload),
             REDIS_TIMEOUT_MS + Math.ceil(size / 10),
           );
         } else if (row.kind === "meta") {
-          const sub = subs.get(row.subscriptionId!);
           if (!sub) continue;
           wrote = await withTimeout(setSubscriptionMeta(this.redis, target, subscriptionMeta(sub)));
         } else if (row.kind === "drop") {
           wrote = await withTimeout(dropSubscription(this.redis, target, row.subscriptionId!));
         } else if (row.kind === "key") {
-          const key = keys.get(row.keyId!);
-          if (!key) continue;
-          wrote = await withTimeout(setKeyState(this.redis, target, row.keyId!, keyActiveOn(key, chainId)));
+          if (row.foundKeyId === null) continue;
+          wrote = await withTimeout(setKeyState(this.redis, target, row.keyId!, keyActiveOn({ chains: row.chains!, revoked: row.revoked! }, chainId)));
         } else {
           this.log.error("watch index outbox: unknown row kind; dropped", { chainId, id: row.id, kind: row.kind });
         }
@@ -273,7 +293,8 @@ export class OutboxApplier {
         // transaction (it waits for this chain's lock), so the row may go.
         if (!wrote) missing = true;
       }
-      const ids = rows.map((r) => Number(r.id));
+      const ids = found.map((r) => Number(r.id));
+      this.settled(ids);
       await tx.execute(sql`DELETE FROM watch_outbox WHERE id = ANY(${pgTextArray(ids.map(String))}::bigint[])`);
       return { status: "done", ids, missing };
     });

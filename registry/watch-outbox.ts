@@ -28,10 +28,21 @@ export type IndexChange =
   | { kind: "drop"; subscriptionId: string }
   | { kind: "key"; keyId: string };
 
+/** The address arrays of one outbox row. */
+export interface AddressPayload {
+  add: readonly string[];
+  remove: readonly string[];
+}
+
 /** The outbox rows a committed change left: what a request waits on before it answers. */
 export interface OutboxTicket {
   ids: number[];
   chains: string[];
+  /**
+   * The address arrays of its "addresses" rows by id, as the writer had them: the applier of this process uses them
+   * instead of reading 10,000-entry arrays back from PostgreSQL (the rows hold the same values).
+   */
+  payloads?: Map<number, AddressPayload>;
 }
 
 export const NO_TICKET: OutboxTicket = { ids: [], chains: [] };
@@ -69,6 +80,8 @@ function rowsOf(change: IndexChange, chains: readonly string[]): OutboxRowInit[]
  */
 export async function recordIndexChanges(tx: RegistryExecutor, changes: readonly IndexChange[], chains: readonly string[] = TRON_CHAINS): Promise<OutboxTicket> {
   const rows = changes.flatMap((c) => rowsOf(c, chains));
+  const perChain = rows.filter((r) => r.kind === "addresses").map((r) => r.chainId);
+  if (new Set(perChain).size !== perChain.length) throw new Error("recordIndexChanges: one address change per chain and call");
   if (rows.length === 0) return NO_TICKET;
   const values = sql.join(
     rows.map(
@@ -78,9 +91,16 @@ export async function recordIndexChanges(tx: RegistryExecutor, changes: readonly
     sql`, `,
   );
   const inserted = (await tx.execute(
-    sql`INSERT INTO watch_outbox (chain_id, kind, subscription_id, key_id, "add", "remove") VALUES ${values} RETURNING id`,
-  )) as unknown as { id: number | string }[];
-  return { ids: inserted.map((r) => Number(r.id)), chains: [...new Set(rows.map((r) => r.chainId))] };
+    sql`INSERT INTO watch_outbox (chain_id, kind, subscription_id, key_id, "add", "remove") VALUES ${values} RETURNING id, chain_id AS "chainId", kind`,
+  )) as unknown as { id: number | string; chainId: string; kind: string }[];
+  // At most one "addresses" row per chain in one call: the chain names the row's payload.
+  const payloads = new Map<number, AddressPayload>();
+  for (const r of inserted) {
+    if (r.kind !== "addresses") continue;
+    const row = rows.find((x) => x.kind === "addresses" && x.chainId === r.chainId)!;
+    payloads.set(Number(r.id), { add: row.add, remove: row.remove });
+  }
+  return { ids: inserted.map((r) => Number(r.id)), chains: [...new Set(rows.map((r) => r.chainId))], payloads };
 }
 
 /** Which of `ids` are still in the outbox (not applied yet). */
