@@ -14,6 +14,7 @@ import {
 import { IdempotencyResultSchema } from "../gen/webhooks/common/v1/error_pb.ts";
 import { isChainId } from "../common/config.ts";
 import { ApiError } from "../common/errors.ts";
+import { firstDelay } from "../common/retry-policy.ts";
 import { afterEffect, beforeEffect, invalid, notFound } from "./rpc-helpers.ts";
 import { operationHandlers } from "./operations.ts";
 import { isId, newId } from "../common/ids.ts";
@@ -67,7 +68,7 @@ function withIdempotency(out: IdempotentOutcome<EventResponse>): EventResponse {
 }
 
 export function deliveryRoutes(d: DeliveryServiceDeps) {
-  const firstDueMs = () => Date.now() + (d.retrySchedule[0] ?? 0);
+  const firstDueMs = () => Date.now() + firstDelay(d.retrySchedule);
 
   async function enqueue(req: EnqueueRequest) {
     req.events.forEach((e, i) => {
