@@ -15,14 +15,14 @@ import { IdempotencyResultSchema } from "../gen/webhooks/common/v1/error_pb.ts";
 import { isChainId } from "../common/config.ts";
 import { ApiError } from "../common/errors.ts";
 import { firstDelay } from "../common/retry-policy.ts";
-import { afterEffect, beforeEffect, invalid, notFound } from "./rpc-helpers.ts";
+import { afterEffect, beforeEffect, invalid, isPageCursor, notFound } from "./rpc-helpers.ts";
 import { operationHandlers } from "./operations.ts";
 import { isId, newId } from "../common/ids.ts";
-import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
+import { decodePageToken, encodePageToken, pageLimit, type PageScope } from "../common/page-token.ts";
 import type { Schedule } from "./schedule.ts";
 import { EVENT_STATUSES, type EventStatus, type NewEventRow } from "./schema.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
-import { transferKey, type DelivererStore, type PageCursor } from "./store.ts";
+import { transferKey, type DelivererStore } from "./store.ts";
 import type { TargetCache } from "./targets.ts";
 import {
   FAILED_KIND,
@@ -49,8 +49,6 @@ export interface DeliveryServiceDeps {
   streamEvents?: ServiceImpl<typeof DeliveryService>["streamEvents"];
 }
 
-const DEFAULT_LIMIT = 50;
-const MAX_LIMIT = 200;
 /** Rows written per statement; a bigger Enqueue is written in several (each idempotent on its own). */
 const INSERT_CHUNK = 2_000;
 
@@ -205,9 +203,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
 
       async listEvents(req) {
         if (!isId("sub", req.subscriptionId)) throw notFound("subscription");
-        let limit = req.limit === 0 ? DEFAULT_LIMIT : req.limit;
-        if (limit < 1) throw invalid("limit", "limit must be an integer from 1 to 200.");
-        limit = Math.min(limit, MAX_LIMIT);
+        const limit = pageLimit(req.limit);
         let status: EventStatus | undefined;
         if (req.status !== "") {
           if (!(EVENT_STATUSES as readonly string[]).includes(req.status)) {
@@ -216,10 +212,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
           status = req.status as EventStatus;
         }
         const scope: PageScope = { list: `events:${status ?? ""}`, keyId: req.keyId, parent: req.subscriptionId };
-        const cursor = decodePageToken<PageCursor>(d.tokenKey, scope, req.pageToken);
-        if (cursor !== undefined && (typeof cursor?.t !== "number" || typeof cursor?.id !== "string")) {
-          throw new ApiError("invalid_pagination_token", "The page token is malformed, altered or belongs to another list.");
-        }
+        const cursor = decodePageToken(d.tokenKey, scope, req.pageToken, isPageCursor);
         const rows = await d.store.listEvents(req.subscriptionId, status, limit, cursor);
         const page = rows.slice(0, limit);
         const last = page[page.length - 1];

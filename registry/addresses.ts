@@ -9,9 +9,8 @@ import { PatchAddressesResponseSchema, SubscriptionResponseSchema } from "../gen
 import { isChainId, TRON_CHAINS } from "../common/config.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
-import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
+import { decodePageToken, encodePageToken, pageLimit, type PageScope } from "../common/page-token.ts";
 import { isBase58Address } from "../common/tron-address.ts";
-import { checkLimit } from "./rules.ts";
 import { subscriptions, type SubscriptionRow } from "./schema.ts";
 import { INLINE_ADDRESSES, notFound, subscriptionMessage, type AddressRpcs } from "./service.ts";
 import type { RegistryStore, RegistryTx } from "./store.ts";
@@ -377,13 +376,10 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
 
     async listAddresses(req) {
       if (!isId("sub", req.id)) throw notFound();
-      const limit = checkLimit(req.limit);
+      const limit = pageLimit(req.limit);
       if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
       const scope = addressesScope(req.keyId, req.id);
-      const cursor = decodePageToken<unknown>(deps.tokenKey, scope, req.pageToken);
-      if (cursor !== undefined && !isCursor(cursor)) {
-        throw new ApiError("invalid_pagination_token", "The page token is malformed, altered or belongs to another list.");
-      }
+      const cursor = decodePageToken(deps.tokenKey, scope, req.pageToken, isCursor);
       const after = cursor?.s ?? 0;
       const rows = await store.run(
         (db) =>

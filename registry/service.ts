@@ -22,7 +22,7 @@ import type { MatchConditions } from "../common/match-conditions.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
 import type { Logger } from "../common/logger.ts";
-import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
+import { decodePageToken, encodePageToken, pageLimit, type PageScope } from "../common/page-token.ts";
 import type { RegisterRoutes } from "../common/rpc.ts";
 import { checkDestinationType, checkExchange, checkRoutingKey, checkSubject, isBrokerName, type DestinationType } from "./destination.ts";
 import {
@@ -31,7 +31,6 @@ import {
   checkGivenSecret,
   checkGracePeriod,
   checkKeyChains,
-  checkLimit,
   checkMatch,
   checkStatus,
   generateSigningSecret,
@@ -264,12 +263,9 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
     },
 
     async listSubscriptions(req) {
-      const limit = checkLimit(req.limit);
+      const limit = pageLimit(req.limit);
       const scope = subscriptionsScope(req.keyId);
-      const cursor = decodePageToken<unknown>(ctx.tokenKey, scope, req.pageToken);
-      if (cursor !== undefined && !isCursor(cursor)) {
-        throw new ApiError("invalid_pagination_token", "The page token is malformed, altered or belongs to another list.");
-      }
+      const cursor = decodePageToken(ctx.tokenKey, scope, req.pageToken, isCursor);
       const rows = await store.listSubscriptions(req.keyId, limit, cursor);
       const items = rows.slice(0, limit);
       const last = items.at(-1);

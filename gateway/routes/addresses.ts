@@ -9,7 +9,8 @@ import { principalOf } from "../context.ts";
 import { RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
 import { renderAddress, renderSubscription, type AddressJson } from "../render.ts";
 import { AddressEntrySchema, InputObject, PageQuery, SubscriptionIdParams, SubscriptionSchema, errorResponses } from "../schemas.ts";
-import { pageLimit, subscriptionId } from "./subscriptions.ts";
+import { subscriptionId } from "./subscriptions.ts";
+import { queryPageLimit } from "../../common/page-token.ts";
 
 const TAGS = ["address filters"];
 const SECURITY = [{ bearer: [] }];
@@ -163,7 +164,7 @@ export function addressRoutes(deps: GatewayDeps) {
         const { keyId } = principalOf(request);
         const id = subscriptionId(params.id);
         const res = await rpc(() =>
-          subs.listAddresses({ keyId, id, limit: pageLimit(query.limit), pageToken: query.nextPageToken ?? "" }, RPC_OPTIONS),
+          subs.listAddresses({ keyId, id, limit: queryPageLimit(query.limit), pageToken: query.nextPageToken ?? "" }, RPC_OPTIONS),
         );
         return { items: res.items.map(renderAddress), nextPageToken: res.nextPageToken === "" ? null : res.nextPageToken };
       },
