@@ -4,8 +4,8 @@ import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { and, arrayContains, desc, eq, gte, inArray, lt, or, sql, type SQL } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
-import { IdempotencyLedger, isKeyed, type IdempotentOutcome } from "../common/idempotency.ts";
-import { openDatabase, runMigrations, withDatabase, type Database, type DbOptions } from "../common/db.ts";
+import { IdempotencyLedger, type IdempotentOutcome } from "../common/idempotency.ts";
+import { openDatabase, runMigrations, withDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
 import {
   attempts,
   deliveryIdempotency,
@@ -540,6 +540,7 @@ export class DelivererStore {
 
   // ---- idempotency (docs/CONTRACT.md "Idempotency") ----
 
+  /** The effect and its idempotency record in one write transaction under the commit fence (a 503 changed nothing). */
   idempotent<Desc extends DescMessage>(
     schema: Desc,
     keyId: string,
@@ -547,16 +548,7 @@ export class DelivererStore {
     idem: IdempotencyRequest | undefined,
     effect: (tx: DelivererTx) => Promise<MessageShape<Desc>>,
   ): Promise<IdempotentOutcome<MessageShape<Desc>>> {
-    return withDatabase(() =>
-      this.db.transaction(async (tx) => {
-        if (!isKeyed(idem)) return { message: await effect(tx) };
-        const stored = await this.ledger.claim(tx, schema, keyId, scope, idem);
-        if (stored) return stored;
-        const message = await effect(tx);
-        await this.ledger.record(tx, schema, keyId, scope, idem, message);
-        return { message };
-      }),
-    );
+    return writeTransaction(this.db, (tx) => this.ledger.once(tx, schema, keyId, scope, idem, effect));
   }
 
   /** A finished record's outcome (replay), read outside any effect: for effects too long for one transaction. */
@@ -577,14 +569,7 @@ export class DelivererStore {
     idem: IdempotencyRequest,
     message: MessageShape<Desc>,
   ): Promise<IdempotentOutcome<MessageShape<Desc>>> {
-    return withDatabase(() =>
-      this.db.transaction(async (tx) => {
-        const stored = await this.ledger.claim(tx, schema, keyId, scope, idem);
-        if (stored) return stored;
-        await this.ledger.record(tx, schema, keyId, scope, idem, message);
-        return { message };
-      }),
-    );
+    return writeTransaction(this.db, (tx) => this.ledger.once(tx, schema, keyId, scope, idem, async () => message));
   }
 
   purgeExpiredIdempotency(): Promise<number> {

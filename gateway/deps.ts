@@ -26,7 +26,7 @@ export const RPC_TIMEOUT_MS = 4_500;
 export const RPC_OPTIONS = { timeoutMs: RPC_TIMEOUT_MS } as const;
 
 /**
- * Deadline of a subscription write (create, replace, delete, rotate). The registry answers 503 within its own 4 s
+ * Deadline of a write (subscription create, replace, delete, rotate; test event; retry). The service answers 503 within its own 4 s
  * while nothing can commit; once a COMMIT is in flight it waits for the outcome (COMMIT_SETTLE_MS), and so does the
  * gateway, so a write that landed is never answered 503.
  */

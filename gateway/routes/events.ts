@@ -7,7 +7,7 @@ import { ApiError } from "../../common/errors.ts";
 import { isId } from "../../common/ids.ts";
 import { DeliveryService, type EventView } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { principalOf } from "../context.ts";
-import { RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
+import { RPC_OPTIONS, WRITE_RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
 import { notFound } from "../errors.ts";
 import { idempotencyFor, replayHeaders } from "../idempotency.ts";
 import { isoTime } from "../render.ts";
@@ -112,7 +112,7 @@ export function eventRoutes(deps: GatewayDeps) {
       async ({ params, body, request, set }) => {
         const ref = await owned(request, params.id);
         const idempotency = idempotencyFor(request, `/v1/subscriptions/${ref.subscriptionId}/test`);
-        const res = await rpc(() => delivery().createTestEvent({ ...ref, kind: body?.kind ?? "", idempotency }, RPC_OPTIONS));
+        const res = await rpc(() => delivery().createTestEvent({ ...ref, kind: body?.kind ?? "", idempotency }, WRITE_RPC_OPTIONS));
         Object.assign(set.headers, replayHeaders(res.idempotency));
         return renderEvent(res.event);
       },
@@ -171,7 +171,7 @@ export function eventRoutes(deps: GatewayDeps) {
         const ref = await owned(request, params.id);
         const id = eventId(params.eventId);
         const idempotency = idempotencyFor(request, `/v1/subscriptions/${ref.subscriptionId}/events/${id}/retry`);
-        const res = await rpc(() => delivery().retryEvent({ ...ref, eventId: id, idempotency }, RPC_OPTIONS));
+        const res = await rpc(() => delivery().retryEvent({ ...ref, eventId: id, idempotency }, WRITE_RPC_OPTIONS));
         Object.assign(set.headers, replayHeaders(res.idempotency));
         return renderEvent(res.event);
       },
