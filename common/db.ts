@@ -4,6 +4,7 @@ import { SQL } from "bun";
 import { sql } from "drizzle-orm";
 import { drizzle, type BunSQLDatabase } from "drizzle-orm/bun-sql";
 import { migrate } from "drizzle-orm/bun-sql/migrator";
+import { COMMIT_SETTLE_MS, STORE_DEADLINE_MS } from "./deadlines.ts";
 import { ApiError } from "./errors.ts";
 import { log } from "./logger.ts";
 import { postgresReachable } from "./reachability.ts";
@@ -101,16 +102,6 @@ export async function withDatabase<T>(fn: () => Promise<T>): Promise<T> {
     throw err;
   }
 }
-
-/**
- * Longest a write waits for the answer to a COMMIT it already sent once its deadline has passed (the database froze
- * with the COMMIT in flight): the answer must be the real outcome, so it waits this long before giving up. Callers
- * of a write RPC allow for it in their own deadline.
- */
-export const COMMIT_SETTLE_MS = 30_000;
-
-/** Longest a store call may take before the caller gets 503 (CONTRACT: a cut database answers within 5 s). */
-export const STORE_DEADLINE_MS = 4_000;
 
 export interface GuardOptions {
   /** Before this the call answers 503 (default STORE_DEADLINE_MS). */

@@ -7,6 +7,7 @@ import { eq, sql as dsql } from "drizzle-orm";
 import type { AddressEntry } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import { PatchAddressesResponseSchema, SubscriptionResponseSchema } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import { isChainId, TRON_CHAINS } from "../common/config.ts";
+import { ADDRESS_CHANGE_BUDGET_MS, storeDeadline } from "../common/deadlines.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
 import { decodePageToken, encodePageToken, pageLimit, type PageScope } from "../common/page-token.ts";
@@ -19,7 +20,7 @@ import { pgTextArray, subscriptionMeta, type KeyState, type WatchIndex } from ".
 /** Addresses per request: PATCH add and remove together, PUT (docs/CONTRACT.md "Limits"). */
 export const MAX_ADDRESSES_PER_REQUEST = 10_000;
 /** A change of 10,000 addresses against a large subscription may take longer than a plain store call. */
-const CHANGE_DEADLINE_MS = 9_000;
+const CHANGE_DEADLINE_MS = storeDeadline(ADDRESS_CHANGE_BUDGET_MS);
 /** Additions validated per slice while PostgreSQL inserts the previous one. */
 const VALIDATION_SLICE = 2_500;
 
