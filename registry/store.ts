@@ -9,6 +9,7 @@ import { IdempotencyLedger, isKeyed, type IdempotentOutcome } from "../common/id
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { decrypt, encrypt, sha256Hex } from "../common/crypto.ts";
 import { STORE_DEADLINE_MS } from "../common/deadlines.ts";
+import { migrateSettings } from "../common/settings/migrate.ts";
 import { guard, openDatabase, runMigrations, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
 import { newId } from "../common/ids.ts";
 import type { MatchConditions } from "../common/match-conditions.ts";
@@ -51,6 +52,7 @@ export function openRegistryReadPool(url: string): RegistryDb {
 export async function openRegistryDatabase(url: string, opts: DbOptions = {}): Promise<RegistryDb> {
   const db = openDatabase(url, registrySchema, opts) as RegistryDb;
   await runMigrations(db as unknown as Database<Record<string, unknown>>, REGISTRY_MIGRATIONS, REGISTRY_MIGRATIONS_TABLE);
+  await migrateSettings(db.$client);
   return db;
 }
 
