@@ -1,7 +1,7 @@
 // The DeliveryService RPC handlers: Enqueue for the matcher, and the public event operations (through the gateway,
 // which has already checked that the API key owns the subscription). Handlers throw ApiError.
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
+import { type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
 import {
   DeliveryService,
   DeleteSubscriptionEventsResponseSchema,
@@ -45,8 +45,8 @@ export interface DeliveryServiceDeps {
   wake: () => void;
   /** How long a reservation outlives a crash between the PostgreSQL commit and the schedule update. */
   reserveMs: number;
-  /** StreamEvents (deliverer/stream.ts); without it the method answers Unimplemented. */
-  streamEvents?: ServiceImpl<typeof DeliveryService>["streamEvents"];
+  /** StreamEvents (deliverer/stream.ts). */
+  streamEvents: ServiceImpl<typeof DeliveryService>["streamEvents"];
 }
 
 /** Rows written per statement; a bigger Enqueue is written in several (each idempotent on its own). */
@@ -144,12 +144,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
       enqueue,
       ...operationHandlers(d, { activeTarget, firstDueMs }),
 
-      streamEvents:
-        d.streamEvents ??
-        // eslint-disable-next-line require-yield
-        async function* () {
-          throw new ConnectError("StreamEvents is not available in this build", Code.Unimplemented);
-        },
+      streamEvents: d.streamEvents,
 
       async createTestEvent(req) {
         if (!isId("sub", req.subscriptionId)) throw notFound("subscription");

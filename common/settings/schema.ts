@@ -7,5 +7,3 @@ export const appSettings = pgTable("app_settings", {
   name: text("name").primaryKey(),
   value: text("value").notNull(),
 });
-
-export const settingsSchema = { appSettings };
