@@ -482,6 +482,17 @@ export class DelivererStore {
     });
   }
 
+  /** A subscription's newest successful (or failed) attempt. */
+  private async latestAttempt(subscriptionId: string, ok: boolean): Promise<{ at: Date; status: number | null; error: string | null } | undefined> {
+    const [row] = await this.db
+      .select({ at: attempts.attemptedAt, status: attempts.responseStatus, error: attempts.error })
+      .from(attempts)
+      .where(and(eq(attempts.subscriptionId, subscriptionId), eq(attempts.ok, ok)))
+      .orderBy(desc(attempts.attemptedAt))
+      .limit(1);
+    return row;
+  }
+
   /** A subscription's delivery health from its attempts of the last 24 hours and its pending events. */
   health(subscriptionId: string, now: Date): Promise<SubscriptionHealth> {
     return withDatabase(async () => {
@@ -500,18 +511,7 @@ export class DelivererStore {
         hour_attempts: number; hour_ok: number; day_attempts: number; day_ok: number; p50: number | null; p99: number | null;
         marks: string | [number, boolean][];
       }[];
-      const [lastOk] = await this.db
-        .select({ at: attempts.attemptedAt })
-        .from(attempts)
-        .where(and(eq(attempts.subscriptionId, subscriptionId), eq(attempts.ok, true)))
-        .orderBy(desc(attempts.attemptedAt))
-        .limit(1);
-      const [lastFail] = await this.db
-        .select({ at: attempts.attemptedAt, status: attempts.responseStatus, error: attempts.error })
-        .from(attempts)
-        .where(and(eq(attempts.subscriptionId, subscriptionId), eq(attempts.ok, false)))
-        .orderBy(desc(attempts.attemptedAt))
-        .limit(1);
+      const [lastOk, lastFail] = await Promise.all([this.latestAttempt(subscriptionId, true), this.latestAttempt(subscriptionId, false)]);
       // Failures since the last success (bounded: the count stops mattering past a large number).
       const [streak] = (await this.db.execute(sql`
         SELECT count(*)::int AS n FROM (
