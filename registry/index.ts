@@ -41,7 +41,7 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
   // The watch index: fed by the outbox rows every index-changing write commits with, applied per chain in order;
   // rebuilt at start when missing (in the background: lookups wait meanwhile) and when Redis lost it.
   const watchIndex = new WatchIndex(db, redis, config.redisPrefix, log.child({ service: "registry", part: "watch-index" }));
-  const addresses: AddressRpcs | undefined = addressRpcs({
+  const addresses: AddressRpcs = addressRpcs({
     store,
     index: watchIndex,
     tokenKey: appKeys.tokenKey,

@@ -41,7 +41,9 @@ import { pgTextArray, type OutboxTicket } from "./watch-outbox.ts";
 /**
  * How long a request waits for its outbox rows to be applied before it answers anyway: docs/CONTRACT.md "Errors"
  * says a write PostgreSQL accepted succeeds even when Redis is down (the row stays and is applied when Redis is back).
- * A few hundred ms at most in normal operation; the bound only matters while a rebuild holds the chain.
+ * Tens of ms in normal operation; the bound only matters while a rebuild holds the chain. It runs after COMMIT, so
+ * it is inside the allowance every write RPC's deadline keeps for what follows a COMMIT (common/deadlines.ts
+ * writeRpcDeadline).
  */
 export const SETTLE_MS = 3_000;
 
