@@ -4,6 +4,16 @@
 // two floors measured in the same run: the same 10,000-entry body POSTed to a bare Bun.serve that parses it (HTTP and
 // JSON alone), and one unnest INSERT of 10,000 rows straight into PostgreSQL (the bulk SQL alone).
 // BENCH_ADDRESS_RUNS sets the number of requests of each kind (default 15); the median is reported.
+//
+// Where the time goes (2026-11-24, phases timed inside the registry over 9 requests each, load average ~20 on 2
+// cores, so every figure is inflated alike): PATCH 849 ms = the PostgreSQL transaction 677 ms (80%: the INSERT of
+// 10,000 rows into subscription_addresses with its primary key and seq index is most of it; EXPLAIN ANALYZE put that
+// INSERT alone at 310-460 ms in the same minutes) + the applier's Redis write 140 ms (16%) + the rest (gateway JSON,
+// the response). PUT 1,364 ms = transaction 1,027 ms (DELETE, read of the old list, INSERT) + Redis 383 ms (10,000
+// removals and 10,000 additions). The process's own CPU per request is 65 / 87 ms (base58check validation, JSON,
+// ioredis encoding 20,000-40,000 script arguments); the applier's batch statement and BEGIN take under 1 ms. The
+// outbox puts the Redis write after COMMIT (the write-through it replaced ran it beside the SQL, and so showed
+// changes that had not committed yet): that sequential step is the price of "no lookup sees an uncommitted change".
 import { randomBytes } from "node:crypto";
 import { loadavg } from "node:os";
 import { SQL } from "bun";
