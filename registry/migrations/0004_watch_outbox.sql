@@ -11,6 +11,7 @@ CREATE TABLE "watch_outbox" (
 --> statement-breakpoint
 CREATE INDEX "watch_outbox_chain_idx" ON "watch_outbox" USING btree ("chain_id","id");--> statement-breakpoint
 -- Hand-written (drizzle cannot express column storage): an address row's arrays (up to 10,000 entries, ~350 KB) are
--- written once and read once, so PostgreSQL's compression only costs time (it halved the insert: bench api-addresses).
+-- written once and read at most once, so compressing them only costs time (a 10,000-entry row: 11 ms to insert
+-- compressed, 4.5 ms stored as is; measured 2026-11-24).
 ALTER TABLE "watch_outbox" ALTER COLUMN "add" SET STORAGE EXTERNAL;--> statement-breakpoint
 ALTER TABLE "watch_outbox" ALTER COLUMN "remove" SET STORAGE EXTERNAL;
