@@ -142,7 +142,7 @@ export class OutboxApplier {
     this.wakers.get(chainId)?.();
   }
 
-  /** Rows deleted by someone else (the rebuild took them in): their waiters are done. */
+  /** Rows now in Redis (applied here, or taken in by a rebuild): their waiters are done. */
   settled(ids: readonly number[]): void {
     for (const id of ids) {
       this.waiters.get(id)?.();
