@@ -73,10 +73,9 @@ export function withTimeout<T>(p: Promise<T>, ms = REDIS_TIMEOUT_MS): Promise<T>
 /** The lock of a chain's applier (and of its rebuild), as SQL arguments of the two-int advisory lock functions. */
 export const applierLock = (chainId: string) => sql`hashtext('watch-outbox'), hashtext(${chainId})`;
 
-/** A row of the batch statement: the outbox row (all null when the chain has none) and its subject's state. */
+/** A row of the batch statement: the outbox row and its subject's state (null when it is gone). */
 interface BatchRow {
-  ok: boolean;
-  id: number | string | null;
+  id: number | string;
   kind: string;
   subscriptionId: string | null;
   keyId: string | null;
@@ -233,9 +232,9 @@ export class OutboxApplier {
   }
 
   /**
-   * One batch in one transaction: the chain's lock, its first rows and the state PostgreSQL holds now for them (meta
-   * and key rows are applied from it, address rows carry it along) come in one statement; then the Redis writes; then
-   * the deletion. The waiters of the rows are let go as soon as Redis holds them, before the deletion commits: should
+   * One batch in one transaction: the chain's lock; its first rows with the state PostgreSQL holds now for them (meta
+   * and key rows are applied from it, address rows carry it along) in one statement; then the Redis writes; then the
+   * deletion. The waiters of the rows are let go as soon as Redis holds them, before the deletion commits: should
    * that fail, the rows are applied again, which changes nothing (see the header).
    */
   private applyBatch(chainId: string): Promise<BatchResult> {
@@ -243,27 +242,26 @@ export class OutboxApplier {
       // Taken now: a waiter that gives up drops its payloads, and this batch must still have the ones it did not read.
       const known = new Map(this.payloads);
       const cached = [...known.keys()].map(String);
+      // The lock first, in its own statement: the rows are then read with a snapshot taken while it is held. Read in
+      // the same statement, they would come from a snapshot taken before the lock was granted, and could include
+      // rows another replica applied and deleted in between (and re-apply them over its newer writes).
+      const [lock] = (await tx.execute(sql`SELECT pg_try_advisory_xact_lock(${applierLock(chainId)}) AS ok`)) as unknown as { ok: boolean }[];
+      if (!lock?.ok) return { status: "busy" };
       const rows = (await tx.execute(sql`
-        WITH lock AS (SELECT pg_try_advisory_xact_lock(${applierLock(chainId)}) AS ok)
-        SELECT lock.ok, o.id, o.kind, o.subscription_id AS "subscriptionId", o.key_id AS "keyId",
+        SELECT o.id, o.kind, o.subscription_id AS "subscriptionId", o.key_id AS "keyId",
                CASE WHEN o.id = ANY(${pgTextArray(cached)}::bigint[]) THEN NULL ELSE o."add" END AS "add",
                CASE WHEN o.id = ANY(${pgTextArray(cached)}::bigint[]) THEN NULL ELSE o."remove" END AS "remove",
                s.id AS "subId", s.key_id AS "subKeyId", s.status, s.events, s.match,
                k.chains, k.revoked_at IS NOT NULL AS revoked, k.id AS "foundKeyId"
-        FROM lock
-        LEFT JOIN LATERAL (
-          SELECT * FROM watch_outbox WHERE lock.ok AND chain_id = ${chainId} ORDER BY id LIMIT ${BATCH}
-        ) o ON true
+        FROM (SELECT * FROM watch_outbox WHERE chain_id = ${chainId} ORDER BY id LIMIT ${BATCH}) o
         LEFT JOIN subscriptions s ON s.id = o.subscription_id
         LEFT JOIN api_keys k ON k.id = COALESCE(s.key_id, o.key_id)
         ORDER BY o.id`)) as unknown as BatchRow[];
-      if (!rows[0]?.ok) return { status: "busy" };
-      const found = rows.filter((r) => r.id !== null);
-      if (found.length === 0) return { status: "done", ids: [], missing: false };
+      if (rows.length === 0) return { status: "done", ids: [], missing: false };
 
       const target = { prefix: this.prefix, chainId };
       let missing = false;
-      for (const row of found) {
+      for (const row of rows) {
         // The subscription (or key) as PostgreSQL holds it now; absent: deleted since, and its drop row follows.
         const sub: (IndexedSubscription & KeyState) | null =
           row.subId === null
@@ -293,7 +291,7 @@ export class OutboxApplier {
         // transaction (it waits for this chain's lock), so the row may go.
         if (!wrote) missing = true;
       }
-      const ids = found.map((r) => Number(r.id));
+      const ids = rows.map((r) => Number(r.id));
       this.settled(ids);
       await tx.execute(sql`DELETE FROM watch_outbox WHERE id = ANY(${pgTextArray(ids.map(String))}::bigint[])`);
       return { status: "done", ids, missing };

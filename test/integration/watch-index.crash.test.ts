@@ -213,4 +213,37 @@ describe("a registry killed in the middle of an index change", () => {
     expect(await actualIndex(redis(), prefix())).toEqual(await expectedIndex(sql));
     expect((await readState(redis(), prefix(), MAINNET)).cur).toBe(before.cur);
   }, 60_000);
+
+  test("two registries taking turns on one subscription, rows applied in one go: the end state is the last commit's", async () => {
+    const [x, y] = (VALID as string[]).slice(20, 22) as [string, string];
+    const id = await subscribe([y]);
+    const { url } = await spawnRegistry();
+    const remote = createClient(SubscriptionService, networkTransport(url, { token: stack.config.internalToken }));
+    const local = createClient(SubscriptionService, networkTransport(stack.config.registryUrl, { token: stack.config.internalToken }));
+    // The chain's applier lock is held while 40 PATCHes commit, alternately through each registry, each swapping x and
+    // y: their rows pile up, and are then applied in one go by whichever registry gets the lock first. Applied in any
+    // order but commit order, the end state would differ (e.g. reversed: x watched, y not).
+    const holder = await sql.reserve();
+    await holder`SELECT pg_advisory_lock(hashtext('watch-outbox'), hashtext(${MAINNET}))`;
+    const answers: Promise<unknown>[] = [];
+    try {
+      for (let i = 0; i < 40; i++) {
+        const [add, remove] = i % 2 === 0 ? [x, y] : [y, x];
+        const call = (i % 2 === 0 ? remote : local).patchAddresses({ keyId: key.id, id, add: [{ chainId: MAINNET, address: add }], remove: [{ chainId: MAINNET, address: remove }] });
+        call.catch(() => {});
+        answers.push(call);
+        // Committed (its outbox row is there) before the next one is sent: the commit order is i's order.
+        await until(`PATCH ${i} committed`, async () => (await outboxRows()) === i + 1, 15_000, 5);
+      }
+    } finally {
+      await holder`SELECT pg_advisory_unlock(hashtext('watch-outbox'), hashtext(${MAINNET}))`;
+      holder.release();
+    }
+    await Promise.all(answers);
+    await until("the outbox drained", async () => (await outboxRows()) === 0, 15_000, 25);
+    expect(await committed(id, y)).toBe(true);
+    expect(await watches(y, id)).toBe(true);
+    expect(await watches(x, id)).toBe(false);
+    expect(await actualIndex(redis(), prefix())).toEqual(await expectedIndex(sql));
+  }, 60_000);
 });
