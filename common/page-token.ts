@@ -51,6 +51,16 @@ export function encodePageToken(key: Buffer, scope: PageScope, cursor: unknown):
 }
 
 /**
+ * A page from the `limit + 1` rows a keyset query read: the first `limit`, and the token of the page after the
+ * last of them ("" when no further row was read).
+ */
+export function pageOf<R, C>(key: Buffer, scope: PageScope, rows: readonly R[], limit: number, cursorOf: (last: R) => C): { items: R[]; nextPageToken: string } {
+  const items = rows.slice(0, limit);
+  const last = items.at(-1);
+  return { items, nextPageToken: rows.length > limit && last !== undefined ? encodePageToken(key, scope, cursorOf(last)) : "" };
+}
+
+/**
  * Returns the cursor, or throws invalid_pagination_token (also for a signed payload `isCursor` does not accept).
  * An empty token means "first page" (undefined).
  */

@@ -22,7 +22,7 @@ import type { MatchConditions } from "../common/match-conditions.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
 import type { Logger } from "../common/logger.ts";
-import { decodePageToken, encodePageToken, pageLimit, type PageScope } from "../common/page-token.ts";
+import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import type { RegisterRoutes } from "../common/rpc.ts";
 import { checkDestinationType, checkExchange, checkRoutingKey, checkSubject, isBrokerName, type DestinationType } from "./destination.ts";
 import {
@@ -263,13 +263,8 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
       const scope = subscriptionsScope(req.keyId);
       const cursor = decodePageToken(ctx.tokenKey, scope, req.pageToken, isCursor);
       const rows = await store.listSubscriptions(req.keyId, limit, cursor);
-      const items = rows.slice(0, limit);
-      const last = items.at(-1);
-      const nextPageToken =
-        rows.length > limit && last
-          ? encodePageToken(ctx.tokenKey, scope, { t: last.createdAt.getTime(), id: last.id } satisfies SubscriptionCursor)
-          : "";
-      return { items: items.map((row) => subscriptionMessage(row)), nextPageToken };
+      const page = pageOf(ctx.tokenKey, scope, rows, limit, (last): SubscriptionCursor => ({ t: last.createdAt.getTime(), id: last.id }));
+      return { items: page.items.map((row) => subscriptionMessage(row)), nextPageToken: page.nextPageToken };
     },
 
     async getSubscription(req) {
