@@ -63,6 +63,24 @@ export async function ensureDatabase(url: string): Promise<void> {
   }
 }
 
+/** A migrations folder and the journal table that records it (each service keeps its own journal). */
+export interface MigrationSet {
+  folder: string;
+  table: string;
+}
+
+/** Opens a service's database and brings each of its migration sets up to date, in order. */
+export async function openMigratedDatabase<TSchema extends Record<string, unknown>>(
+  url: string,
+  schema: TSchema,
+  sets: readonly MigrationSet[],
+  opts: DbOptions = {},
+): Promise<Database<TSchema>> {
+  const db = openDatabase(url, schema, opts);
+  for (const set of sets) await runMigrations(db as unknown as Database<Record<string, unknown>>, set.folder, set.table);
+  return db;
+}
+
 export async function runMigrations(
   db: Database<Record<string, unknown>>,
   migrationsFolder: string,

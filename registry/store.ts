@@ -9,8 +9,8 @@ import { IdempotencyLedger, isKeyed, type IdempotentOutcome } from "../common/id
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { decrypt, encrypt, sha256Hex } from "../common/crypto.ts";
 import { STORE_DEADLINE_MS } from "../common/deadlines.ts";
-import { migrateSettings } from "../common/settings/migrate.ts";
-import { guard, openDatabase, runMigrations, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
+import { SETTINGS_MIGRATIONS } from "../common/settings/migrate.ts";
+import { guard, openDatabase, openMigratedDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
 import { newId } from "../common/ids.ts";
 import type { MatchConditions } from "../common/match-conditions.ts";
 import { databaseUnavailable } from "./metrics.ts";
@@ -35,8 +35,6 @@ export type RegistryExecutor = RegistryDb | RegistryTx;
 export const REGISTRY_MIGRATIONS = new URL("./migrations", import.meta.url).pathname;
 export const REGISTRY_MIGRATIONS_TABLE = "__registry_migrations";
 
-
-
 /**
  * Connections of the read pool: the hot single-statement reads (GetSubscription, ResolveApiKey, the existence check
  * of PUT) run on their own small pool. Under 64 concurrent GETs, 4 connections answered about 35% more than the
@@ -50,10 +48,8 @@ export function openRegistryReadPool(url: string): RegistryDb {
 }
 
 export async function openRegistryDatabase(url: string, opts: DbOptions = {}): Promise<RegistryDb> {
-  const db = openDatabase(url, registrySchema, opts) as RegistryDb;
-  await runMigrations(db as unknown as Database<Record<string, unknown>>, REGISTRY_MIGRATIONS, REGISTRY_MIGRATIONS_TABLE);
-  await migrateSettings(db.$client);
-  return db;
+  const own = { folder: REGISTRY_MIGRATIONS, table: REGISTRY_MIGRATIONS_TABLE };
+  return openMigratedDatabase(url, registrySchema, [own, SETTINGS_MIGRATIONS], opts);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
