@@ -68,6 +68,18 @@ function withIdempotency(out: IdempotentOutcome<EventResponse>): EventResponse {
 export function deliveryRoutes(d: DeliveryServiceDeps) {
   const firstDueMs = () => Date.now() + firstDelay(d.retrySchedule);
 
+  /**
+   * After a test event or a retry committed: its reservation becomes due now and the worker wakes (a replayed
+   * answer changed nothing, so nothing is scheduled); then the answer, marked when it was replayed.
+   */
+  async function dueNow(out: IdempotentOutcome<EventResponse>, scheduled: string | undefined): Promise<EventResponse> {
+    if (scheduled && !out.replayedFrom) {
+      await afterEffect(() => d.schedule.moveToDue([{ id: scheduled, dueMs: firstDueMs() }]));
+      d.wake();
+    }
+    return withIdempotency(out);
+  }
+
   async function enqueue(req: EnqueueRequest) {
     req.events.forEach((e, i) => {
       if (!isId("sub", e.subscriptionId)) throw invalid(`/events/${i}/subscriptionId`, "subscription_id is not a subscription id.");
@@ -189,11 +201,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
             return create(EventResponseSchema, { event: toEventView(row) });
           },
         );
-        if (scheduled && !out.replayedFrom) {
-          await afterEffect(() => d.schedule.moveToDue([{ id: scheduled!, dueMs: firstDueMs() }]));
-          d.wake();
-        }
-        return withIdempotency(out);
+        return dueNow(out, scheduled);
       },
 
       async listEvents(req) {
@@ -242,11 +250,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
             return create(EventResponseSchema, { event: toEventView(updated) });
           },
         );
-        if (scheduled && !out.replayedFrom) {
-          await afterEffect(() => d.schedule.moveToDue([{ id: scheduled!, dueMs: firstDueMs() }]));
-          d.wake();
-        }
-        return withIdempotency(out);
+        return dueNow(out, scheduled);
       },
 
       async deleteSubscriptionEvents(req) {
