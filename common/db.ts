@@ -4,7 +4,7 @@ import { SQL } from "bun";
 import { sql } from "drizzle-orm";
 import { drizzle, type BunSQLDatabase } from "drizzle-orm/bun-sql";
 import { migrate } from "drizzle-orm/bun-sql/migrator";
-import { COMMIT_SETTLE_MS, STORE_DEADLINE_MS } from "./deadlines.ts";
+import { COMMIT_SETTLE_MS, DB_CONNECT_TIMEOUT_MS, STORE_DEADLINE_MS } from "./deadlines.ts";
 import { ApiError } from "./errors.ts";
 import { log } from "./logger.ts";
 import { postgresReachable } from "./reachability.ts";
@@ -21,8 +21,8 @@ export interface DbOptions {
 export function openSql(url: string, opts: DbOptions = {}): SQL {
   return new SQL(url, {
     max: opts.max ?? 20,
-    // A dead server must surface as an error quickly (503 within 5 s), never as a hang.
-    connectionTimeout: 3,
+    // A dead server must surface as an error (503), never as a hang: in whole seconds, as the driver takes it.
+    connectionTimeout: DB_CONNECT_TIMEOUT_MS / 1000,
     idleTimeout: 30,
   });
 }

@@ -37,6 +37,12 @@ export const RPC_DEADLINE_MS = rpcDeadline(REQUEST_BUDGET_MS);
 export const STORE_DEADLINE_MS = storeDeadline(REQUEST_BUDGET_MS);
 
 /**
+ * Connecting to PostgreSQL: a refused or unreachable server gives its own error two margins before the store deadline
+ * would answer for it (whole seconds: the driver's unit).
+ */
+export const DB_CONNECT_TIMEOUT_MS = STORE_DEADLINE_MS - 2 * HOP_MARGIN_MS;
+
+/**
  * A PATCH or PUT of up to 10,000 addresses on a large subscription needs more than the ordinary budget before its
  * COMMIT (docs/CONTRACT.md "Limits"); its RPC and store deadlines derive from this one.
  */
