@@ -1,6 +1,7 @@
 // The registry's persistence: subscriptions, API keys and idempotency records on PostgreSQL (Drizzle, Bun SQL).
-// Every public call runs through `guard`, so a dead or cut database answers 503 service_unavailable within a
-// bounded time instead of a 500 or a hang. Business rules live in service.ts; this module only stores and reads.
+// Every public call runs through `guard` and every write through `writeTransaction` (common/db.ts), so a dead or cut
+// database answers 503 service_unavailable within a bounded time instead of a 500 or a hang. Business rules live in
+// service.ts; this module only stores and reads.
 import { randomBytes } from "node:crypto";
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
