@@ -18,7 +18,7 @@ export interface DbOptions {
   max?: number;
 }
 
-export function openSql(url: string, opts: DbOptions = {}): SQL {
+function openSql(url: string, opts: DbOptions = {}): SQL {
   return new SQL(url, {
     max: opts.max ?? 20,
     // A dead server must surface as an error (503), never as a hang: in whole seconds, as the driver takes it.
@@ -101,7 +101,7 @@ export async function runMigrations(
 // Connection-level failures (server down, refused, reset, timed out) as Bun's SQL driver reports them.
 const UNAVAILABLE = /ERR_POSTGRES_CONNECTION_(?:CLOSED|TIMEOUT|REFUSED|FAILED)|ERR_POSTGRES_LIFETIME_TIMEOUT|ECONNREFUSED|ECONNRESET|connection (?:closed|refused|timeout)|Connection closed|socket|ERR_POSTGRES_IDLE_TIMEOUT|the database system is (?:starting up|shutting down)|terminating connection|too many clients|remaining connection slots/i;
 
-export function isUnavailable(err: unknown): boolean {
+function isUnavailable(err: unknown): boolean {
   if (err instanceof ApiError) return false;
   const e = err as { code?: unknown; errno?: unknown; message?: unknown; cause?: unknown };
   const text = `${String(e?.code ?? "")} ${String(e?.errno ?? "")} ${String(e?.message ?? "")}`;

@@ -8,7 +8,7 @@
 export const REQUEST_BUDGET_MS = 5_000;
 
 /** What each hop (gateway → service, service → database) keeps of the budget for itself. */
-export const HOP_MARGIN_MS = 500;
+const HOP_MARGIN_MS = 500;
 
 /**
  * Longest a write waits for the answer to a COMMIT it already sent once its deadline has passed (the database froze
@@ -18,7 +18,7 @@ export const HOP_MARGIN_MS = 500;
 export const COMMIT_SETTLE_MS = 30_000;
 
 /** The deadline of the gateway's RPC for a request with budget `budgetMs`. */
-export function rpcDeadline(budgetMs: number): number {
+function rpcDeadline(budgetMs: number): number {
   return budgetMs - HOP_MARGIN_MS;
 }
 

@@ -13,7 +13,7 @@ export interface PageScope {
 }
 
 export const DEFAULT_PAGE_LIMIT = 50;
-export const MAX_PAGE_LIMIT = 200;
+const MAX_PAGE_LIMIT = 200;
 
 /** How the public API describes `limit` (query parameter and OpenAPI). */
 export const PAGE_LIMIT_DESCRIPTION = `1 to ${MAX_PAGE_LIMIT}, default ${DEFAULT_PAGE_LIMIT}; above ${MAX_PAGE_LIMIT} is clamped to ${MAX_PAGE_LIMIT}.`;

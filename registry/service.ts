@@ -82,7 +82,7 @@ export interface SubscriptionView {
 }
 
 /** Stored conditions as the message every representation carries: every field set, `assets` unset for "every asset". */
-export function matchMessage(m: MatchConditions): MessageInitShape<typeof MatchConditionsSchema> {
+function matchMessage(m: MatchConditions): MessageInitShape<typeof MatchConditionsSchema> {
   return {
     assets: m.assets ? { items: m.assets.map((a) => ({ ...a })) } : undefined,
     directions: { items: [...m.directions] },
@@ -108,7 +108,7 @@ export function subscriptionMessage(row: SubscriptionRow, view: SubscriptionView
 /** The destination as it was given: only the fields of its type. */
 type DestinationInit = { type: string; url?: string; broker?: string; exchange?: string; routingKey?: string; subject?: string };
 
-export function destinationMessage(row: SubscriptionRow): DestinationInit {
+function destinationMessage(row: SubscriptionRow): DestinationInit {
   switch (row.destinationType) {
     case "amqp":
       return { type: "amqp", broker: row.broker ?? "", exchange: row.exchange ?? "", routingKey: row.routingKey ?? "" };
@@ -119,7 +119,7 @@ export function destinationMessage(row: SubscriptionRow): DestinationInit {
   }
 }
 
-export function apiKeyMessage(row: ApiKeyRow): MessageInitShape<typeof ApiKeySchema> {
+function apiKeyMessage(row: ApiKeyRow): MessageInitShape<typeof ApiKeySchema> {
   return {
     id: row.id,
     name: row.name,
@@ -220,7 +220,7 @@ function changeThenRunHook<T>(
   return changeThenHook(ctx.hooks, change, (row) => runHook(ctx, name, () => hook(row)));
 }
 
-export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof SubscriptionService> {
+function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof SubscriptionService> {
   const { store } = ctx;
   /**
    * Create and rotate: answer a finished request from its record before any validation or DNS lookup, then
@@ -340,7 +340,7 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
   };
 }
 
-export function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeyService> {
+function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeyService> {
   const { store } = ctx;
   const keyNotFound = () => new ApiError("not_found", "No such API key.");
   return {
@@ -373,7 +373,7 @@ export function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeySe
   };
 }
 
-export function watchIndexService(ctx: RegistryContext): ServiceImpl<typeof WatchIndexService> {
+function watchIndexService(ctx: RegistryContext): ServiceImpl<typeof WatchIndexService> {
   return {
     rebuildWatchIndex: (req, c) => ctx.addresses.rebuildWatchIndex(req, c),
   };

@@ -42,7 +42,7 @@ export const REGISTRY_MIGRATIONS_TABLE = "__registry_migrations";
  * main pool's 20 (fewer PostgreSQL backends competing for 2 cores), while commits want many connections (create
  * halved on 4), so writes and transactions stay on the main pool.
  */
-export const READ_POOL_SIZE = 4;
+const READ_POOL_SIZE = 4;
 
 export function openRegistryReadPool(url: string): RegistryDb {
   return openDatabase(url, registrySchema, { max: READ_POOL_SIZE }) as RegistryDb;
@@ -64,11 +64,11 @@ export interface IssuedApiKey {
 
 const API_KEY_PATTERN = /^whk_[A-Za-z0-9_-]{43}$/;
 
-export function generateApiKeySecret(): string {
+function generateApiKeySecret(): string {
   return "whk_" + randomBytes(32).toString("base64url");
 }
 
-export function hashApiKey(secret: string): string {
+function hashApiKey(secret: string): string {
   return sha256Hex(secret);
 }
 
