@@ -215,11 +215,11 @@ interface Transactional<Tx> {
 }
 
 /** Whether a transaction committed, asked on another connection until PostgreSQL answers (COMMIT_SETTLE_MS). */
-async function committed(client: SQL, txid: string, settleMs: number): Promise<boolean> {
+async function committed(client: SQL, txid: string, settleMs: number, onUnavailable: (() => void) | undefined): Promise<boolean> {
   const until = Date.now() + settleMs;
   for (;;) {
     try {
-      const rows = await guard(() => client`select txid_status(${txid}::bigint) as status`, { deadlineMs: 2_000 });
+      const rows = await guard(() => client`select txid_status(${txid}::bigint) as status`, { deadlineMs: 2_000, onUnavailable });
       return (rows as { status: string | null }[])[0]?.status === "committed";
     } catch (err) {
       if (Date.now() > until) throw err;
@@ -254,7 +254,7 @@ export function writeTransaction<Tx extends { execute: (query: ReturnType<typeof
           return value;
         });
       } catch (err) {
-        if (fence.sent && txid !== undefined && result !== undefined && (await committed(db.$client, txid, settleMs))) return result.value;
+        if (fence.sent && txid !== undefined && result !== undefined && (await committed(db.$client, txid, settleMs, opts.onUnavailable))) return result.value;
         throw err;
       }
     },
