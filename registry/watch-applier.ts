@@ -71,7 +71,7 @@ export function withTimeout<T>(p: Promise<T>, ms = REDIS_TIMEOUT_MS): Promise<T>
 }
 
 /** The lock of a chain's applier (and of its rebuild), as SQL arguments of the two-int advisory lock functions. */
-export const applierLock = (chainId: string) => sql`hashtext('watch-outbox'), hashtext(${chainId})`;
+const applierLock = (chainId: string) => sql`hashtext('watch-outbox'), hashtext(${chainId})`;
 
 /** A row of the batch statement: the outbox row and its subject's state (null when it is gone). */
 interface BatchRow {

@@ -45,7 +45,7 @@ import { pgTextArray, type OutboxTicket } from "./watch-outbox.ts";
  * it is inside the allowance every write RPC's deadline keeps for what follows a COMMIT (common/deadlines.ts
  * writeRpcDeadline).
  */
-export const SETTLE_MS = 3_000;
+const SETTLE_MS = 3_000;
 
 export interface RebuildResult {
   addresses: number;
