@@ -39,7 +39,7 @@ import {
 import { pgTextArray, type OutboxTicket } from "./watch-outbox.ts";
 
 /**
- * How long a request waits for its outbox rows to be applied before it answers anyway: docs/CONTRACT.md "Errors"
+ * How long a request waits for its outbox rows to be applied before it answers anyway: docs/CONTRACT.md "HTTP conventions"
  * says a write PostgreSQL accepted succeeds even when Redis is down (the row stays and is applied when Redis is back).
  * Tens of ms in normal operation; the bound only matters while a rebuild holds the chain. It runs after COMMIT, so
  * it is inside the allowance every write RPC's deadline keeps for what follows a COMMIT (common/deadlines.ts

@@ -1,4 +1,4 @@
-// Redis down while index changes commit: PostgreSQL takes them (docs/CONTRACT.md "Errors": a write PostgreSQL
+// Redis down while index changes commit: PostgreSQL takes them (docs/CONTRACT.md "HTTP conventions": a write PostgreSQL
 // accepted succeeds even if Redis is down), their outbox rows wait in PostgreSQL (registry/watch-outbox.ts), and once
 // Redis is back the applier writes them in order: the index converges without a rebuild. The Redis is this test's own
 // redis-server on a free port, shut down (saving its data, as a restarted server with persistence would come back)
