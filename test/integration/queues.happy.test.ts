@@ -29,6 +29,9 @@ test("AMQP: persistent, message_id = event id, application/json, signed headers;
       const ev = await waitForEvent(bed, { ...sub, eventId: id }, (e) => e.status === "delivered");
       expect(ev.responseStatus).toBeUndefined();
       expect(ev.responseBody).toBe("acked");
+      // The attempt: a success has no error, and the broker's answer is its response body (docs: issue 13's attempts).
+      const atts = await bed.delivery.listAttempts({ keyId: sub.keyId, subscriptionId: sub.subscriptionId, eventId: id, limit: 10, pageToken: "" });
+      expect(atts.items.map((a) => [a.responseStatus, a.responseBody, a.error])).toEqual([[undefined, "acked", undefined]]);
       const msg = route.received.find((m) => m.messageId === id)!;
       expect(msg.body).toBe(ev.payloadJson);
       expect(msg.contentType).toBe("application/json");
@@ -102,6 +105,9 @@ test("NATS: a subject no stream captures is a failed attempt: no stream", async 
   const ev = await waitForEvent(bed, { ...sub, eventId: res.event!.id }, (e) => e.attempts >= 1);
   expect(ev.responseBody).toBe("no stream");
   expect(ev.responseStatus).toBeUndefined();
+  const atts = await bed.delivery.listAttempts({ keyId: sub.keyId, subscriptionId: sub.subscriptionId, eventId: res.event!.id, limit: 10, pageToken: "" });
+  const first = atts.items.at(-1)!;
+  expect([first.responseStatus, first.responseBody, first.error]).toEqual([undefined, undefined, "no stream"]);
 });
 
 test("manual retry of a delivered queue event sends it again under the same message id", async () => {
