@@ -134,6 +134,8 @@ describe("recover", () => {
       [{ since: new Date(Date.now() - 15 * 86_400_000).toISOString() }, "/since"],
       [{ since: new Date().toISOString(), until: "x" }, "/until"],
       [{ since: new Date(Date.now() - 1000).toISOString(), status: "pending" }, "/status"],
+      // A since in the future with until left to default names since, not the until nobody sent.
+      [{ since: new Date(Date.now() + 3_600_000).toISOString() }, "/since"],
     ];
     for (const [body, param] of cases) {
       const res = await call<Err>(base, s.key, "POST", path, body);
@@ -182,7 +184,10 @@ describe("GET /v1/events", () => {
     expect(foreign.body.error).toBe("invalid_pagination_token");
     // Another key's subscription as a filter: not_found.
     expect((await call<Err>(base, stranger.key, "GET", `/v1/events?subscriptionId=${a.id}`)).body.error).toBe("not_found");
-    for (const [q, param] of [["?since=soon", "since"], ["?status=lost", "status"], ["?limit=0", "limit"], ["?chainId=eth:1", "chainId"]]) {
+    const later = encodeURIComponent(new Date(Date.now() + 60_000).toISOString());
+    for (const [q, param] of [["?since=soon", "since"], ["?status=lost", "status"], ["?limit=0", "limit"], ["?chainId=eth:1", "chainId"],
+      // An unknown kind, and an until not after since, are mistakes, not empty results.
+      ["?kind=wallet.transfer", "kind"], [`?since=${later}&until=${later}`, "until"]]) {
       const res = await call<Err>(base, a.key, "GET", `/v1/events${q}`);
       expect([q, res.status, res.body.error, res.body.detail?.param]).toEqual([q, 400, "invalid_request", param]);
     }
