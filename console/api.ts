@@ -44,9 +44,33 @@ export function query(params: Record<string, string | number | undefined>): stri
   return s ? `?${s}` : "";
 }
 
+/** As the API returns it: `url` for https; `broker` and `exchange`/`routingKey` (amqp) or `subject` (nats). */
+export interface Destination {
+  type: string;
+  url?: string;
+  broker?: string;
+  exchange?: string;
+  routingKey?: string;
+  subject?: string;
+  secret?: string;
+}
+
+/** A destination in one line, for tables and read-only settings. */
+export function describeDestination(d: Destination): string {
+  if (d.type === "amqp") return `amqp: broker ${d.broker}, exchange "${d.exchange ?? ""}", routing key "${d.routingKey ?? ""}"`;
+  if (d.type === "nats") return `nats: broker ${d.broker}, subject ${d.subject}`;
+  return d.url ?? "";
+}
+
+/** The destination to send back on PUT, as stored: every field but the secret (which PUT does not take). */
+export function destinationForPut(d: Destination): Omit<Destination, "secret"> {
+  const { secret: _secret, ...rest } = d;
+  return rest;
+}
+
 export interface Subscription {
   id: string;
-  destination: { type: string; url: string; secret?: string };
+  destination: Destination;
   events: string[];
   filters: { addresses: { chainId: string; address: string }[]; hasMore?: boolean };
   status: "enabled" | "disabled";

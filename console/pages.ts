@@ -1,6 +1,6 @@
 // The console's pages. Each renders into `main` from the public API; nothing here knows a secret except the
 // create and rotate answers, which are shown once and never stored.
-import { api, CHAINS, EVENT_KINDS, query, type Attempt, type EventView, type Health, type Page, type Subscription } from "./api.ts";
+import { api, CHAINS, describeDestination, destinationForPut, EVENT_KINDS, query, type Attempt, type EventView, type Health, type Page, type Subscription } from "./api.ts";
 import { attempt, badge, errorText, field, h, notify, select, svg, time } from "./dom.ts";
 
 export type Render = (main: HTMLElement) => Promise<(() => void) | void>;
@@ -47,7 +47,7 @@ export const subscriptionsPage: Render = async (main) => {
       list.append(
         h("tr", {},
           h("td", {}, h("a", { href: `#/subscriptions/${s.id}` }, s.id)),
-          h("td", { class: "url" }, s.destination.url),
+          h("td", { class: "url" }, describeDestination(s.destination)),
           h("td", {}, badge(s.status)),
           h("td", {}, s.events.join(", ")),
           h("td", {}, s.description)),
@@ -241,14 +241,21 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
 
 export const subscriptionPage = (id: string): Render => async (main) => {
   const sub = await api<Subscription>("GET", `/v1/subscriptions/${id}`);
-  const url = h("input", { type: "url", required: true, value: sub.destination.url });
+  const https = sub.destination.type === "https";
+  const url = h("input", { type: "url", required: true, value: sub.destination.url ?? "" });
   const description = h("input", { type: "text", maxlength: 512, value: sub.description });
   const kinds = eventsChooser(sub.events);
   const secretArea = h("div");
+  // A queue destination (amqp, nats) names an operator's broker: the console shows it and sends it back unchanged,
+  // so saving, enabling or disabling never turns it into an https one.
   const put = (status: string) => api<Subscription>("PUT", `/v1/subscriptions/${id}`, {
-    destination: { type: "https", url: url.value }, events: kinds.value(), description: description.value, status,
+    destination: https ? { type: "https", url: url.value } : destinationForPut(sub.destination),
+    events: kinds.value(), description: description.value, status,
   });
-  const edit = h("form", { "aria-label": "Edit subscription" }, h("h2", {}, "Settings"), field("Destination URL (https)", url), kinds.el,
+  const destinationField = https
+    ? field("Destination URL (https)", url)
+    : h("div", { class: "field" }, h("p", { class: "destination" }, "Destination: ", h("code", {}, describeDestination(sub.destination))));
+  const edit = h("form", { "aria-label": "Edit subscription" }, h("h2", {}, "Settings"), destinationField, kinds.el,
     field("Description", description), h("button", { type: "submit" }, "Save"));
   edit.addEventListener("submit", (e) => {
     e.preventDefault();
