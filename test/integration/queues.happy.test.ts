@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
 import { enqueueTransfers, startDeliveryBed, waitForEvent, type DeliveryBed } from "../support/delivery.ts";
-import { addBroker, NATS_URL, natsStream, RABBIT_URL, rabbitRoute, randomName, subscribeTo } from "../support/brokers.ts";
+import { addBroker, NATS_URL, natsStream, RABBIT_URL, rabbitRoute, randomName, startPrivateNats, subscribeTo } from "../support/brokers.ts";
 import { until } from "../support/wait.ts";
 
 let bed: DeliveryBed;
@@ -124,5 +124,22 @@ test("manual retry of a delivered queue event sends it again under the same mess
     expect(route.received.map((m) => m.messageId)).toEqual([eventId, eventId]);
   } finally {
     await route.close();
+  }
+});
+
+test("NATS: a token in the broker URL (nats://TOKEN@host) is the token the server requires", async () => {
+  const server = await startPrivateNats({ token: randomName("tok") });
+  const stream = await natsStream(server.url);
+  try {
+    const name = randomName("nats-token");
+    await addBroker(bed, name, "nats", server.url);
+    const sub = await subscribeTo(bed, { type: "nats", broker: name, subject: stream.subject });
+    const res = await bed.delivery.createTestEvent({ keyId: sub.keyId, subscriptionId: sub.subscriptionId, kind: "" });
+    const ev = await waitForEvent(bed, { ...sub, eventId: res.event!.id }, (e) => e.attempts >= 1);
+    expect([ev.status, ev.responseBody]).toEqual(["delivered", "acked"]);
+    expect((await stream.messages()).map((m) => m.headers!.get("Nats-Msg-Id"))).toEqual([res.event!.id]);
+  } finally {
+    await stream.close();
+    await server.close();
   }
 });
