@@ -141,6 +141,8 @@ describe("recover", () => {
       const res = await call<Err>(base, s.key, "POST", path, body);
       expect([res.status, res.body.error, res.body.detail?.param]).toEqual([400, "invalid_request", param]);
     }
+    const pending = await call<{ message: string }>(base, s.key, "POST", path, { since: new Date(Date.now() - 1000).toISOString(), status: "pending" });
+    expect(pending.body.message).toBe("The field /status must be one of failed, delivered.");
     const since = new Date(Date.now() - 1_000).toISOString();
     expect((await call<Err>(base, other.key, "POST", path, { since })).body.error).toBe("not_found");
     expect((await call(base, s.key, "PUT", `/v1/subscriptions/${s.id}`, {
