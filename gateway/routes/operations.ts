@@ -86,7 +86,7 @@ const HealthSchema = t.Object(
     durationMs: t.Object({
       p50: t.Union([t.Number(), t.Null()]),
       p99: t.Union([t.Number(), t.Null()]),
-    }, { description: "Attempt duration percentiles over the last 24 hours." }),
+    }, { description: "Attempt duration percentiles over the last 24 hours, in ms to 0.1 ms." }),
     pending: t.Integer({ description: "Events waiting for delivery (held ones included)." }),
     hourlySuccessRate: t.Array(t.Union([t.Number(), t.Null()]), {
       description: "Success rate of each of the last 24 hours, oldest first; null for an hour without attempts.",
@@ -119,6 +119,11 @@ function renderWindow(w: WindowStats | undefined): HealthJson["lastHour"] {
   return { attempts: Number(w?.attempts ?? 0n), succeeded: Number(w?.succeeded ?? 0n), successRate: w?.successRate ?? null };
 }
 
+/** A percentile interpolated between whole-millisecond attempts, to 0.1 ms (not 6.9399999999999995). */
+function tenthOfMs(ms: number | undefined): number | null {
+  return ms === undefined ? null : Math.round(ms * 10) / 10;
+}
+
 function renderHealth(h: HealthResponse): HealthJson {
   return {
     lastHour: renderWindow(h.lastHour),
@@ -126,7 +131,7 @@ function renderHealth(h: HealthResponse): HealthJson {
     lastSuccess: h.lastSuccessMs === undefined ? null : isoTime(h.lastSuccessMs),
     lastFailure: h.lastFailureMs === undefined ? null : { date: isoTime(h.lastFailureMs), reason: h.lastFailureReason ?? "" },
     consecutiveFailures: Number(h.consecutiveFailures),
-    durationMs: { p50: h.p50DurationMs ?? null, p99: h.p99DurationMs ?? null },
+    durationMs: { p50: tenthOfMs(h.p50DurationMs), p99: tenthOfMs(h.p99DurationMs) },
     pending: Number(h.pending),
     hourlySuccessRate: h.hourlySuccessRate.map((r) => (r < 0 ? null : r)),
   };
