@@ -24,12 +24,22 @@ export function signOut(): void {
   sessionStorage.removeItem(KEY);
 }
 
+/** The body as JSON; a body that is not (a proxy's HTML error page, say) gives null, so the status text is shown. */
+function parseJson(text: string): Record<string, unknown> | null {
+  if (!text) return null;
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+}
+
 export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { authorization: `Bearer ${apiKey() ?? ""}` };
   if (body !== undefined) headers["content-type"] = "application/json";
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
-  const json = text ? (JSON.parse(text) as Record<string, unknown>) : null;
+  const json = parseJson(text);
   if (!res.ok) {
     // Shown as the API words it: the code and its sentence.
     throw new ApiFailure(res.status, String(json?.error ?? res.status), String(json?.message ?? res.statusText), json?.detail ?? null);
