@@ -119,7 +119,7 @@ export interface RoutePattern {
 }
 
 export function createMethodIndex(routes: () => readonly RoutePattern[]): (path: string) => string[] {
-  let index: { re: RegExp; methods: Set<string> }[] | undefined;
+  let index: { re: RegExp; params: number; methods: Set<string> }[] | undefined;
   const build = () => {
     const byPattern = new Map<string, Set<string>>();
     for (const r of routes()) {
@@ -130,6 +130,7 @@ export function createMethodIndex(routes: () => readonly RoutePattern[]): (path:
       set.add(m);
     }
     return [...byPattern].map(([pattern, methods]) => ({
+      params: pattern.split("/").filter((seg) => seg.startsWith(":") || seg === "*").length,
       re: new RegExp(
         "^" +
           pattern
@@ -143,8 +144,12 @@ export function createMethodIndex(routes: () => readonly RoutePattern[]): (path:
   };
   return (path) => {
     index ??= build();
+    // Only the most literal routes that match count: `/events/recover` (POST) is not also `/events/:eventId` (GET),
+    // as the router itself prefers the literal segment.
+    const matching = index.filter(({ re }) => re.test(path));
+    const fewest = Math.min(...matching.map((m) => m.params));
     const allowed = new Set<string>();
-    for (const { re, methods } of index) if (re.test(path)) for (const m of methods) allowed.add(m);
+    for (const { params, methods } of matching) if (params === fewest) for (const m of methods) allowed.add(m);
     // Elysia answers HEAD wherever it answers GET.
     if (allowed.has("GET")) allowed.add("HEAD");
     return [...allowed].sort();
