@@ -180,12 +180,16 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
   const txId = h("input", { type: "text", name: "txId", autocomplete: "off" });
   const address = h("input", { type: "text", name: "address", autocomplete: "off" });
   const since = h("input", { type: "datetime-local", name: "since" });
+  const until = h("input", { type: "datetime-local", name: "until" });
+  // On the all-events page, one subscription's events (the subscription's own page is already scoped to it).
+  const subscription = h("input", { type: "text", name: "subscriptionId", autocomplete: "off", placeholder: "sub_…" });
   const rows = h("tbody");
   const detail = h("div", { class: "detail" });
   let open: string | undefined;
   const filters = () => ({
-    subscriptionId: subId, status: status.value, kind: kind.value, chainId: chain.value, txId: txId.value.trim(),
-    address: address.value.trim(), since: since.value ? new Date(since.value).toISOString() : undefined, limit: 50,
+    subscriptionId: subId ?? subscription.value.trim(), status: status.value, kind: kind.value, chainId: chain.value, txId: txId.value.trim(),
+    address: address.value.trim(), since: since.value ? new Date(since.value).toISOString() : undefined,
+    until: until.value ? new Date(until.value).toISOString() : undefined, limit: 50,
   });
   async function showDetail(e: EventView) {
     open = e.id;
@@ -223,8 +227,8 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
     if (current) await showDetail(current);
   }
   const form = h("form", { class: "filters", "aria-label": "Event filters" },
-    field("Status", status), field("Kind", kind), field("Chain", chain), field("Transaction id", txId), field("Address", address),
-    field("Since", since), h("button", { type: "submit" }, "Filter"));
+    subId ? null : field("Subscription", subscription), field("Status", status), field("Kind", kind), field("Chain", chain),
+    field("Transaction id", txId), field("Address", address), field("Since", since), field("Until", until), h("button", { type: "submit" }, "Filter"));
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     void attempt(refresh);

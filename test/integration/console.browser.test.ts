@@ -134,6 +134,14 @@ test.skipIf(!haveChromium)("sign in, subscribe, paste addresses, deliver, fail, 
   await page.getByRole("heading", { name: "Events" }).first().waitFor();
   await seeCount(page.locator("tr[data-event]"), 2);
   await shot(page, "07-events");
+  // The filters of GET /v1/events: an until before both events, then one subscription (another key's id is the API's 404).
+  await page.getByLabel("Until").fill(localInput(Date.now() - 60 * 60_000));
+  await page.getByRole("button", { name: "Filter" }).click();
+  await seeCount(page.locator("tr[data-event]"), 0);
+  await page.getByLabel("Until").fill("");
+  await page.getByLabel("Subscription").fill("sub_01HZZZZZZZZZZZZZZZZZZZZZZZ");
+  await page.getByRole("button", { name: "Filter" }).click();
+  await seeText(page.getByRole("alert"), "not_found: No such subscription.");
 
   await page.setViewportSize({ width: 390, height: 844 });
   await shot(page, "08-phone");
