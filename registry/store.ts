@@ -275,6 +275,16 @@ function prepareHotQueries(readDb: RegistryDb) {
       .orderBy(desc(subscriptions.createdAt), desc(subscriptions.id))
       .limit(sql.placeholder("limit"))
       .prepare("registry_subscriptions_page_after"),
+    // The deliverer's targets (subscription, key, broker) by id; the ids travel as one JSON array text, so any
+    // number of them fits one prepared statement. Built per call it cost about 200 µs of CPU for one id (POST
+    // …/test asks for its target fresh on every call).
+    deliveryTargets: readDb
+      .select({ subscription: subscriptions, key: apiKeys, broker: brokers })
+      .from(subscriptions)
+      .innerJoin(apiKeys, eq(apiKeys.id, subscriptions.keyId))
+      .leftJoin(brokers, eq(brokers.name, subscriptions.broker))
+      .where(sql`${subscriptions.id} in (select jsonb_array_elements_text(${sql.placeholder("ids")}::text::jsonb))`)
+      .prepare("registry_delivery_targets"),
     apiKeyByHash: readDb
       .select()
       .from(apiKeys)
@@ -545,15 +555,7 @@ export class RegistryStore {
 
   deliveryTargets(ids: string[]): Promise<DeliveryTargetRow[]> {
     if (ids.length === 0) return Promise.resolve([]);
-    return this.run(async (db) => {
-      const rows = await db
-        .select({ subscription: subscriptions, key: apiKeys, broker: brokers })
-        .from(subscriptions)
-        .innerJoin(apiKeys, eq(apiKeys.id, subscriptions.keyId))
-        .leftJoin(brokers, eq(brokers.name, subscriptions.broker))
-        .where(inArray(subscriptions.id, ids));
-      return rows;
-    });
+    return this.run(() => this.hot.deliveryTargets.execute({ ids: JSON.stringify(ids) }));
   }
 
   // ---- brokers ----
