@@ -14,7 +14,6 @@ import { setLogLevel } from "../common/logger.ts";
 import { hexToBase58 } from "../common/tron-address.ts";
 import { startStack, type Stack } from "../test/support/stack.ts";
 import { createTestPki } from "../tools/receiver/certs.ts";
-import { startFastReceiver } from "../tools/receiver/server.ts";
 
 const CONNECTIONS = 64;
 const THREADS = 2;
@@ -46,7 +45,7 @@ async function procCpuSeconds(pid: number): Promise<number> {
 }
 
 /**
- * Where a phase's CPU went: this process (gateway, registry, deliverer and the receiver), the PostgreSQL backends
+ * Where a phase's CPU went: this process (gateway, registry and deliverer), the PostgreSQL backends
  * serving this run's database, and wrk. Redis is shared with the rest of the machine, so it is not counted here.
  */
 interface CpuSplit {
@@ -167,36 +166,38 @@ end
  * says how many test events reached the receiver during the load and by the drain's end. (wrk counts completed
  * requests only; the 64 in flight when it stops were accepted too.)
  */
-async function measureTest(url: string, authorization: string, seconds: number, delivered: () => number) {
+async function measureTest(url: string, authorization: string, seconds: number, delivered: () => Promise<number>) {
   const phase = postPhase(url, authorization, `{"kind":"service.ping"}`, 200);
   const warmup = await wrk(phase, WARMUP_SECONDS);
-  const before = delivered();
+  const before = await delivered();
   const started = performance.now();
   const result = await wrk(phase, seconds);
-  const atEnd = delivered();
+  const atEnd = await delivered();
   const drainDeadline = performance.now() + 60_000;
   let last = -1;
-  while (performance.now() < drainDeadline && delivered() !== last) {
-    last = delivered();
+  let now = atEnd;
+  while (performance.now() < drainDeadline && now !== last) {
+    last = now;
     await Bun.sleep(1_000);
+    now = await delivered();
   }
-  const total = delivered() - before;
+  const total = now - before;
   const elapsed = (performance.now() - started) / 1000;
-  const note = `test events: ${warmup.requests + result.requests} accepted (warm-up included); ${delivered()} delivered to the HTTPS receiver in all, ${atEnd - before} during the measured load, ${total} from its start to the drain's end (${(total / elapsed).toFixed(0)}/s over ${elapsed.toFixed(1)} s)`;
+  const note = `test events: ${warmup.requests + result.requests} accepted (warm-up included); ${now} delivered to the HTTPS receiver in all, ${atEnd - before} during the measured load, ${total} from its start to the drain's end (${(total / elapsed).toFixed(0)}/s over ${elapsed.toFixed(1)} s)`;
   return { result, note };
 }
 
-/** The number a child prints on its first line (its port), read without waiting for the child to end. */
-async function firstLineNumber(stream: ReadableStream<Uint8Array>): Promise<number> {
+/** The ports a child prints on its first line, read without waiting for the child to end. */
+async function firstLinePorts(stream: ReadableStream<Uint8Array>): Promise<number[]> {
   const decoder = new TextDecoder();
   let text = "";
   for await (const chunk of stream) {
     text += decoder.decode(chunk, { stream: true });
     if (text.includes("\n")) break;
   }
-  const n = Number(text.trim());
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`the floor server did not print its port: ${text}`);
-  return n;
+  const ports = text.trim().split(" ").map(Number);
+  if (!ports.every((n) => Number.isInteger(n) && n > 0)) throw new Error(`a child process did not print its ports: ${text}`);
+  return ports;
 }
 
 function line(label: string, r: WrkResult, floor: WrkResult, goal: string): string {
@@ -251,14 +252,30 @@ export default async function bench(): Promise<void> {
     [process.execPath, "-e", `const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("hello") }); console.log(s.port);`],
     { stdout: "pipe", stderr: "inherit" },
   );
-  const helloPort = await firstLineNumber(hello.stdout);
+  const [helloPort] = await firstLinePorts(hello.stdout);
   const helloUrl = `http://127.0.0.1:${helloPort}/`;
   const helloPhase: Phase = { url: helloUrl, lua: "", expectStatus: 200, probe: () => fetch(helloUrl) };
   const floorBefore = await measure(helloPhase, seconds);
 
   setLogLevel("warn");
   const pki = createTestPki();
-  const receiver = startFastReceiver({ cert: pki.cert, key: pki.key });
+  // The receiver in its own process too, as a real destination would be: its TLS work is not the stack's.
+  const receiverProc = Bun.spawn(
+    [
+      process.execPath,
+      "-e",
+      `import { startFastReceiver } from ${JSON.stringify(join(import.meta.dir, "../tools/receiver/server.ts"))};
+       const r = startFastReceiver({ cert: process.env.CERT, key: process.env.KEY });
+       const c = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response(String(r.count())) });
+       console.log(r.port + " " + c.port);`,
+    ],
+    { stdout: "pipe", stderr: "inherit", env: { ...process.env, CERT: pki.cert, KEY: pki.key } },
+  );
+  const [receiverPort, countPort] = await firstLinePorts(receiverProc.stdout);
+  const receiver = {
+    port: receiverPort!,
+    count: async () => Number(await (await fetch(`http://127.0.0.1:${countPort}/`)).text()),
+  };
   const caFile = pki.caFile;
   const stack = await startStack({
     deliverer: true,
@@ -298,7 +315,7 @@ export default async function bench(): Promise<void> {
       ),
       seconds,
     );
-    const test = wanted("test") ? await measureTest(`${base}/v1/subscriptions/${testId}/test`, authorization, seconds, () => receiver.count()) : undefined;
+    const test = wanted("test") ? await measureTest(`${base}/v1/subscriptions/${testId}/test`, authorization, seconds, receiver.count) : undefined;
 
     const floorAfter = await measure(helloPhase, seconds);
     const floor = floorBefore.rps <= floorAfter.rps ? floorBefore : floorAfter;
@@ -322,7 +339,7 @@ export default async function bench(): Promise<void> {
     }
   } finally {
     await stack.stop();
-    await receiver.close();
+    receiverProc.kill();
     hello.kill();
     rmSync(scriptDir, { recursive: true, force: true });
   }
