@@ -5,7 +5,29 @@
 // and POSTs each test event to a local HTTPS receiver. The key holds 1,000 subscriptions; the one read carries 200
 // addresses. BENCH_SECONDS or the first argument sets each phase's length (default 15 s, after a 3 s warm-up).
 //
-// Where the time goes is written in README.md, "Benchmarks" (profiles of this bench with `bun --cpu-prof`).
+// BENCH_PHASES=get,list,create,test measures only those (to profile one path: `BENCH_PHASES=list bun --cpu-prof
+// bench/run.ts api 8`; the floor and the receiver run in their own processes, so the profile holds the stack only).
+// Each row prints the CPU per request of this process, of the run's PostgreSQL backends and of wrk: on a shared
+// 2-core machine the throughput moves with everyone else's work, the CPU per request much less.
+//
+// Where the time goes (2026-11-24; CPU per request of each part, measured in-process with process.cpuUsage and
+// `bun --cpu-prof` on this bench's phases; README.md "Benchmarks" has the figures):
+// - GET by id, 200 addresses: ~110 µs in the stack (the registry's read 42 µs: one prepared query, drizzle's row
+//   mapping, the address text split; the in-process RPC's protobuf create() of 200 entries ~18; authentication
+//   from the cache and the Redis rate limiter ~15–25; JSON of 200 addresses 12; render 4; Elysia's response check
+//   and HTTP the rest) and ~70 µs in PostgreSQL, once 120 (json_agg(json_build_array(…)) per address).
+// - List of 50: ~430 µs in the stack (the store 137 µs, mostly drizzle mapping 51 wide rows with their jsonb;
+//   protobuf messages for 50 subscriptions ~90; render 25 (two ISO dates each); JSON 20; TypeBox's check of the
+//   page 14; auth and limiter 25; Elysia and HTTP for a 19 KB body the rest), ~60 µs in PostgreSQL, and wrk
+//   itself ~115 µs per page on the same two cores. Built per call by drizzle, the query alone had cost ~100 µs more.
+// - Create: ~200–300 µs in the stack (field checks with the destination's DNS answer, secret generation and its
+//   AES-GCM seal, drizzle's insert) and ~150–190 µs in PostgreSQL: a transaction of four round trips (BEGIN,
+//   txid_current for the lost-COMMIT check, INSERT … RETURNING, COMMIT) whose COMMIT waits for the WAL flush.
+// - Test event: ~530–750 µs in the stack and ~350–500 µs in PostgreSQL for the request and its delivery together:
+//   the gateway's ownership read, the deliverer's fresh GetDeliveryTargets (a drizzle join built per call, ~200 µs,
+//   until it became a prepared statement: ~35), the event's transaction, two Redis pipelines (reserve before the
+//   INSERT, due after COMMIT), then the claim (one 8-shard script pipeline: once per event, plus an empty one,
+//   until wake() coalesced), the row load, signing, the TLS POST and the batched outcome write.
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
