@@ -78,14 +78,22 @@ interface CpuSplit {
 
 let postgresPids: () => Promise<number[]> = async () => [];
 
-async function cpuNow(): Promise<{ stack: number; postgres: number }> {
+/** CPU seconds of this process, and of each PostgreSQL backend serving the run's database, by pid. */
+async function cpuNow(): Promise<{ stack: number; postgres: Map<number, number> }> {
   const usage = process.cpuUsage();
-  let postgres = 0;
+  const postgres = new Map<number, number>();
   for (const pid of await postgresPids()) {
     const v = await procCpuSeconds(pid);
-    if (Number.isFinite(v)) postgres += v;
+    if (Number.isFinite(v)) postgres.set(pid, v);
   }
   return { stack: (usage.user + usage.system) / 1e6, postgres };
+}
+
+/** PostgreSQL CPU between two snapshots; a backend that appeared in between (the pool grew) counts whole. */
+function postgresBetween(before: Map<number, number>, after: Map<number, number>): number {
+  let sum = 0;
+  for (const [pid, v] of after) sum += v - (before.get(pid) ?? 0);
+  return sum;
 }
 
 interface Phase {
@@ -123,7 +131,7 @@ async function wrk(phase: Phase, seconds: number): Promise<WrkResult> {
   const wrkUsage = proc.resourceUsage();
   const cpu: CpuSplit = {
     stack: after.stack - before.stack,
-    postgres: after.postgres - before.postgres,
+    postgres: postgresBetween(before.postgres, after.postgres),
     wrk: wrkUsage ? Number(wrkUsage.cpuTime.user + wrkUsage.cpuTime.system) / 1e6 : NaN,
   };
   const num = (re: RegExp) => {
