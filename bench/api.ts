@@ -20,9 +20,10 @@
 //   protobuf messages for 50 subscriptions ~90; render 25 (two ISO dates each); JSON 20; TypeBox's check of the
 //   page 14; auth and limiter 25; Elysia and HTTP for a 19 KB body the rest), ~60 µs in PostgreSQL, and wrk
 //   itself ~115 µs per page on the same two cores. Built per call by drizzle, the query alone had cost ~100 µs more.
-// - Create: ~200–300 µs in the stack (field checks with the destination's DNS answer, secret generation and its
-//   AES-GCM seal, drizzle's insert) and ~150–190 µs in PostgreSQL: a transaction of four round trips (BEGIN,
-//   txid_current for the lost-COMMIT check, INSERT … RETURNING, COMMIT) whose COMMIT waits for the WAL flush.
+// - Create: ~200–250 µs in the stack (field checks with the destination's DNS answer, secret generation and its
+//   AES-GCM seal, the idempotent write; drizzle's insert builder with RETURNING had cost ~60–70 µs more) and
+//   ~150–200 µs in PostgreSQL: a transaction of four round trips (BEGIN, txid_current for the lost-COMMIT check,
+//   INSERT, COMMIT) whose COMMIT waits for the WAL flush.
 // - Test event: ~530–750 µs in the stack and ~350–500 µs in PostgreSQL for the request and its delivery together:
 //   the gateway's ownership read, the deliverer's fresh GetDeliveryTargets (a drizzle join built per call, ~200 µs,
 //   until it became a prepared statement: ~35), the event's transaction, two Redis pipelines (reserve before the
