@@ -173,7 +173,7 @@ async function checkBroker(ctx: RegistryContext, type: string, name: string): Pr
     throw new ApiError("invalid_request", `No ${type} broker named "${name}" is registered.`, { param: "/destination/broker" });
   }
   if (broker.type !== type) {
-    throw new ApiError("invalid_request", `The broker "${name}" is a ${broker.type} broker, not ${type}.`, { param: "/destination/broker" });
+    throw new ApiError("invalid_request", `The broker "${name}" is ${broker.type === "amqp" ? "an" : "a"} ${broker.type} broker, not ${type}.`, { param: "/destination/broker" });
   }
 }
 
