@@ -14,7 +14,7 @@ import { setLogLevel } from "../common/logger.ts";
 import { inProcessTransport } from "../common/rpc.ts";
 import { staticResolver } from "../common/ssrf.ts";
 import { hexToBase58, isBase58Address } from "../common/tron-address.ts";
-import { applyAddresses, beginBuild, chainBase, dropGeneration, finishBuild, lookup, readState } from "../common/watch-index.ts";
+import { applyAddresses, beginBuild, bucketsPerShard, dropGeneration, finishBuild, lookup, readState, shardBase, DEFAULT_SHARDS } from "../common/watch-index.ts";
 import { createRegistry } from "../registry/index.ts";
 import { createTestDatabase } from "../test/support/db.ts";
 import { allocateRedisDb } from "../test/support/redis.ts";
@@ -132,12 +132,14 @@ export default async function bench(): Promise<void> {
     const state = await readState(registry.redis, prefix, CHAIN);
     // Cross-check of INFO (server-wide, so other clients add noise): MEMORY USAGE of every key of the generation.
     let exact = 0;
-    const gb = `${chainBase(prefix, CHAIN)}${state.cur}:`;
-    for (const name of ["sub", "meta", "keys", "seq"]) exact += Number((await redis.memory("USAGE", gb + name, "SAMPLES", 0)) ?? 0);
-    for (let b = 0; b < 32_768; b += 512) {
-      const pipe = redis.pipeline();
-      for (let i = b; i < b + 512; i++) pipe.memory("USAGE", `${gb}b:${i}`, "SAMPLES", 0);
-      for (const [, v] of (await pipe.exec()) ?? []) exact += Number(v ?? 0);
+    for (let s = 0; s < DEFAULT_SHARDS; s++) {
+      const gb = `${shardBase(prefix, CHAIN, s)}${state.cur}:`;
+      for (const name of ["sub", "meta", "keys", "seq"]) exact += Number((await redis.memory("USAGE", gb + name, "SAMPLES", 0)) ?? 0);
+      for (let b = 0; b < bucketsPerShard(); b += 512) {
+        const pipe = redis.pipeline();
+        for (let i = b; i < Math.min(b + 512, bucketsPerShard()); i++) pipe.memory("USAGE", `${gb}b:${i}`, "SAMPLES", 0);
+        for (const [, v] of (await pipe.exec()) ?? []) exact += Number(v ?? 0);
+      }
     }
     const big = await lookups(1_000_000);
     const nm0 = await usedMemory(redis);
@@ -181,7 +183,7 @@ export default async function bench(): Promise<void> {
       }),
     );
     await dropGeneration(redis, scratch, CHAIN, generation);
-    await redis.del(`${chainBase(scratch, CHAIN)}state`);
+    for (let s = 0; s < DEFAULT_SHARDS; s++) await redis.del(`${shardBase(scratch, CHAIN, s)}state`);
     const [sqlMs] = await timed(() =>
       sql
         .begin(async (tx) => {

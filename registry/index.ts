@@ -41,7 +41,9 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
   const policy = createSsrfPolicy({ allowCidrs: config.ssrfAllowCidrs, resolver: deps.resolver });
   // The watch index: written through by the hooks and the address RPCs; rebuilt at start when missing or stale
   // (in the background: lookups wait meanwhile) and by its watchdog after a Redis restart or outage.
-  const watchIndex = new WatchIndex(db, redis, config.redisPrefix, log.child({ service: "registry", part: "watch-index" }));
+  const watchIndex = new WatchIndex(db, redis, config.redisPrefix, log.child({ service: "registry", part: "watch-index" }), undefined, {
+    shards: config.watchIndexShards,
+  });
   const hooks: WatchHooks = watchIndex.hooks();
   const addresses: AddressRpcs | undefined = addressRpcs({
     store,

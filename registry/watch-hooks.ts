@@ -64,5 +64,7 @@ export interface WatchHookDeps {
  * service and the CLI keep it in step the same way (registry/watch-index.ts).
  */
 export function createWatchHooks(deps: WatchHookDeps): WatchHooks {
-  return new WatchIndex(deps.store.db, deps.redis, deps.config.redisPrefix, log.child({ part: "watch-index" })).hooks();
+  return new WatchIndex(deps.store.db, deps.redis, deps.config.redisPrefix, log.child({ part: "watch-index" }), undefined, {
+    shards: deps.config.watchIndexShards,
+  }).hooks();
 }

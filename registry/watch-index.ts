@@ -28,6 +28,7 @@ import {
   applyAddresses,
   beginBuild,
   beginIntent,
+  DEFAULT_SHARDS,
   dropGeneration,
   dropSubscription,
   endIntents,
@@ -93,6 +94,8 @@ export function subscriptionMeta(row: IndexedSubscription): SubscriptionMeta {
 export interface WatchIndexOptions {
   /** INTENT_MAX_AGE_MS unless a test wants the watchdog to give up on intents sooner. */
   intentMaxAgeMs?: number;
+  /** WATCH_INDEX_SHARDS (config.watchIndexShards); default DEFAULT_SHARDS. */
+  shards?: number;
 }
 
 export interface RebuildResult {
@@ -117,6 +120,7 @@ export class WatchIndex {
   private lastSweep = 0;
   private readonly pending = new Set<Promise<unknown>>();
   private readonly intentMaxAgeMs: number;
+  readonly shards: number;
 
   constructor(
     readonly db: RegistryDb,
@@ -127,13 +131,14 @@ export class WatchIndex {
     opts: WatchIndexOptions = {},
   ) {
     this.intentMaxAgeMs = opts.intentMaxAgeMs ?? INTENT_MAX_AGE_MS;
+    this.shards = opts.shards ?? DEFAULT_SHARDS;
     // Back from an outage during which a write failed: make lookups wait at once, before the watchdog's next tick
     // starts the rebuild, so a reader never trusts the index that missed the write.
     // Failed commands are reported where they fail; the connection's own errors are only worth a debug line.
     redis.on("error", (err) => this.log.debug("watch index: redis connection error", { err }));
     redis.on("ready", () => {
       if (!this.needsRebuild) return;
-      for (const chainId of this.chains) void markStale(redis, prefix, chainId).catch(() => {});
+      for (const chainId of this.chains) void markStale(redis, prefix, chainId, this.shards).catch(() => {});
     });
   }
 
@@ -178,7 +183,7 @@ export class WatchIndex {
   ): Promise<void> {
     try {
       const wrote = await withTimeout(
-        applyAddresses(this.redis, { prefix: this.prefix, chainId }, meta, keyActiveOn(key, chainId), change),
+        applyAddresses(this.redis, { prefix: this.prefix, shards: this.shards, chainId }, meta, keyActiveOn(key, chainId), change),
         REDIS_TIMEOUT_MS + Math.ceil((change.add.length + change.remove.length) / 10),
       );
       if (!wrote) this.needsRebuild = true;
@@ -207,7 +212,7 @@ export class WatchIndex {
     }
     // Lookups must not trust the index until it is rebuilt; Redis may well be down, so this is best effort.
     for (const chainId of this.chains) {
-      await withTimeout(markStale(this.redis, this.prefix, chainId), 500).catch(() => {});
+      await withTimeout(markStale(this.redis, this.prefix, chainId, this.shards), 500).catch(() => {});
     }
   }
 
@@ -221,7 +226,7 @@ export class WatchIndex {
       if (!row) return;
       try {
         for (const chainId of this.chains) {
-          await withTimeout(setSubscriptionMeta(this.redis, { prefix: this.prefix, chainId }, subscriptionMeta(row)));
+          await withTimeout(setSubscriptionMeta(this.redis, { prefix: this.prefix, shards: this.shards, chainId }, subscriptionMeta(row)));
         }
       } catch (err) {
         await this.recordFailure("subscription meta", err);
@@ -232,7 +237,7 @@ export class WatchIndex {
   async subscriptionDeleted(id: string): Promise<void> {
     try {
       for (const chainId of this.chains) {
-        await withTimeout(dropSubscription(this.redis, { prefix: this.prefix, chainId }, id));
+        await withTimeout(dropSubscription(this.redis, { prefix: this.prefix, shards: this.shards, chainId }, id));
       }
     } catch (err) {
       await this.recordFailure("subscription delete", err);
@@ -248,7 +253,7 @@ export class WatchIndex {
       if (!key) return;
       try {
         for (const chainId of this.chains) {
-          await withTimeout(setKeyState(this.redis, { prefix: this.prefix, chainId }, keyId, keyActiveOn(key, chainId)));
+          await withTimeout(setKeyState(this.redis, { prefix: this.prefix, shards: this.shards, chainId }, keyId, keyActiveOn(key, chainId)));
         }
       } catch (err) {
         await this.recordFailure("key change", err);
@@ -308,12 +313,12 @@ export class WatchIndex {
       const dirty = await this.readDirty();
       const gens = new Map<string, string>();
       for (const chainId of chains) {
-        const state = await readState(this.redis, this.prefix, chainId);
+        const state = await readState(this.redis, this.prefix, chainId, this.shards);
         // After a failed write the current generation missed something: lookups wait until this build is done.
         const stale = dirty !== null || state.stale || failuresAtStart > this.failuresCovered;
-        const { generation, abandoned } = await beginBuild(this.redis, this.prefix, chainId, stale);
+        const { generation, abandoned } = await beginBuild(this.redis, this.prefix, chainId, stale, this.shards);
         gens.set(chainId, generation);
-        if (abandoned) await dropGeneration(this.redis, this.prefix, chainId, abandoned);
+        if (abandoned) await dropGeneration(this.redis, this.prefix, chainId, abandoned, this.shards);
       }
 
       await this.db.transaction(async (tx) => {
@@ -322,7 +327,7 @@ export class WatchIndex {
         )) as unknown as (KeyState & { id: string })[];
         for (const [chainId, generation] of gens) {
           await Promise.all(
-            keys.map((k) => setKeyState(this.redis, { prefix: this.prefix, chainId, generation }, k.id, keyActiveOn(k, chainId))),
+            keys.map((k) => setKeyState(this.redis, { prefix: this.prefix, shards: this.shards, chainId, generation }, k.id, keyActiveOn(k, chainId))),
           );
         }
       });
@@ -339,8 +344,8 @@ export class WatchIndex {
       }
 
       for (const [chainId, generation] of gens) {
-        const old = await finishBuild(this.redis, this.prefix, chainId, generation);
-        if (old) this.background(dropGeneration(this.redis, this.prefix, chainId, old), "dropping an old generation");
+        const old = await finishBuild(this.redis, this.prefix, chainId, generation, this.shards);
+        if (old) this.background(dropGeneration(this.redis, this.prefix, chainId, old, this.shards), "dropping an old generation");
       }
       if (dirty !== null) {
         await this.db.execute(dsql`DELETE FROM app_settings WHERE name = ${DIRTY} AND value = ${dirty}`);
@@ -378,7 +383,7 @@ export class WatchIndex {
       for (const [chainId, add] of byChain) {
         await applyAddresses(
           this.redis,
-          { prefix: this.prefix, chainId, generation: gens.get(chainId)! },
+          { prefix: this.prefix, shards: this.shards, chainId, generation: gens.get(chainId)! },
           subscriptionMeta(sub),
           keyActiveOn(sub, chainId),
           { add, remove: [] },
@@ -397,7 +402,7 @@ export class WatchIndex {
     if ((await this.readDirty()) !== null) return true;
     let building = false;
     for (const chainId of this.chains) {
-      const state = await readState(this.redis, this.prefix, chainId);
+      const state = await readState(this.redis, this.prefix, chainId, this.shards);
       if (!state.cur || state.stale) return true;
       if (state.next) building = true;
     }
@@ -426,7 +431,7 @@ export class WatchIndex {
     const tokens = await oldIntents(this.redis, this.prefix, this.intentMaxAgeMs);
     if (tokens.length === 0) return 0;
     this.log.warn("watch index: writes were left unfinished by a registry that died; rebuilding", { intents: tokens.length });
-    for (const chainId of this.chains) await markStale(this.redis, this.prefix, chainId);
+    for (const chainId of this.chains) await markStale(this.redis, this.prefix, chainId, this.shards);
     await endIntents(this.redis, this.prefix, tokens);
     return tokens.length;
   }
@@ -446,8 +451,8 @@ export class WatchIndex {
       }
       if (Date.now() - this.lastSweep > 5_000) {
         for (const chainId of this.chains) {
-          const state = await readState(this.redis, this.prefix, chainId);
-          if (state.dead > 0) await sweepDeadHandles(this.redis, this.prefix, chainId);
+          const state = await readState(this.redis, this.prefix, chainId, this.shards);
+          if (state.dead > 0) await sweepDeadHandles(this.redis, this.prefix, chainId, this.shards);
         }
         this.lastSweep = Date.now();
       }
