@@ -1,7 +1,8 @@
 // The watch index comes back from PostgreSQL: Redis emptied (FLUSHDB) while the service runs, an on-demand rebuild
 // while writes continue, and a Redis outage during a write. Lookups made meanwhile never answer "not watched" for an
 // address that is watched: while the index is not ready they wait (common/watch-index.ts), then answer in full.
-// Real PostgreSQL and Redis; the outage goes through a TCP proxy in front of Redis that the test cuts.
+// Real PostgreSQL and Redis (one server, and a real 3-master Redis Cluster for the first part); the outage goes through
+// a TCP proxy in front of Redis that the test cuts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import net from "node:net";
@@ -14,6 +15,7 @@ import { hexToBase58 } from "../../common/tron-address.ts";
 import { beginBuild, lookup, readState } from "../../common/watch-index.ts";
 import { WatchIndexService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { allocateRedisDb, type TestRedis } from "../support/redis.ts";
+import { REDIS_KINDS } from "../support/redis-cluster.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";
 import { actualIndex, expectedIndex, waitUntilReady } from "../support/watch-index.ts";
 
@@ -78,19 +80,17 @@ async function subscribe(stack: Stack, k: TestKey, addresses: string[], status =
   return id;
 }
 
-describe("Redis emptied or rebuilt while the service runs", () => {
+describe.each(REDIS_KINDS)("Redis emptied or rebuilt while the service runs (Redis %s)", (redisKind) => {
   let stack: Stack;
   let key: TestKey;
   let sql: SQL;
-  let flusher: Redis;
   // Watched by enabled subscriptions: every lookup of them must name their watchers.
   const watched = new Map<string, string>();
 
   beforeAll(async () => {
-    stack = await startStack();
+    stack = await startStack({ redisKind });
     key = await stack.createKey();
     sql = new SQL(stack.database.url, { max: 2 });
-    flusher = new Redis(stack.redis.url);
     for (let s = 0; s < 4; s++) {
       const list = s === 0 ? [...VALID, ...generated(5_000)] : generated(5_000);
       // One subscription with match conditions: the rebuild must bring them back with the rest.
@@ -102,7 +102,6 @@ describe("Redis emptied or rebuilt while the service runs", () => {
   }, 120_000);
 
   afterAll(async () => {
-    flusher?.disconnect();
     await sql?.close();
     await stack?.stop();
   }, 60_000);
@@ -144,7 +143,7 @@ describe("Redis emptied or rebuilt while the service runs", () => {
         await Bun.sleep(15);
       }
     })();
-    await flusher.flushdb();
+    await stack.redis.flush();
     const flushedAt = Date.now();
     await writer;
     await waitUntilReady(stack.registry.redis, stack.config.redisPrefix);

@@ -168,6 +168,8 @@ export interface TestRedisTarget {
   kind: RedisKind;
   /** REDIS_URL for services under test. */
   url: string;
+  /** The leased DB number of the shared server; 0 on a cluster (which has only DB 0). */
+  db: number;
   /** A client opened the way the services open theirs (common/redis.ts). */
   redis: Redis;
   /** Present for a cluster: restart one of its nodes. */
@@ -184,6 +186,7 @@ export async function openTestRedis(kind: RedisKind): Promise<TestRedisTarget> {
     return {
       kind,
       url: lease.url,
+      db: lease.db,
       redis,
       cluster: undefined,
       flush: async () => void (await (redis as IORedis).flushdb()),
@@ -198,6 +201,7 @@ export async function openTestRedis(kind: RedisKind): Promise<TestRedisTarget> {
   return {
     kind,
     url: cluster.url,
+    db: 0,
     redis,
     cluster,
     flush: () => cluster.flush(),
