@@ -110,9 +110,13 @@ export class Schedule {
     return `${this.prefix}schedule:{${shard}}:lease`;
   }
 
-  /** Set once the schedule reflects PostgreSQL; gone after Redis lost its data (restart, FLUSHDB). */
-  get builtKey(): string {
-    return `${this.prefix}schedule:built`;
+  /**
+   * Set once the shard reflects PostgreSQL; gone after Redis lost its data (restart, FLUSHDB). One per shard, in the
+   * shard's slot: on a Redis Cluster a node that restarts empty loses exactly its shards' markers with their sets,
+   * so the loss is seen (and the schedule rebuilt) rather than hidden by a marker living on another node.
+   */
+  builtKey(shard: number): string {
+    return `${this.prefix}schedule:{${shard}}:built`;
   }
 
   private byShard<T extends { id: string }>(items: T[]): Map<number, T[]> {
@@ -222,12 +226,18 @@ export class Schedule {
     return added;
   }
 
+  /** Every shard's marker is present. */
   async isBuilt(): Promise<boolean> {
-    return (await this.redis.exists(this.builtKey)) === 1;
+    const pipe = acrossSlots(this.redis);
+    for (let s = 0; s < this.shards; s++) pipe.exists(this.builtKey(s));
+    return (await execOrThrow(pipe)).every((n) => Number(n) === 1);
   }
 
   async markBuilt(): Promise<void> {
-    await this.redis.set(this.builtKey, String(Date.now()));
+    const pipe = acrossSlots(this.redis);
+    const at = String(Date.now());
+    for (let s = 0; s < this.shards; s++) pipe.set(this.builtKey(s), at);
+    await execOrThrow(pipe);
   }
 
   /** Where the reconciliation's last pass stopped (a due time and an id); null: start from the oldest. */
