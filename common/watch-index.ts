@@ -290,6 +290,34 @@ end
 return changed
 `;
 
+// ARGV: base, gen, count, then per subscription: subId, meta, keyId, keyState, n, then n (bucket, address) pairs.
+// The rebuild's bulk copy of whole subscriptions into the generation being built: what APPLY does with a forced
+// generation, for many subscriptions in one call (one call per shard and batch instead of one per subscription).
+const LOAD = `
+local gb = ARGV[1]..ARGV[2]..':'
+local i = 4
+for _ = 1, tonumber(ARGV[3]) do
+  local sub, meta, keyId, keyState, cnt = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], tonumber(ARGV[i+4])
+  i = i + 5
+  local h = redis.call('HGET', gb..'sub', sub)
+  if not h then
+    h = tostring(redis.call('INCR', gb..'seq'))
+    redis.call('HSET', gb..'sub', sub, h)
+  end
+  redis.call('HSET', gb..'meta', h, meta)
+  if keyState ~= '' then redis.call('HSETNX', gb..'keys', keyId, keyState) end
+  for _ = 1, cnt do
+    local bk, f = gb..'b:'..ARGV[i], ARGV[i+1]
+    i = i + 2
+    if redis.call('HSETNX', bk, f, h) == 0 then
+      local v = redis.call('HGET', bk, f)
+      if not string.find(','..v..',', ','..h..',', 1, true) then redis.call('HSET', bk, f, v..','..h) end
+    end
+  end
+end
+return 1
+`;
+
 // ARGV: base, stale ("1"/"0"), generation. Starts generation `next` in this shard (every shard of a chain gets the
 // same number, chosen by beginBuild); returns an unfinished earlier build's generation ('' if none) to drop.
 const BEGIN_BUILD = `
@@ -334,7 +362,7 @@ return out
 `;
 
 const sha = (s: string) => createHash("sha1").update(s).digest("hex");
-const SCRIPTS = { APPLY, SET_META, DROP_SUB, SET_KEY, LOOKUP, SWEEP, BEGIN_BUILD, FINISH_BUILD, BEGIN_INTENT, OLD_INTENTS } as const;
+const SCRIPTS = { APPLY, LOAD, SET_META, DROP_SUB, SET_KEY, LOOKUP, SWEEP, BEGIN_BUILD, FINISH_BUILD, BEGIN_INTENT, OLD_INTENTS } as const;
 const SHAS = Object.fromEntries(Object.entries(SCRIPTS).map(([k, v]) => [k, sha(v)])) as Record<keyof typeof SCRIPTS, string>;
 
 type Arg = string | number;
@@ -450,6 +478,42 @@ function groupByShard(addresses: readonly string[], shards: number): [number, st
     out[shard]!.push([bucket, a]);
   }
   return out;
+}
+
+export interface LoadedSubscription {
+  meta: SubscriptionMeta;
+  /** The key's state on this chain; undefined leaves what the generation has. */
+  keyActive: boolean | undefined;
+  addresses: readonly string[];
+}
+
+/**
+ * The rebuild's bulk write: whole subscriptions into the generation being built (`target.generation`), one script per
+ * shard for the whole batch, sent as one round trip per node. Same effect as applyAddresses with that generation for
+ * each subscription; the caller keeps each subscription's rows locked (FOR SHARE) until this returns, exactly as for
+ * applyAddresses, so a concurrent writer's change lands after the copy. Keep a batch to a few tens of thousands of
+ * addresses: each shard's part is one atomic script.
+ */
+export async function loadSubscriptions(redis: Redis, target: WriteTarget & { generation: string }, subs: readonly LoadedSubscription[]): Promise<void> {
+  const shards = target.shards ?? DEFAULT_SHARDS;
+  const all = shardsOf(target.prefix, target.chainId, shards);
+  const args: Arg[][] = all.map((s) => [s.base, target.generation, 0]);
+  for (const sub of subs) {
+    const groups = groupByShard(sub.addresses, shards);
+    const head = [sub.meta.id, encodeMeta(sub.meta), sub.meta.keyId, sub.keyActive === undefined ? "" : sub.keyActive ? "1" : "0"];
+    groups.forEach((group, shard) => {
+      if (group.length === 0) return;
+      const a = args[shard]!;
+      a[2] = Number(a[2]) + 1;
+      a.push(...head, group.length);
+      for (const [bucket, address] of group) a.push(bucket, address);
+    });
+  }
+  const calls: ScriptCall[] = [];
+  all.forEach((s, i) => {
+    if (Number(args[i]![2]) > 0) calls.push({ name: "LOAD", key: s.state, args: args[i]! });
+  });
+  await runAll(redis, calls);
 }
 
 /** The same script on every shard of a chain; true when every shard has a generation to write to. */

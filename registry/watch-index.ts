@@ -33,6 +33,7 @@ import {
   dropSubscription,
   endIntents,
   finishBuild,
+  loadSubscriptions,
   markStale,
   oldIntents,
   readState,
@@ -40,6 +41,7 @@ import {
   setSubscriptionMeta,
   sweepDeadHandles,
   type AddressChange,
+  type LoadedSubscription,
   type SubscriptionMeta,
 } from "../common/watch-index.ts";
 import type { MatchConditions } from "../common/match-conditions.ts";
@@ -58,6 +60,10 @@ const REDIS_TIMEOUT_MS = 3_000;
  * for that long.
  */
 export const INTENT_MAX_AGE_MS = 30_000;
+
+/** Addresses per rebuild batch (one transaction, one script per shard) and batches copied at once. */
+const COPY_BATCH = 40_000;
+const COPY_PARALLEL = 3;
 
 function withTimeout<T>(p: Promise<T>, ms = REDIS_TIMEOUT_MS): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -332,16 +338,37 @@ export class WatchIndex {
         }
       });
 
-      const ids = (await this.db.execute(
-        dsql`SELECT DISTINCT subscription_id AS id FROM subscription_addresses`,
-      )) as unknown as { id: string }[];
+      // Subscriptions go in batches of about COPY_BATCH addresses, COPY_PARALLEL batches at a time: each batch is
+      // one transaction holding its subscriptions FOR SHARE and one script per shard (loadSubscriptions), so the
+      // PostgreSQL reads of one batch overlap the Redis writes of another.
+      const counts = (await this.db.execute(
+        dsql`SELECT subscription_id AS id, count(*)::int AS n FROM subscription_addresses GROUP BY subscription_id ORDER BY subscription_id`,
+      )) as unknown as { id: string; n: number }[];
+      const batches: string[][] = [];
+      let batch: string[] = [];
+      let size = 0;
+      for (const { id, n } of counts) {
+        batch.push(id);
+        size += n;
+        if (size >= COPY_BATCH || batch.length >= 500) {
+          batches.push(batch);
+          batch = [];
+          size = 0;
+        }
+      }
+      if (batch.length > 0) batches.push(batch);
       let addresses = 0;
       let subscriptions = 0;
-      for (const { id } of ids) {
-        const n = await this.copySubscription(id, gens);
-        if (n > 0) subscriptions++;
-        addresses += n;
-      }
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: COPY_PARALLEL }, async () => {
+          while (next < batches.length) {
+            const copied = await this.copySubscriptions(batches[next++]!, gens);
+            subscriptions += copied.subscriptions;
+            addresses += copied.addresses;
+          }
+        }),
+      );
 
       for (const [chainId, generation] of gens) {
         const old = await finishBuild(this.redis, this.prefix, chainId, generation, this.shards);
@@ -360,37 +387,40 @@ export class WatchIndex {
     }
   }
 
-  /** Copies one subscription into the building generations under FOR SHARE; returns its address count. */
-  private async copySubscription(id: string, gens: Map<string, string>): Promise<number> {
+  /** Copies subscriptions into the building generations under FOR SHARE; returns what it copied. */
+  private async copySubscriptions(ids: readonly string[], gens: Map<string, string>): Promise<RebuildResult> {
     return this.db.transaction(async (tx) => {
       const subs = (await tx.execute(
         dsql`SELECT s.id, s.key_id AS "keyId", s.status, s.events, s.match, k.chains, k.revoked_at IS NOT NULL AS revoked
-             FROM subscriptions s JOIN api_keys k ON k.id = s.key_id WHERE s.id = ${id} FOR SHARE OF s`,
+             FROM subscriptions s JOIN api_keys k ON k.id = s.key_id WHERE s.id IN (${dsql.join(ids.map((id) => dsql`${id}`), dsql`, `)})
+             ORDER BY s.id FOR SHARE OF s`,
       )) as unknown as (IndexedSubscription & KeyState)[];
-      const sub = subs[0];
-      if (!sub) return 0;
+      if (subs.length === 0) return { addresses: 0, subscriptions: 0 };
+      // One row per subscription and chain, its addresses joined in one string: far fewer values to decode than a
+      // row per address.
       const rows = (await tx.execute(
-        dsql`SELECT chain_id AS "chainId", address FROM subscription_addresses WHERE subscription_id = ${id} ORDER BY seq`,
-      )) as unknown as { chainId: string; address: string }[];
-      const byChain = new Map<string, string[]>();
+        dsql`SELECT subscription_id AS id, chain_id AS "chainId", string_agg(address, ',' ORDER BY seq) AS list
+             FROM subscription_addresses WHERE subscription_id IN (${dsql.join(subs.map((sub) => dsql`${sub.id}`), dsql`, `)})
+             GROUP BY subscription_id, chain_id`,
+      )) as unknown as { id: string; chainId: string; list: string }[];
+      const byId = new Map(subs.map((sub) => [sub.id, sub]));
+      const byChain = new Map<string, LoadedSubscription[]>();
+      let addresses = 0;
+      const copied = new Set<string>();
       for (const r of rows) {
-        if (!gens.has(r.chainId)) continue;
-        let list = byChain.get(r.chainId);
-        if (!list) byChain.set(r.chainId, (list = []));
-        list.push(r.address);
+        const sub = byId.get(r.id);
+        if (!sub || !gens.has(r.chainId)) continue;
+        const list = r.list.split(",");
+        let load = byChain.get(r.chainId);
+        if (!load) byChain.set(r.chainId, (load = []));
+        load.push({ meta: subscriptionMeta(sub), keyActive: keyActiveOn(sub, r.chainId), addresses: list });
+        addresses += list.length;
+        copied.add(r.id);
       }
-      let n = 0;
-      for (const [chainId, add] of byChain) {
-        await applyAddresses(
-          this.redis,
-          { prefix: this.prefix, shards: this.shards, chainId, generation: gens.get(chainId)! },
-          subscriptionMeta(sub),
-          keyActiveOn(sub, chainId),
-          { add, remove: [] },
-        );
-        n += add.length;
+      for (const [chainId, load] of byChain) {
+        await loadSubscriptions(this.redis, { prefix: this.prefix, shards: this.shards, chainId, generation: gens.get(chainId)! }, load);
       }
-      return n;
+      return { addresses, subscriptions: copied.size };
     });
   }
 

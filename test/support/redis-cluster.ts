@@ -219,3 +219,25 @@ export async function keysEverywhere(redis: Redis, pattern: string): Promise<str
   }
   return (redis as IORedis).keys(pattern);
 }
+
+/** A private redis-server (no persistence) on a free port, for a benchmark that needs a server to itself. */
+export async function startPrivateRedis(): Promise<{ url: string; stop(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), "redis-private-"));
+  const [port] = clusterPorts(1);
+  const proc = Bun.spawn(
+    ["redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--logfile", join(dir, "redis.log")],
+    { stdout: "ignore", stderr: "ignore" },
+  );
+  const stop = async () => {
+    proc.kill("SIGKILL");
+    await proc.exited;
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await until(`redis-server on ${port}`, () => ping(port!), 10_000, 20);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { url: `redis://127.0.0.1:${port}`, stop };
+}
