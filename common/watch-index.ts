@@ -134,8 +134,8 @@ function decodeMeta(text: string): { subscriptionId: string; keyId: string; enab
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Scripts. Each gets KEYS[1] = the chain's state key (so Cluster routes it) and builds the generation keys from
-// ARGV[1] = chainBase: all share the {C} hash tag, hence the same slot.
+// Scripts. Each runs on one shard: KEYS[1] = the shard's state key (so Cluster routes it), and it builds the
+// generation keys from ARGV[1] = shardBase: all share the shard's hash tag, hence the same slot.
 
 // Shared Lua: the generations a writer must touch (cur and next), or a forced one.
 const LUA_GENS = `
