@@ -45,7 +45,7 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
     shards: config.watchIndexShards,
   });
   const hooks: WatchHooks = watchIndex.hooks();
-  const addresses: AddressRpcs | undefined = addressRpcs({
+  const addresses: AddressRpcs = addressRpcs({
     store,
     index: watchIndex,
     tokenKey: appKeys.tokenKey,
