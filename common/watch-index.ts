@@ -51,7 +51,7 @@
 // index, and the index then comes back whole from PostgreSQL anyway.
 import { createHash } from "node:crypto";
 import { DEFAULT_WATCH_INDEX_SHARDS } from "./config.ts";
-import { acrossSlots, type Redis } from "./redis.ts";
+import { acrossSlots, isCluster, type Redis } from "./redis.ts";
 import { decodeMatch, encodeMatch, type MatchConditions } from "./match-conditions.ts";
 
 export const DEFAULT_SHARDS = DEFAULT_WATCH_INDEX_SHARDS;
@@ -758,35 +758,49 @@ export async function lookup(
   }
 }
 
-/** Every entry of the served generation of a chain (tests and diagnostics; scans all buckets). */
+/** The clients that together hold every key: each master of a cluster, or the one server. */
+function keyHolders(redis: Redis): Redis[] {
+  return isCluster(redis) ? redis.nodes("master") : [redis];
+}
+
+const globEscape = (text: string) => text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+
+/**
+ * Every entry of the served generation of a chain (tests and diagnostics). SCANs each node for the chain's bucket
+ * keys instead of asking for all TOTAL_BUCKETS of them, so a small index is dumped quickly.
+ */
 export async function dumpChain(redis: Redis, prefix: string, chainId: string, shards = DEFAULT_SHARDS): Promise<Map<string, Watcher[]> | null> {
   const rows = await readShardStates(redis, prefix, chainId, shards);
   if (rows.some(([cur, , stale]) => !cur || stale)) return null;
+  const all = shardsOf(prefix, chainId, shards);
+  const served = new Set(all.map((s) => `${s.base}${rows[s.shard]![0]}:b:`));
+  const metas = await Promise.all(all.map((s) => redis.hgetall(`${s.base}${rows[s.shard]![0]}:meta`)));
+  const keyStates = await Promise.all(all.map((s) => redis.hgetall(`${s.base}${rows[s.shard]![0]}:keys`)));
+  const pattern = `${globEscape(prefix)}wi:{${globEscape(chainId)}:*/${shards}}:*:b:*`;
   const out = new Map<string, Watcher[]>();
-  const per = bucketsPerShard(shards);
-  for (const s of shardsOf(prefix, chainId, shards)) {
-    const gb = `${s.base}${rows[s.shard]![0]}:`;
-    const [metaAll, keysAll] = await Promise.all([redis.hgetall(gb + "meta"), redis.hgetall(gb + "keys")]);
-    for (let b = 0; b < per; b += 1_024) {
-      // One shard's keys share a slot: a plain pipeline stays on one node.
-      const pipe = redis.pipeline();
-      for (let i = b; i < Math.min(b + 1_024, per); i++) pipe.hgetall(`${gb}b:${i}`);
-      const res = (await pipe.exec()) ?? [];
-      for (const [err, fields] of res) {
-        if (err) throw err;
-        for (const [address, value] of Object.entries(fields as Record<string, string>)) {
+  for (const node of keyHolders(redis)) {
+    let cursor = "0";
+    do {
+      const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", 1_000);
+      cursor = next;
+      for (const key of keys) {
+        const cut = key.lastIndexOf(":b:") + 3;
+        if (!served.has(key.slice(0, cut))) continue;
+        const shard = all.findIndex((s) => key.startsWith(s.base));
+        const fields = await redis.hgetall(key);
+        for (const [address, value] of Object.entries(fields)) {
           const list = out.get(address) ?? [];
           for (const h of value.split(",")) {
-            const m = metaAll[h];
+            const m = metas[shard]![h];
             if (!m) continue;
             const meta = decodeMeta(m);
-            const active = meta.enabled && keysAll[meta.keyId] === "1";
+            const active = meta.enabled && keyStates[shard]![meta.keyId] === "1";
             list.push({ subscriptionId: meta.subscriptionId, keyId: meta.keyId, active, events: meta.events, match: meta.match });
           }
           if (list.length > 0) out.set(address, list);
         }
       }
-    }
+    } while (cursor !== "0");
   }
   return out;
 }

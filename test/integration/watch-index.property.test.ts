@@ -2,7 +2,7 @@
 // changes and key revocation, across several subscriptions and keys, the Redis watch index equals what PostgreSQL
 // says, address by address (who watches it, whether that watcher may match, and its event kinds).
 // Real PostgreSQL and Redis through the HTTP API (test/support/stack.ts); keys are managed over the registry's RPC.
-// Against one Redis server (25 runs) and a real 3-master Redis Cluster (10 runs: the same code on sharded slots).
+// Against one Redis server and a real 3-master Redis Cluster (the same code on sharded slots).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createClient, type Client } from "@connectrpc/connect";
 import { SQL } from "bun";
@@ -55,7 +55,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 );
 
 describe.each(REDIS_KINDS)("Redis %s", (redisKind) => {
-  const numRuns = redisKind === "server" ? 25 : 10;
+  const numRuns = 25;
   let stack: Stack;
   let sql: SQL;
   let keysRpc: Client<typeof ApiKeyService>;
