@@ -85,6 +85,8 @@ export function openRedis(url: string, overrides: RedisOptions = {}): Redis {
       },
     };
     client = new Cluster(cluster.nodes, opts);
+    // One line per unreachable node (its own address), as for a single server.
+    client.on("node error", (err: unknown, address: string) => reportRedisUnreachable(`redis://${address}`, err, log));
   } else {
     client = new IORedis(url, {
       ...COMMON,
