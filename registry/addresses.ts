@@ -10,7 +10,7 @@ import { isChainId, TRON_CHAINS } from "../common/config.ts";
 import { ADDRESS_CHANGE_BUDGET_MS, storeDeadline } from "../common/deadlines.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
-import { decodePageToken, encodePageToken, pageLimit, type PageScope } from "../common/page-token.ts";
+import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import { isBase58Address } from "../common/tron-address.ts";
 import { subscriptions, type SubscriptionRow } from "./schema.ts";
 import { INLINE_ADDRESSES, notFound, subscriptionMessage, type AddressRpcs } from "./service.ts";
@@ -389,11 +389,8 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             WHERE subscription_id = ${req.id} AND seq > ${after}
             ORDER BY seq LIMIT ${limit + 1}`) as unknown as Promise<(Entry & { seq: number | string })[]>,
       );
-      const items = rows.slice(0, limit);
-      const last = items.at(-1);
-      const nextPageToken =
-        rows.length > limit && last ? encodePageToken(deps.tokenKey, scope, { s: Number(last.seq) } satisfies AddressCursor) : "";
-      return { items: items.map((r) => ({ chainId: r.chainId, address: r.address })), nextPageToken };
+      const page = pageOf(deps.tokenKey, scope, rows, limit, (last): AddressCursor => ({ s: Number(last.seq) }));
+      return { items: page.items.map((r) => ({ chainId: r.chainId, address: r.address })), nextPageToken: page.nextPageToken };
     },
 
     async rebuildWatchIndex(req) {

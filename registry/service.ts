@@ -22,7 +22,7 @@ import type { MatchConditions } from "../common/match-conditions.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
 import type { Logger } from "../common/logger.ts";
-import { decodePageToken, encodePageToken, pageLimit, type PageScope } from "../common/page-token.ts";
+import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import type { RegisterRoutes } from "../common/rpc.ts";
 import { checkDestinationType, checkExchange, checkRoutingKey, checkSubject, isBrokerName, type DestinationType } from "./destination.ts";
 import {
@@ -82,7 +82,7 @@ export interface SubscriptionView {
 }
 
 /** Stored conditions as the message every representation carries: every field set, `assets` unset for "every asset". */
-export function matchMessage(m: MatchConditions): MessageInitShape<typeof MatchConditionsSchema> {
+function matchMessage(m: MatchConditions): MessageInitShape<typeof MatchConditionsSchema> {
   return {
     assets: m.assets ? { items: m.assets.map((a) => ({ ...a })) } : undefined,
     directions: { items: [...m.directions] },
@@ -108,7 +108,7 @@ export function subscriptionMessage(row: SubscriptionRow, view: SubscriptionView
 /** The destination as it was given: only the fields of its type. */
 type DestinationInit = { type: string; url?: string; broker?: string; exchange?: string; routingKey?: string; subject?: string };
 
-export function destinationMessage(row: SubscriptionRow): DestinationInit {
+function destinationMessage(row: SubscriptionRow): DestinationInit {
   switch (row.destinationType) {
     case "amqp":
       return { type: "amqp", broker: row.broker ?? "", exchange: row.exchange ?? "", routingKey: row.routingKey ?? "" };
@@ -119,7 +119,7 @@ export function destinationMessage(row: SubscriptionRow): DestinationInit {
   }
 }
 
-export function apiKeyMessage(row: ApiKeyRow): MessageInitShape<typeof ApiKeySchema> {
+function apiKeyMessage(row: ApiKeyRow): MessageInitShape<typeof ApiKeySchema> {
   return {
     id: row.id,
     name: row.name,
@@ -173,7 +173,7 @@ async function checkBroker(ctx: RegistryContext, type: string, name: string): Pr
     throw new ApiError("invalid_request", `No ${type} broker named "${name}" is registered.`, { param: "/destination/broker" });
   }
   if (broker.type !== type) {
-    throw new ApiError("invalid_request", `The broker "${name}" is a ${broker.type} broker, not ${type}.`, { param: "/destination/broker" });
+    throw new ApiError("invalid_request", `The broker "${name}" is ${broker.type === "amqp" ? "an" : "a"} ${broker.type} broker, not ${type}.`, { param: "/destination/broker" });
   }
 }
 
@@ -220,7 +220,7 @@ function changeThenRunHook<T>(
   return changeThenHook(ctx.hooks, change, (row) => runHook(ctx, name, () => hook(row)));
 }
 
-export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof SubscriptionService> {
+function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof SubscriptionService> {
   const { store } = ctx;
   /**
    * Create and rotate: answer a finished request from its record before any validation or DNS lookup, then
@@ -263,13 +263,8 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
       const scope = subscriptionsScope(req.keyId);
       const cursor = decodePageToken(ctx.tokenKey, scope, req.pageToken, isCursor);
       const rows = await store.listSubscriptions(req.keyId, limit, cursor);
-      const items = rows.slice(0, limit);
-      const last = items.at(-1);
-      const nextPageToken =
-        rows.length > limit && last
-          ? encodePageToken(ctx.tokenKey, scope, { t: last.createdAt.getTime(), id: last.id } satisfies SubscriptionCursor)
-          : "";
-      return { items: items.map((row) => subscriptionMessage(row)), nextPageToken };
+      const page = pageOf(ctx.tokenKey, scope, rows, limit, (last): SubscriptionCursor => ({ t: last.createdAt.getTime(), id: last.id }));
+      return { items: page.items.map((row) => subscriptionMessage(row)), nextPageToken: page.nextPageToken };
     },
 
     async getSubscription(req) {
@@ -345,7 +340,7 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
   };
 }
 
-export function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeyService> {
+function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeyService> {
   const { store } = ctx;
   const keyNotFound = () => new ApiError("not_found", "No such API key.");
   return {
@@ -378,7 +373,7 @@ export function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeySe
   };
 }
 
-export function watchIndexService(ctx: RegistryContext): ServiceImpl<typeof WatchIndexService> {
+function watchIndexService(ctx: RegistryContext): ServiceImpl<typeof WatchIndexService> {
   return {
     rebuildWatchIndex: (req, c) => ctx.addresses.rebuildWatchIndex(req, c),
   };

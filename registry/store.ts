@@ -1,6 +1,7 @@
 // The registry's persistence: subscriptions, API keys and idempotency records on PostgreSQL (Drizzle, Bun SQL).
-// Every public call runs through `guard`, so a dead or cut database answers 503 service_unavailable within a
-// bounded time instead of a 500 or a hang. Business rules live in service.ts; this module only stores and reads.
+// Every public call runs through `guard` and every write through `writeTransaction` (common/db.ts), so a dead or cut
+// database answers 503 service_unavailable within a bounded time instead of a 500 or a hang. Business rules live in
+// service.ts; this module only stores and reads.
 import { randomBytes } from "node:crypto";
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
@@ -9,8 +10,8 @@ import { IdempotencyLedger, isKeyed, type IdempotentOutcome } from "../common/id
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { decrypt, encrypt, sha256Hex } from "../common/crypto.ts";
 import { STORE_DEADLINE_MS } from "../common/deadlines.ts";
-import { migrateSettings } from "../common/settings/migrate.ts";
-import { guard, openDatabase, runMigrations, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
+import { SETTINGS_MIGRATIONS } from "../common/settings/migrate.ts";
+import { guard, openDatabase, openMigratedDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
 import { newId } from "../common/ids.ts";
 import type { MatchConditions } from "../common/match-conditions.ts";
 import { databaseUnavailable } from "./metrics.ts";
@@ -35,25 +36,21 @@ export type RegistryExecutor = RegistryDb | RegistryTx;
 export const REGISTRY_MIGRATIONS = new URL("./migrations", import.meta.url).pathname;
 export const REGISTRY_MIGRATIONS_TABLE = "__registry_migrations";
 
-
-
 /**
  * Connections of the read pool: the hot single-statement reads (GetSubscription, ResolveApiKey, the existence check
  * of PUT) run on their own small pool. Under 64 concurrent GETs, 4 connections answered about 35% more than the
  * main pool's 20 (fewer PostgreSQL backends competing for 2 cores), while commits want many connections (create
  * halved on 4), so writes and transactions stay on the main pool.
  */
-export const READ_POOL_SIZE = 4;
+const READ_POOL_SIZE = 4;
 
 export function openRegistryReadPool(url: string): RegistryDb {
   return openDatabase(url, registrySchema, { max: READ_POOL_SIZE }) as RegistryDb;
 }
 
 export async function openRegistryDatabase(url: string, opts: DbOptions = {}): Promise<RegistryDb> {
-  const db = openDatabase(url, registrySchema, opts) as RegistryDb;
-  await runMigrations(db as unknown as Database<Record<string, unknown>>, REGISTRY_MIGRATIONS, REGISTRY_MIGRATIONS_TABLE);
-  await migrateSettings(db.$client);
-  return db;
+  const own = { folder: REGISTRY_MIGRATIONS, table: REGISTRY_MIGRATIONS_TABLE };
+  return openMigratedDatabase(url, registrySchema, [own, SETTINGS_MIGRATIONS], opts);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -67,11 +64,11 @@ export interface IssuedApiKey {
 
 const API_KEY_PATTERN = /^whk_[A-Za-z0-9_-]{43}$/;
 
-export function generateApiKeySecret(): string {
+function generateApiKeySecret(): string {
   return "whk_" + randomBytes(32).toString("base64url");
 }
 
-export function hashApiKey(secret: string): string {
+function hashApiKey(secret: string): string {
   return sha256Hex(secret);
 }
 
