@@ -11,7 +11,7 @@
 // `--redis cluster` runs it all on a real 3-master Redis Cluster started for the run (memory summed over masters).
 // Where the time goes is in the README (Benchmarks) with the figures. The data set is made first: M subscriptions
 // through the registry's RPC, N random base58check addresses straight into PostgreSQL (not measured); at 10,000,000
-// the whole run took 13 minutes on this shared 2-core machine (load average 15), 9 of them making the data.
+// the whole run took 8–13 minutes on this shared 2-core machine (load average 11–16), 6–9 of them making the data.
 // Where the rebuild's time goes: Redis CPU ≈ 3 µs per address (one HSETNX per address inside the batch scripts,
 // INFO commandstats), the registry's CPU about half that, PostgreSQL reading the rows (the floor printed beside it).
 import { randomBytes } from "node:crypto";
