@@ -36,11 +36,24 @@ function str(env: Env, name: string, fallback: string): string {
   return raw === undefined || raw === "" ? fallback : raw;
 }
 
+/** WATCH_INDEX_SHARDS' default: a chain's watch index spreads over this many hash tags, hence up to this many nodes. */
+export const DEFAULT_WATCH_INDEX_SHARDS = 16;
+
+function shardCount(n: number): number {
+  if (!Number.isInteger(n) || n < 1 || n > 1_024) throw new Error(`WATCH_INDEX_SHARDS must be an integer from 1 to 1024, got ${n}`);
+  return n;
+}
+
 export interface Config {
   databaseUrl: string;
   redisUrl: string;
   /** Prefix of every Redis key (Cluster hash tags are added per key where needed). */
   redisPrefix: string;
+  /**
+   * WATCH_INDEX_SHARDS: how many hash tags (Cluster slots) one chain's watch index spreads over (common/watch-index.ts).
+   * Every service must use the same value; a change is a new index, rebuilt by the registry from PostgreSQL.
+   */
+  watchIndexShards: number;
   port: number;
   registryPort: number;
   registryGrpcPort: number;
@@ -110,6 +123,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: str(env, "DATABASE_URL", "postgres://postgres@127.0.0.1:5432/webhooks"),
     redisUrl: str(env, "REDIS_URL", "redis://127.0.0.1:6379"),
     redisPrefix: str(env, "REDIS_PREFIX", "whk:"),
+    watchIndexShards: shardCount(int(env, "WATCH_INDEX_SHARDS", DEFAULT_WATCH_INDEX_SHARDS)),
     port: int(env, "PORT", 3000),
     registryPort: int(env, "REGISTRY_PORT", 3001),
     registryGrpcPort: int(env, "REGISTRY_GRPC_PORT", 50051),

@@ -3,40 +3,56 @@
 // registry/watch-applier.ts); the matcher reads it once per block (lookup). Both import this one module so the key
 // layout has a single home.
 //
-// Layout, per chain C, every key carrying the hash tag {C} so each script touches one Cluster slot:
-//   P wi:{C}:state          hash: cur (generation served), next (generation being built), stale, gens, dead
-//   P wi:{C}:<g>:b:<n>      hash per bucket n (0..32767): field = base58 address, value = "h1,h2" subscriber handles
-//   P wi:{C}:<g>:sub        hash: subscription id -> handle (small integer, never reused within a generation)
-//   P wi:{C}:<g>:meta       hash: handle -> "subId|keyId|e or d|event,event|match" (status, kinds and match
-//                           conditions, so matching needs no PostgreSQL; match is "" for the default, else its JSON:
-//                           common/match-conditions.ts)
-//   P wi:{C}:<g>:keys       hash: key id -> "1" (key live and chain enabled on it) or "0" (revoked or chain off)
-//   P wi:{C}:<g>:seq        handle counter
-// Addresses are spread over 32,768 small hashes so each stays in Redis' compact listpack encoding (about 30 entries
-// per hash at 1,000,000 addresses, under the default 128-entry limit; ~46 bytes per address measured by bench/index.ts,
-// against ~88 for a plain set of the same strings). A field holds the base58 string itself, so neither side decodes
-// base58 on the hot path. Handles keep each value tiny (listpack stores "17" as an integer).
-// Scripts get the state key as KEYS[1] and derive the other names from ARGV[1]; all share the {C} tag, so they live
-// in KEYS[1]'s slot and the same code runs on a Redis Cluster.
+// Layout. A chain C is split into N shards (WATCH_INDEX_SHARDS, default 16), each with its own hash tag {C:s/N},
+// so on a Redis Cluster one chain spreads over up to N slots (and nodes) instead of being pinned to one. An address
+// belongs to shard crc32(address) mod N and, within it, to one of TOTAL_BUCKETS/N buckets. Every shard is a complete
+// small index of its own, with exactly the keys one chain had before sharding:
+//   P wi:{C:s/N}:state        hash: cur (generation served), next (generation being built), stale, gens, dead
+//   P wi:{C:s/N}:<g>:b:<n>    hash per bucket n: field = base58 address, value = "h1,h2" subscriber handles
+//   P wi:{C:s/N}:<g>:sub      hash: subscription id -> handle (small integer, never reused within a generation)
+//   P wi:{C:s/N}:<g>:meta     hash: handle -> "subId|keyId|e or d|event,event|match" (status, kinds and match
+//                             conditions, so matching needs no PostgreSQL; match is "" for the default, else its
+//                             JSON: common/match-conditions.ts)
+//   P wi:{C:s/N}:<g>:keys     hash: key id -> "1" (key live and chain enabled on it) or "0" (revoked or chain off)
+//   P wi:{C:s/N}:<g>:seq      handle counter
+// Where subscription meta lives: replicated into every shard that holds any of the subscription's addresses (its
+// handle, meta and key state are per shard). Each shard's lookup script then reads addresses, handles, meta and key
+// states in its own slot, atomically, and a block's lookup is one script per shard, sent as one pipeline per node
+// (common/redis.ts acrossSlots): one round trip, never a second one to fetch meta from a central slot. The price is
+// on the rarer writes: a status, kinds or key change runs one small script per shard (again one round trip per
+// node), and 10,000 subscriptions × 16 shards of meta is a few MB beside 10,000,000 addresses.
+// Addresses are spread over 131,072 small hashes per chain so each stays in Redis' compact listpack encoding (~76
+// entries per hash at 10,000,000 addresses, under the default 128-entry limit; bench/index.ts measures the bytes per
+// address). A field holds the base58 string itself, so neither side decodes base58 on the hot path. Handles keep each
+// value tiny (listpack stores "17" as an integer).
+// Scripts get the shard's state key as KEYS[1] and derive the other names from ARGV[1] (the shard's base); all share
+// the shard's tag, so they live in KEYS[1]'s slot and the same code runs on a Redis Cluster.
 //
 // Matching rules the reader applies: a watcher is active when its subscription is enabled and its key is live with
 // this chain enabled. Deleting a subscription drops its handle's meta at once (so it stops matching immediately);
 // the address fields that still name the dead handle are cleaned lazily (rewritten on the next write of that
 // address, and by sweepDeadHandles in batches).
 //
-// Generations and rebuilds: a rebuild builds generation g+1 (state.next) from PostgreSQL, then swaps cur := next;
-// a writer script reads state itself, atomically, and writes cur and next (the registry's outbox applier pauses a
-// chain during its rebuild: registry/watch-index.ts). The index is NOT READY when state.cur is missing (never built,
-// or Redis restarted empty / FLUSHDB) or state.stale is set (markStale: the served generation is known to be wrong).
-// Choice for lookups: WAIT. A lookup on a not-ready chain polls until the rebuild finishes (or throws
-// WatchIndexNotReadyError after `waitMs`), so it never answers "not watched" for a watched address; the matcher
-// treats the error as "retry this block later" and does not advance its checkpoint. An on-demand rebuild of a ready
-// index keeps serving the current generation meanwhile.
+// Generations and rebuilds, per shard with one generation number for the whole chain: a rebuild builds generation
+// g+1 (state.next in every shard) from PostgreSQL, then swaps cur := next shard by shard; a writer script reads its
+// shard's state itself, atomically, and writes cur and next (the registry's outbox applier pauses a chain during its
+// rebuild: registry/watch-index.ts). A shard is NOT READY when its state.cur is missing (never built, or Redis
+// restarted empty / FLUSHDB, or that node lost its data) or state.stale is set (markStale marks every shard: the
+// served generation is known to be wrong). Choice for lookups: WAIT. A lookup touching a not-ready shard polls it
+// until the rebuild finishes (or throws WatchIndexNotReadyError after `waitMs`), so it never answers "not watched"
+// for a watched address; the matcher treats the error as "retry this block later" and does not advance its
+// checkpoint. An on-demand rebuild of a ready index keeps serving the current generation meanwhile.
 import { createHash } from "node:crypto";
-import type { Redis } from "ioredis";
+import { DEFAULT_WATCH_INDEX_SHARDS } from "./config.ts";
+import { acrossSlots, isCluster, type Redis } from "./redis.ts";
 import { decodeMatch, encodeMatch, type MatchConditions } from "./match-conditions.ts";
 
-export const BUCKETS = 32_768;
+export const DEFAULT_SHARDS = DEFAULT_WATCH_INDEX_SHARDS;
+/**
+ * Buckets of a chain over all its shards: sized so that at 10,000,000 addresses a bucket holds ~76 (under Redis'
+ * default hash-max-listpack-entries of 128, so every hash keeps the compact encoding; bench/index.ts measures it).
+ */
+export const TOTAL_BUCKETS = 131_072;
 export const ACTIVE_EVENTS_SEPARATOR = ",";
 
 export interface Watcher {
@@ -74,17 +90,20 @@ export class WatchIndexNotReadyError extends Error {
   }
 }
 
-/** Key names; `prefix` is config.redisPrefix. */
-export function chainBase(prefix: string, chainId: string): string {
-  return `${prefix}wi:{${chainId}}:`;
+/** Key names; `prefix` is config.redisPrefix. The shard count is part of the tag, so a changed count is a new,
+ * unbuilt index (lookups wait, the registry rebuilds) rather than a layout read the wrong way. */
+export function shardBase(prefix: string, chainId: string, shard: number, shards = DEFAULT_SHARDS): string {
+  return `${prefix}wi:{${chainId}:${shard}/${shards}}:`;
 }
 
-export function stateKey(prefix: string, chainId: string): string {
-  return `${chainBase(prefix, chainId)}state`;
+export function bucketsPerShard(shards = DEFAULT_SHARDS): number {
+  return Math.ceil(TOTAL_BUCKETS / shards);
 }
 
-export function bucketOf(address: string): number {
-  return Bun.hash.crc32(address) & (BUCKETS - 1);
+/** Where an address lives: its shard (hash tag) and its bucket within the shard. */
+export function slotOf(address: string, shards = DEFAULT_SHARDS): { shard: number; bucket: number } {
+  const h = Bun.hash.crc32(address);
+  return { shard: h % shards, bucket: Math.floor(h / shards) % bucketsPerShard(shards) };
 }
 
 export function encodeMeta(meta: SubscriptionMeta): string {
@@ -104,8 +123,8 @@ function decodeMeta(text: string): { subscriptionId: string; keyId: string; enab
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Scripts. Each gets KEYS[1] = the chain's state key (so Cluster routes it) and builds the generation keys from
-// ARGV[1] = chainBase: all share the {C} hash tag, hence the same slot.
+// Scripts. Each runs on one shard: KEYS[1] = the shard's state key (so Cluster routes it), and it builds the
+// generation keys from ARGV[1] = shardBase: all share the shard's hash tag, hence the same slot.
 
 // Shared Lua: the generations a writer must touch (cur and next), or a forced one.
 const LUA_GENS = `
@@ -260,13 +279,44 @@ end
 return changed
 `;
 
-// ARGV: base. Starts generation next; returns it. An unfinished earlier build is abandoned (and returned second).
+// ARGV: base, gen, count, then per subscription: subId, meta, keyId, keyState, n, then n (bucket, address) pairs.
+// The rebuild's bulk copy of whole subscriptions into the generation being built: what APPLY does with a forced
+// generation, for many subscriptions in one call (one call per shard and batch instead of one per subscription).
+const LOAD = `
+local gb = ARGV[1]..ARGV[2]..':'
+local i = 4
+for _ = 1, tonumber(ARGV[3]) do
+  local sub, meta, keyId, keyState, cnt = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], tonumber(ARGV[i+4])
+  i = i + 5
+  local h = redis.call('HGET', gb..'sub', sub)
+  if not h then
+    h = tostring(redis.call('INCR', gb..'seq'))
+    redis.call('HSET', gb..'sub', sub, h)
+  end
+  redis.call('HSET', gb..'meta', h, meta)
+  if keyState ~= '' then redis.call('HSETNX', gb..'keys', keyId, keyState) end
+  for _ = 1, cnt do
+    local bk, f = gb..'b:'..ARGV[i], ARGV[i+1]
+    i = i + 2
+    if redis.call('HSETNX', bk, f, h) == 0 then
+      local v = redis.call('HGET', bk, f)
+      if not string.find(','..v..',', ','..h..',', 1, true) then redis.call('HSET', bk, f, v..','..h) end
+    end
+  end
+end
+return 1
+`;
+
+// ARGV: base, stale ("1"/"0"), generation. Starts generation `next` in this shard (every shard of a chain gets the
+// same number, chosen by beginBuild); returns an unfinished earlier build's generation ('' if none) to drop.
 const BEGIN_BUILD = `
-local g = redis.call('HINCRBY', KEYS[1], 'gens', 1)
+local g = ARGV[3]
+if tonumber(redis.call('HGET', KEYS[1], 'gens') or '0') < tonumber(g) then redis.call('HSET', KEYS[1], 'gens', g) end
 local old = redis.call('HGET', KEYS[1], 'next')
 redis.call('HSET', KEYS[1], 'next', g)
 if ARGV[2] == '1' or redis.call('HEXISTS', KEYS[1], 'stale') == 1 then redis.call('HSET', KEYS[1], 'stale', 'build:'..g) end
-return {tostring(g), old or ''}
+if old == g then old = nil end
+return old or ''
 `;
 
 // ARGV: gen. Swaps only if this build is still the pending one; returns the previous cur ('' if none, -1 if lost).
@@ -282,10 +332,16 @@ return old or ''
 `;
 
 const sha = (s: string) => createHash("sha1").update(s).digest("hex");
-const SCRIPTS = { APPLY, SET_META, DROP_SUB, SET_KEY, LOOKUP, SWEEP, BEGIN_BUILD, FINISH_BUILD } as const;
+const SCRIPTS = { APPLY, LOAD, SET_META, DROP_SUB, SET_KEY, LOOKUP, SWEEP, BEGIN_BUILD, FINISH_BUILD } as const;
 const SHAS = Object.fromEntries(Object.entries(SCRIPTS).map(([k, v]) => [k, sha(v)])) as Record<keyof typeof SCRIPTS, string>;
 
 type Arg = string | number;
+
+interface ScriptCall {
+  name: keyof typeof SCRIPTS;
+  key: string;
+  args: Arg[];
+}
 
 async function run(redis: Redis, name: keyof typeof SCRIPTS, key: string, args: Arg[]): Promise<unknown> {
   try {
@@ -294,6 +350,34 @@ async function run(redis: Redis, name: keyof typeof SCRIPTS, key: string, args: 
     if (!String((err as Error)?.message ?? err).includes("NOSCRIPT")) throw err;
     return await redis.eval(SCRIPTS[name], 1, key, ...args);
   }
+}
+
+/**
+ * Runs scripts on several shards in one round trip per Redis node (common/redis.ts acrossSlots); a node that has
+ * not cached a script yet gets it once more with EVAL. Answers in order; the first error is thrown.
+ */
+async function runAll(redis: Redis, calls: readonly ScriptCall[]): Promise<unknown[]> {
+  if (calls.length === 0) return [];
+  if (calls.length === 1) return [await run(redis, calls[0]!.name, calls[0]!.key, calls[0]!.args)];
+  const pipe = acrossSlots(redis);
+  for (const c of calls) pipe.evalsha(SHAS[c.name], 1, c.key, ...c.args);
+  const replies = (await pipe.exec()) ?? [];
+  return Promise.all(
+    replies.map(async ([err, value], i) => {
+      if (!err) return value;
+      if (!String(err.message ?? err).includes("NOSCRIPT")) throw err;
+      const c = calls[i]!;
+      return redis.eval(SCRIPTS[c.name], 1, c.key, ...c.args);
+    }),
+  );
+}
+
+/** The shards of a chain, each with its base and state key. */
+function shardsOf(prefix: string, chainId: string, shards: number): { shard: number; base: string; state: string }[] {
+  return Array.from({ length: shards }, (_, shard) => {
+    const base = shardBase(prefix, chainId, shard, shards);
+    return { shard, base, state: `${base}state` };
+  });
 }
 
 // Large changes go in slices so one script never blocks Redis for long (each slice is still atomic).
@@ -307,11 +391,15 @@ export interface WriteTarget {
   chainId: string;
   /** A generation to write into regardless of state (the rebuild); omitted: cur and next as state says. */
   generation?: string;
+  /** WATCH_INDEX_SHARDS (config.watchIndexShards); omitted: DEFAULT_SHARDS. */
+  shards?: number;
 }
 
 /**
  * Adds and removes one subscription's addresses on one chain, refreshing its meta and (if unknown) its key's state.
  * Returns false when the chain's index does not exist (never built or emptied): the rebuild will cover the change.
+ * Each shard's part is one atomic script (per slice); the shards are written in parallel. A change with no
+ * addresses registers the subscription's meta in every shard.
  */
 export async function applyAddresses(
   redis: Redis,
@@ -320,107 +408,217 @@ export async function applyAddresses(
   keyActive: boolean | undefined,
   change: AddressChange,
 ): Promise<boolean> {
-  const base = chainBase(target.prefix, target.chainId);
-  const key = stateKey(target.prefix, target.chainId);
-  const head: Arg[] = [base, target.generation ?? "", meta.id, encodeMeta(meta), meta.keyId, keyActive === undefined ? "" : keyActive ? "1" : "0"];
-  let wrote = true;
+  const shards = target.shards ?? DEFAULT_SHARDS;
+  const all = shardsOf(target.prefix, target.chainId, shards);
+  const tail: Arg[] = [target.generation ?? "", meta.id, encodeMeta(meta), meta.keyId, keyActive === undefined ? "" : keyActive ? "1" : "0"];
   const total = change.add.length + change.remove.length;
   if (total === 0) {
-    wrote = Number(await run(redis, "APPLY", key, [...head, 0])) > 0;
+    const res = await runAll(redis, all.map((s) => ({ name: "APPLY" as const, key: s.state, args: [s.base, ...tail, 0] })));
+    return res.every((n) => Number(n) > 0);
+  }
+  const removes = groupByShard(change.remove, shards);
+  const adds = groupByShard(change.add, shards);
+  // Within a shard: removals before additions, slice after slice (a removal and a re-addition of one address stay
+  // in that order); the shards are independent of each other.
+  const perShard = all.map(async (s) => {
+    let wrote = true;
+    const rem = removes[s.shard]!;
+    const add = adds[s.shard]!;
+    for (let i = 0; i < rem.length; i += SLICE) {
+      const part = rem.slice(i, i + SLICE);
+      const args: Arg[] = [s.base, ...tail, part.length];
+      for (const [bucket, a] of part) args.push(bucket, a);
+      wrote = Number(await run(redis, "APPLY", s.state, args)) > 0 && wrote;
+    }
+    for (let i = 0; i < add.length; i += SLICE) {
+      const part = add.slice(i, i + SLICE);
+      const args: Arg[] = [s.base, ...tail, 0];
+      for (const [bucket, a] of part) args.push(bucket, a);
+      wrote = Number(await run(redis, "APPLY", s.state, args)) > 0 && wrote;
+    }
     return wrote;
+  });
+  return (await Promise.all(perShard)).every(Boolean);
+}
+
+function groupByShard(addresses: readonly string[], shards: number): [number, string][][] {
+  const out: [number, string][][] = Array.from({ length: shards }, () => []);
+  for (const a of addresses) {
+    const { shard, bucket } = slotOf(a, shards);
+    out[shard]!.push([bucket, a]);
   }
-  for (let i = 0; i < change.remove.length; i += SLICE) {
-    const part = change.remove.slice(i, i + SLICE);
-    const args: Arg[] = [...head, part.length];
-    for (const a of part) args.push(bucketOf(a), a);
-    wrote = Number(await run(redis, "APPLY", key, args)) > 0 && wrote;
+  return out;
+}
+
+export interface LoadedSubscription {
+  meta: SubscriptionMeta;
+  /** The key's state on this chain; undefined leaves what the generation has. */
+  keyActive: boolean | undefined;
+  addresses: readonly string[];
+}
+
+/**
+ * The rebuild's bulk write: whole subscriptions into the generation being built (`target.generation`), one script per
+ * shard for the whole batch, sent as one round trip per node. Same effect as applyAddresses with that generation for
+ * each subscription. Nothing else writes that generation meanwhile: the registry's rebuild holds the chain's applier
+ * lock, and changes committed after its snapshot are applied once the new generation is served (registry/watch-index.ts).
+ * Keep a batch to a few tens of thousands of addresses: each shard's part is one atomic script.
+ */
+export async function loadSubscriptions(redis: Redis, target: WriteTarget & { generation: string }, subs: readonly LoadedSubscription[]): Promise<void> {
+  const shards = target.shards ?? DEFAULT_SHARDS;
+  const all = shardsOf(target.prefix, target.chainId, shards);
+  const args: Arg[][] = all.map((s) => [s.base, target.generation, 0]);
+  for (const sub of subs) {
+    const groups = groupByShard(sub.addresses, shards);
+    const head = [sub.meta.id, encodeMeta(sub.meta), sub.meta.keyId, sub.keyActive === undefined ? "" : sub.keyActive ? "1" : "0"];
+    groups.forEach((group, shard) => {
+      if (group.length === 0) return;
+      const a = args[shard]!;
+      a[2] = Number(a[2]) + 1;
+      a.push(...head, group.length);
+      for (const [bucket, address] of group) a.push(bucket, address);
+    });
   }
-  for (let i = 0; i < change.add.length; i += SLICE) {
-    const part = change.add.slice(i, i + SLICE);
-    const args: Arg[] = [...head, 0];
-    for (const a of part) args.push(bucketOf(a), a);
-    wrote = Number(await run(redis, "APPLY", key, args)) > 0 && wrote;
-  }
-  return wrote;
+  const calls: ScriptCall[] = [];
+  all.forEach((s, i) => {
+    if (Number(args[i]![2]) > 0) calls.push({ name: "LOAD", key: s.state, args: args[i]! });
+  });
+  await runAll(redis, calls);
+}
+
+/** The same script on every shard of a chain; true when every shard has a generation to write to. */
+async function everyShard(redis: Redis, target: WriteTarget, name: keyof typeof SCRIPTS, args: Arg[]): Promise<boolean> {
+  const all = shardsOf(target.prefix, target.chainId, target.shards ?? DEFAULT_SHARDS);
+  const res = await runAll(redis, all.map((s) => ({ name, key: s.state, args: [s.base, target.generation ?? "", ...args] })));
+  return res.every((n) => Number(n) > 0);
 }
 
 /** Refreshes a subscription's status, kinds and match conditions on one chain (no-op where it watches nothing). */
 export async function setSubscriptionMeta(redis: Redis, target: WriteTarget, meta: SubscriptionMeta): Promise<boolean> {
-  const base = chainBase(target.prefix, target.chainId);
-  return Number(await run(redis, "SET_META", stateKey(target.prefix, target.chainId), [base, target.generation ?? "", meta.id, encodeMeta(meta)])) > 0;
+  return everyShard(redis, target, "SET_META", [meta.id, encodeMeta(meta)]);
 }
 
 /** Takes a subscription out of matching at once; its address fields are cleaned by sweepDeadHandles. */
 export async function dropSubscription(redis: Redis, target: WriteTarget, subscriptionId: string): Promise<boolean> {
-  const base = chainBase(target.prefix, target.chainId);
-  return Number(await run(redis, "DROP_SUB", stateKey(target.prefix, target.chainId), [base, target.generation ?? "", subscriptionId])) > 0;
+  return everyShard(redis, target, "DROP_SUB", [subscriptionId]);
 }
 
 /** A key's state on one chain: live and the chain enabled on it ("1"), or revoked / chain off ("0"). */
 export async function setKeyState(redis: Redis, target: WriteTarget, keyId: string, active: boolean): Promise<boolean> {
-  const base = chainBase(target.prefix, target.chainId);
-  return Number(await run(redis, "SET_KEY", stateKey(target.prefix, target.chainId), [base, target.generation ?? "", keyId, active ? "1" : "0"])) > 0;
+  return everyShard(redis, target, "SET_KEY", [keyId, active ? "1" : "0"]);
 }
 
 export interface ChainState {
+  /** The generation served by every shard; null when any shard has none (never built, or lost). */
   cur: string | null;
+  /** A build under way (in any shard). */
   next: string | null;
+  /** Any shard marked stale. */
   stale: boolean;
+  /** Subscriptions dropped since the last sweep (the most any shard counts: one drop is counted by each shard). */
   dead: number;
 }
 
-export async function readState(redis: Redis, prefix: string, chainId: string): Promise<ChainState> {
-  const [cur, next, stale, dead] = await redis.hmget(stateKey(prefix, chainId), "cur", "next", "stale", "dead");
-  return { cur: cur ?? null, next: next ?? null, stale: stale !== null && stale !== undefined, dead: Number(dead ?? 0) };
+async function readShardStates(redis: Redis, prefix: string, chainId: string, shards: number): Promise<(string | null)[][]> {
+  const pipe = acrossSlots(redis);
+  for (const s of shardsOf(prefix, chainId, shards)) pipe.hmget(s.state, "cur", "next", "stale", "dead", "gens");
+  const replies = (await pipe.exec()) ?? [];
+  return replies.map(([err, v]) => {
+    if (err) throw err;
+    return v as (string | null)[];
+  });
+}
+
+/** The chain's state over its shards: one round trip per node. */
+export async function readState(redis: Redis, prefix: string, chainId: string, shards = DEFAULT_SHARDS): Promise<ChainState> {
+  const rows = await readShardStates(redis, prefix, chainId, shards);
+  let cur: string | null = rows[0]?.[0] ?? null;
+  let next: string | null = null;
+  let stale = false;
+  let dead = 0;
+  for (const [c, n, st, d] of rows) {
+    if (c === null || c === undefined) cur = null;
+    if (n !== null && n !== undefined && next === null) next = n;
+    if (st !== null && st !== undefined) stale = true;
+    dead = Math.max(dead, Number(d ?? 0));
+  }
+  return { cur, next, stale, dead };
 }
 
 /** Marks a chain not ready (lookups wait) until the next rebuild finishes. */
-export async function markStale(redis: Redis, prefix: string, chainId: string): Promise<void> {
-  await redis.hset(stateKey(prefix, chainId), "stale", `failed:${Date.now()}`);
+export async function markStale(redis: Redis, prefix: string, chainId: string, shards = DEFAULT_SHARDS): Promise<void> {
+  const pipe = acrossSlots(redis);
+  const mark = `failed:${Date.now()}`;
+  for (const s of shardsOf(prefix, chainId, shards)) pipe.hset(s.state, "stale", mark);
+  for (const [err] of (await pipe.exec()) ?? []) if (err) throw err;
 }
 
-/** Starts a build of a new generation; `stale` also makes lookups wait until it is finished. */
+/**
+ * Starts a build of a new generation in every shard (one number for all: one above the highest any shard has
+ * used); `stale` also makes lookups wait until it is finished. Builds of one chain are serialized by the caller
+ * (registry/watch-index.ts holds the chain's applier lock).
+ */
 export async function beginBuild(
   redis: Redis,
   prefix: string,
   chainId: string,
   stale: boolean,
+  shards = DEFAULT_SHARDS,
 ): Promise<{ generation: string; abandoned: string | null }> {
-  const [generation, abandoned] = (await run(redis, "BEGIN_BUILD", stateKey(prefix, chainId), [chainBase(prefix, chainId), stale ? "1" : "0"])) as [string, string];
-  return { generation, abandoned: abandoned === "" ? null : abandoned };
+  const rows = await readShardStates(redis, prefix, chainId, shards);
+  const generation = String(1 + Math.max(0, ...rows.map((r) => Number(r[4] ?? 0))));
+  const all = shardsOf(prefix, chainId, shards);
+  const res = (await runAll(redis, all.map((s) => ({ name: "BEGIN_BUILD" as const, key: s.state, args: [s.base, stale ? "1" : "0", generation] })))) as string[];
+  const abandoned = res.find((g) => g !== "") ?? null;
+  return { generation, abandoned };
 }
 
-/** Swaps a finished build in; returns the replaced generation (to drop), or throws if another build superseded it. */
-export async function finishBuild(redis: Redis, prefix: string, chainId: string, generation: string): Promise<string | null> {
-  const old = String(await run(redis, "FINISH_BUILD", stateKey(prefix, chainId), [generation]));
-  if (old === "-1") throw new Error(`watch index build ${chainId}#${generation} was superseded`);
-  return old === "" ? null : old;
+/**
+ * Swaps a finished build in, shard by shard; returns the replaced generation (to drop), or throws if another build
+ * superseded it. Shards swap one after the other: each serves a complete generation throughout (writers keep both
+ * up to date), so a lookup spanning a swap still answers rightly.
+ */
+export async function finishBuild(redis: Redis, prefix: string, chainId: string, generation: string, shards = DEFAULT_SHARDS): Promise<string | null> {
+  const all = shardsOf(prefix, chainId, shards);
+  const olds = (await runAll(redis, all.map((s) => ({ name: "FINISH_BUILD" as const, key: s.state, args: [generation] })))).map(String);
+  if (olds.includes("-1")) throw new Error(`watch index build ${chainId}#${generation} was superseded`);
+  return olds.find((g) => g !== "") ?? null;
 }
 
-/** Deletes a generation's keys (an old one after a swap, or an abandoned build). */
-export async function dropGeneration(redis: Redis, prefix: string, chainId: string, generation: string): Promise<void> {
-  const gb = `${chainBase(prefix, chainId)}${generation}:`;
-  const names = ["sub", "meta", "keys", "seq"].map((n) => gb + n);
-  for (let b = 0; b < BUCKETS; b += 1_024) {
-    const batch: string[] = [];
-    for (let i = b; i < Math.min(b + 1_024, BUCKETS); i++) batch.push(`${gb}b:${i}`);
-    await redis.unlink(...batch);
-  }
-  await redis.unlink(...names);
+/** Deletes a generation's keys in every shard (an old one after a swap, or an abandoned build). */
+export async function dropGeneration(redis: Redis, prefix: string, chainId: string, generation: string, shards = DEFAULT_SHARDS): Promise<void> {
+  const per = bucketsPerShard(shards);
+  await Promise.all(
+    shardsOf(prefix, chainId, shards).map(async (s) => {
+      const gb = `${s.base}${generation}:`;
+      // One UNLINK per batch: all its keys share the shard's hash tag, hence one slot.
+      for (let b = 0; b < per; b += 1_024) {
+        const batch: string[] = [];
+        for (let i = b; i < Math.min(b + 1_024, per); i++) batch.push(`${gb}b:${i}`);
+        await redis.unlink(...batch);
+      }
+      await redis.unlink(...["sub", "meta", "keys", "seq"].map((n) => gb + n));
+    }),
+  );
 }
 
 /** Removes handles of deleted subscriptions from the address fields of the served generation, in batches. */
-export async function sweepDeadHandles(redis: Redis, prefix: string, chainId: string): Promise<number> {
-  const state = await readState(redis, prefix, chainId);
-  let changed = 0;
-  for (const g of [state.cur, state.next]) {
-    if (!g) continue;
-    for (let b = 0; b < BUCKETS; b += 512) {
-      changed += Number(await run(redis, "SWEEP", stateKey(prefix, chainId), [chainBase(prefix, chainId), g, b, Math.min(b + 512, BUCKETS)]));
-    }
-  }
-  if (state.dead > 0) await redis.hincrby(stateKey(prefix, chainId), "dead", -state.dead);
-  return changed;
+export async function sweepDeadHandles(redis: Redis, prefix: string, chainId: string, shards = DEFAULT_SHARDS): Promise<number> {
+  const rows = await readShardStates(redis, prefix, chainId, shards);
+  const per = bucketsPerShard(shards);
+  const changed = await Promise.all(
+    shardsOf(prefix, chainId, shards).map(async (s, i) => {
+      const [cur, next, , dead] = rows[i]!;
+      let n = 0;
+      for (const g of [cur, next]) {
+        if (!g) continue;
+        for (let b = 0; b < per; b += 512) n += Number(await run(redis, "SWEEP", s.state, [s.base, g, b, Math.min(b + 512, per)]));
+      }
+      if (Number(dead ?? 0) > 0) await redis.hincrby(s.state, "dead", -Number(dead));
+      return n;
+    }),
+  );
+  return changed.reduce((a, b) => a + b, 0);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -431,13 +629,16 @@ export interface LookupOptions {
   includeInactive?: boolean;
   /** How long to wait for a rebuild before throwing WatchIndexNotReadyError. */
   waitMs?: number;
+  /** WATCH_INDEX_SHARDS (config.watchIndexShards); omitted: DEFAULT_SHARDS. */
+  shards?: number;
 }
 
 type LookupReply = [-1] | [1, string[], string[], string[], string[]];
 
 /**
- * The watched ones among `addresses` (base58) on `chainId`, each with its watchers: one Redis round trip.
- * By default only active watchers are returned, and an address with none is absent from the map.
+ * The watched ones among `addresses` (base58) on `chainId`, each with its watchers: one script per shard that
+ * holds any of them, sent as one round trip per Redis node. By default only active watchers are returned, and an
+ * address with none is absent from the map. A shard that is not ready is asked again until it is (or `waitMs`).
  */
 export async function lookup(
   redis: Redis,
@@ -449,65 +650,112 @@ export async function lookup(
   const out = new Map<string, Watcher[]>();
   const unique = [...new Set(addresses)];
   if (unique.length === 0) return out;
-  const args: Arg[] = [chainBase(prefix, chainId)];
-  for (const a of unique) args.push(bucketOf(a), a);
+  const shards = opts.shards ?? DEFAULT_SHARDS;
+  const groups = groupByShard(unique, shards);
+  let pending: ScriptCall[] = [];
+  const asked: string[][] = [];
+  for (let s = 0; s < shards; s++) {
+    const group = groups[s]!;
+    if (group.length === 0) continue;
+    const base = shardBase(prefix, chainId, s, shards);
+    const args: Arg[] = [base];
+    for (const [bucket, a] of group) args.push(bucket, a);
+    pending.push({ name: "LOOKUP", key: `${base}state`, args });
+    asked.push(group.map(([, a]) => a));
+  }
+  let pendingAddresses = asked;
   const deadline = Date.now() + (opts.waitMs ?? 30_000);
   let pause = 25;
-  let reply: LookupReply;
+  // Watchers with the same meta and key state share one object (callers read them, never change them).
+  const shared = new Map<string, Watcher>();
   for (;;) {
-    reply = (await run(redis, "LOOKUP", stateKey(prefix, chainId), args)) as LookupReply;
-    if (reply[0] === 1) break;
+    const replies = (await runAll(redis, pending)) as LookupReply[];
+    const retry: ScriptCall[] = [];
+    const retryAddresses: string[][] = [];
+    replies.forEach((reply, i) => {
+      if (reply[0] !== 1) {
+        retry.push(pending[i]!);
+        retryAddresses.push(pendingAddresses[i]!);
+        return;
+      }
+      const [, values, handles, metas, keyStates] = reply;
+      const watchers = new Map<string, Watcher | null>();
+      handles.forEach((h, j) => {
+        const m = metas[j];
+        if (!m) return watchers.set(h, null);
+        const id = `${m}\n${keyStates[j]}`;
+        let w = shared.get(id);
+        if (!w) {
+          const meta = decodeMeta(m);
+          const active = meta.enabled && keyStates[j] === "1";
+          w = { subscriptionId: meta.subscriptionId, keyId: meta.keyId, active, events: meta.events, match: meta.match };
+          shared.set(id, w);
+        }
+        watchers.set(h, w);
+      });
+      pendingAddresses[i]!.forEach((address, j) => {
+        const v = values[j];
+        if (!v) return;
+        const list: Watcher[] = [];
+        for (const h of v.split(",")) {
+          const w = watchers.get(h);
+          if (w && (w.active || opts.includeInactive)) list.push(w);
+        }
+        if (list.length > 0) out.set(address, list);
+      });
+    });
+    if (retry.length === 0) return out;
     if (Date.now() >= deadline) throw new WatchIndexNotReadyError(chainId);
     await Bun.sleep(pause);
     pause = Math.min(pause * 2, 250);
+    pending = retry;
+    pendingAddresses = retryAddresses;
   }
-  const [, values, handles, metas, keyStates] = reply;
-  const watchers = new Map<string, Watcher | null>();
-  handles.forEach((h, i) => {
-    const m = metas[i];
-    if (!m) return watchers.set(h, null);
-    const meta = decodeMeta(m);
-    const active = meta.enabled && keyStates[i] === "1";
-    watchers.set(h, { subscriptionId: meta.subscriptionId, keyId: meta.keyId, active, events: meta.events, match: meta.match });
-  });
-  unique.forEach((address, i) => {
-    const v = values[i];
-    if (!v) return;
-    const list: Watcher[] = [];
-    for (const h of v.split(",")) {
-      const w = watchers.get(h);
-      if (w && (w.active || opts.includeInactive)) list.push(w);
-    }
-    if (list.length > 0) out.set(address, list);
-  });
-  return out;
 }
 
-/** Every entry of the served generation of a chain (tests and diagnostics; scans all buckets). */
-export async function dumpChain(redis: Redis, prefix: string, chainId: string): Promise<Map<string, Watcher[]> | null> {
-  const state = await readState(redis, prefix, chainId);
-  if (!state.cur || state.stale) return null;
-  const gb = `${chainBase(prefix, chainId)}${state.cur}:`;
-  const [metaAll, keysAll] = await Promise.all([redis.hgetall(gb + "meta"), redis.hgetall(gb + "keys")]);
+/** The clients that together hold every key: each master of a cluster, or the one server. */
+function keyHolders(redis: Redis): Redis[] {
+  return isCluster(redis) ? redis.nodes("master") : [redis];
+}
+
+const globEscape = (text: string) => text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+
+/**
+ * Every entry of the served generation of a chain (tests and diagnostics). SCANs each node for the chain's bucket
+ * keys instead of asking for all TOTAL_BUCKETS of them, so a small index is dumped quickly.
+ */
+export async function dumpChain(redis: Redis, prefix: string, chainId: string, shards = DEFAULT_SHARDS): Promise<Map<string, Watcher[]> | null> {
+  const rows = await readShardStates(redis, prefix, chainId, shards);
+  if (rows.some(([cur, , stale]) => !cur || stale)) return null;
+  const all = shardsOf(prefix, chainId, shards);
+  const served = new Set(all.map((s) => `${s.base}${rows[s.shard]![0]}:b:`));
+  const metas = await Promise.all(all.map((s) => redis.hgetall(`${s.base}${rows[s.shard]![0]}:meta`)));
+  const keyStates = await Promise.all(all.map((s) => redis.hgetall(`${s.base}${rows[s.shard]![0]}:keys`)));
+  const pattern = `${globEscape(prefix)}wi:{${globEscape(chainId)}:*/${shards}}:*:b:*`;
   const out = new Map<string, Watcher[]>();
-  for (let b = 0; b < BUCKETS; b += 1_024) {
-    const pipe = redis.pipeline();
-    for (let i = b; i < Math.min(b + 1_024, BUCKETS); i++) pipe.hgetall(`${gb}b:${i}`);
-    const res = (await pipe.exec()) ?? [];
-    for (const [err, fields] of res) {
-      if (err) throw err;
-      for (const [address, value] of Object.entries(fields as Record<string, string>)) {
-        const list: Watcher[] = [];
-        for (const h of value.split(",")) {
-          const m = metaAll[h];
-          if (!m) continue;
-          const meta = decodeMeta(m);
-          const active = meta.enabled && keysAll[meta.keyId] === "1";
-          list.push({ subscriptionId: meta.subscriptionId, keyId: meta.keyId, active, events: meta.events, match: meta.match });
+  for (const node of keyHolders(redis)) {
+    let cursor = "0";
+    do {
+      const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", 1_000);
+      cursor = next;
+      for (const key of keys) {
+        const cut = key.lastIndexOf(":b:") + 3;
+        if (!served.has(key.slice(0, cut))) continue;
+        const shard = all.findIndex((s) => key.startsWith(s.base));
+        const fields = await redis.hgetall(key);
+        for (const [address, value] of Object.entries(fields)) {
+          const list = out.get(address) ?? [];
+          for (const h of value.split(",")) {
+            const m = metas[shard]![h];
+            if (!m) continue;
+            const meta = decodeMeta(m);
+            const active = meta.enabled && keyStates[shard]![meta.keyId] === "1";
+            list.push({ subscriptionId: meta.subscriptionId, keyId: meta.keyId, active, events: meta.events, match: meta.match });
+          }
+          if (list.length > 0) out.set(address, list);
         }
-        if (list.length > 0) out.set(address, list);
       }
-    }
+    } while (cursor !== "0");
   }
   return out;
 }

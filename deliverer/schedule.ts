@@ -3,7 +3,7 @@
 // worker's claims come back when their lease expires. Each shard's two keys share a hash tag, so every script
 // touches one slot and the same code runs on a Redis Cluster. PostgreSQL is the truth: the worker rebuilds a lost
 // schedule (rebuild()) and puts back single entries lost under a surviving built marker (reconcile.ts).
-import type { Redis } from "../common/redis.ts";
+import { acrossSlots, type Redis } from "../common/redis.ts";
 
 export interface ScheduleEntry {
   id: string;
@@ -112,9 +112,13 @@ export class Schedule {
     return `${this.prefix}schedule:{${shard}}:lease`;
   }
 
-  /** Set once the schedule reflects PostgreSQL; gone after Redis lost its data (restart, FLUSHDB). */
-  get builtKey(): string {
-    return `${this.prefix}schedule:built`;
+  /**
+   * Set once the shard reflects PostgreSQL; gone after Redis lost its data (restart, FLUSHDB). One per shard, in the
+   * shard's slot: on a Redis Cluster a node that restarts empty loses exactly its shards' markers with their sets,
+   * so the loss is seen (and the schedule rebuilt) rather than hidden by a marker living on another node.
+   */
+  builtKey(shard: number): string {
+    return `${this.prefix}schedule:{${shard}}:built`;
   }
 
   private byShard<T extends { id: string }>(items: T[]): Map<number, T[]> {
@@ -136,7 +140,7 @@ export class Schedule {
     const start = this.nextShard;
     this.nextShard = (this.nextShard + 1) % this.shards;
     const per = Math.max(1, Math.ceil(limit / this.shards));
-    const pipe = this.redis.pipeline() as unknown as RedisWithScripts & { exec(): Promise<[Error | null, unknown][] | null> };
+    const pipe = acrossSlots(this.redis) as unknown as RedisWithScripts & { exec(): Promise<[Error | null, unknown][] | null> };
     for (let i = 0; i < this.shards; i++) {
       const s = (start + i) % this.shards;
       pipe.claimDue(this.dueKey(s), this.leaseKey(s), nowMs, leaseUntilMs, per);
@@ -156,7 +160,7 @@ export class Schedule {
   /** Puts ids into the due set (new events). */
   async add(entries: ScheduleEntry[]): Promise<void> {
     if (entries.length === 0) return;
-    const pipe = this.redis.pipeline();
+    const pipe = acrossSlots(this.redis);
     for (const [s, list] of this.byShard(entries)) {
       pipe.zadd(this.dueKey(s), ...list.flatMap((e) => [e.dueMs, e.id]));
     }
@@ -169,7 +173,7 @@ export class Schedule {
    */
   async reserve(ids: string[], untilMs: number): Promise<void> {
     if (ids.length === 0) return;
-    const pipe = this.redis.pipeline();
+    const pipe = acrossSlots(this.redis);
     for (const [s, list] of this.byShard(ids.map((id) => ({ id })))) {
       pipe.zadd(this.leaseKey(s), ...list.flatMap((e) => [untilMs, e.id]));
     }
@@ -179,7 +183,7 @@ export class Schedule {
   /** Moves leased (or reserved) ids to the due set at their due times. */
   async moveToDue(entries: ScheduleEntry[]): Promise<void> {
     if (entries.length === 0) return;
-    const pipe = this.redis.pipeline() as unknown as RedisWithScripts & { exec(): Promise<[Error | null, unknown][] | null> };
+    const pipe = acrossSlots(this.redis) as unknown as RedisWithScripts & { exec(): Promise<[Error | null, unknown][] | null> };
     for (const [s, list] of this.byShard(entries)) {
       for (let i = 0; i < list.length; i += 500) {
         pipe.rescheduleIds(this.dueKey(s), this.leaseKey(s), ...list.slice(i, i + 500).flatMap((e) => [e.id, e.dueMs]));
@@ -191,7 +195,7 @@ export class Schedule {
   /** Drops ids from both sets (finished, held or cancelled events). */
   async remove(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
-    const pipe = this.redis.pipeline();
+    const pipe = acrossSlots(this.redis);
     for (const [s, list] of this.byShard(ids.map((id) => ({ id })))) {
       const members = list.map((e) => e.id);
       pipe.zrem(this.leaseKey(s), ...members);
@@ -203,7 +207,7 @@ export class Schedule {
   /** Ends leases of finished events (they are in no due set). */
   async complete(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
-    const pipe = this.redis.pipeline();
+    const pipe = acrossSlots(this.redis);
     for (const [s, list] of this.byShard(ids.map((id) => ({ id })))) pipe.zrem(this.leaseKey(s), ...list.map((e) => e.id));
     await execOrThrow(pipe);
   }
@@ -211,7 +215,7 @@ export class Schedule {
   /** Adds ids that are neither due nor leased; returns how many were added. */
   async addMissing(entries: ScheduleEntry[]): Promise<number> {
     if (entries.length === 0) return 0;
-    const pipe = this.redis.pipeline() as unknown as RedisWithScripts & { exec(): Promise<[Error | null, unknown][] | null> };
+    const pipe = acrossSlots(this.redis) as unknown as RedisWithScripts & { exec(): Promise<[Error | null, unknown][] | null> };
     for (const [s, list] of this.byShard(entries)) {
       for (let i = 0; i < list.length; i += 500) {
         pipe.addMissing(this.dueKey(s), this.leaseKey(s), ...list.slice(i, i + 500).flatMap((e) => [e.id, e.dueMs]));
@@ -226,12 +230,18 @@ export class Schedule {
     return added;
   }
 
+  /** Every shard's marker is present. */
   async isBuilt(): Promise<boolean> {
-    return (await this.redis.exists(this.builtKey)) === 1;
+    const pipe = acrossSlots(this.redis);
+    for (let s = 0; s < this.shards; s++) pipe.exists(this.builtKey(s));
+    return (await execOrThrow(pipe)).every((n) => Number(n) === 1);
   }
 
   async markBuilt(): Promise<void> {
-    await this.redis.set(this.builtKey, String(Date.now()));
+    const pipe = acrossSlots(this.redis);
+    const at = String(Date.now());
+    for (let s = 0; s < this.shards; s++) pipe.set(this.builtKey(s), at);
+    await execOrThrow(pipe);
   }
 
   /** Where the reconciliation's last pass stopped (a due time and an id); null: start from the oldest. */
@@ -260,7 +270,7 @@ export class Schedule {
 
   /** Queue depth (due + leased) and the oldest due score. */
   async stats(): Promise<{ due: number; leased: number; oldestDueMs: number | null }> {
-    const pipe = this.redis.pipeline();
+    const pipe = acrossSlots(this.redis);
     for (let s = 0; s < this.shards; s++) {
       pipe.zcard(this.dueKey(s));
       pipe.zcard(this.leaseKey(s));

@@ -94,7 +94,7 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
     m.lagSeconds.set({ chain }, Number.NaN);
   }
 
-  const watchLookup: WatchLookup = (chainId, addresses) => lookup(redis, config.redisPrefix, chainId, addresses);
+  const watchLookup: WatchLookup = (chainId, addresses) => lookup(redis, config.redisPrefix, chainId, addresses, { shards: config.watchIndexShards });
   const enqueue = async (events: NewEvent[]) => {
     await deliverer.enqueue({ events });
   };

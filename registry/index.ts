@@ -40,7 +40,9 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
   const policy = createSsrfPolicy({ allowCidrs: config.ssrfAllowCidrs, resolver: deps.resolver });
   // The watch index: fed by the outbox rows every index-changing write commits with, applied per chain in order;
   // rebuilt at start when missing (in the background: lookups wait meanwhile) and when Redis lost it.
-  const watchIndex = new WatchIndex(db, redis, config.redisPrefix, log.child({ service: "registry", part: "watch-index" }));
+  const watchIndex = new WatchIndex(db, redis, config.redisPrefix, log.child({ service: "registry", part: "watch-index" }), undefined, {
+    shards: config.watchIndexShards,
+  });
   const addresses: AddressRpcs = addressRpcs({
     store,
     index: watchIndex,

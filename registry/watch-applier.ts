@@ -95,6 +95,8 @@ type BatchResult = { status: "busy" } | { status: "done"; ids: number[]; missing
 
 export interface ApplierOptions {
   pollMs?: number;
+  /** WATCH_INDEX_SHARDS (config.watchIndexShards); omitted: DEFAULT_SHARDS. */
+  shards?: number;
   /** A write found no generation of the chain (never built, or Redis emptied): it needs a rebuild. */
   onMissing?: (chainId: string) => void;
 }
@@ -259,7 +261,7 @@ export class OutboxApplier {
         ORDER BY o.id`)) as unknown as BatchRow[];
       if (rows.length === 0) return { status: "done", ids: [], missing: false };
 
-      const target = { prefix: this.prefix, chainId };
+      const target = { prefix: this.prefix, shards: this.opts.shards, chainId };
       let missing = false;
       for (const row of rows) {
         // The subscription (or key) as PostgreSQL holds it now; absent: deleted since, and its drop row follows.

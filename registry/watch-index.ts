@@ -6,26 +6,41 @@
 // There is one protocol for every failure. A registry killed between COMMIT and the Redis write, a Redis outage, a
 // Redis write that timed out: the outbox row stays in PostgreSQL and is applied when an applier next gets to it. The
 // index is never ahead of PostgreSQL (nothing is written to Redis before COMMIT), only behind it, by the rows not
-// applied yet. Only a lost index (state.cur missing: never built, Redis restarted empty, FLUSHDB) needs a rebuild,
-// and only of the chains that lost it.
+// applied yet. Only a lost index (state.cur missing in any of the chain's WATCH_INDEX_SHARDS shards: never built,
+// Redis or one Cluster master restarted empty, FLUSHDB) needs a rebuild, and only of the chains that lost it; the
+// whole chain is rebuilt (one generation number for all its shards).
 //
 // Rebuild and applier. A rebuild of chain C takes C's applier lock (registry/watch-applier.ts) first, so no row of C
-// is applied while it runs; it then copies the subscriptions in ONE repeatable-read snapshot and, in that same
+// is applied while it runs; it then copies the subscriptions as of ONE repeatable-read snapshot and, in that same
 // snapshot, deletes C's outbox rows it can see. Those rows committed before the snapshot, so the copy already holds
 // their effect; rows committed after it stay, and the applier applies them on top of the new generation once the lock
 // is released, in their order. No row is applied twice over newer state, and none is missed.
+//
+// The copy itself is batched (about COPY_BATCH addresses of many subscriptions per batch, one loadSubscriptions
+// script per shard, COPY_PARALLEL batches at a time so the PostgreSQL reads of one overlap the Redis writes of
+// another), and each batch is a transaction of its own on its own connection. They still read ONE snapshot: the
+// rebuild's transaction exports its snapshot (pg_export_snapshot) and every batch imports it (SET TRANSACTION
+// SNAPSHOT) before its first read, so key states, the batch list, every batch's rows and the outbox rows deleted are
+// all the same instant of PostgreSQL, and the rebuild's transaction (which deletes the rows) stays open until the
+// last batch is written. Had each batch taken its own snapshot, a change committed between two batches would be in
+// some batches and not others while its outbox row, committed after the deleting snapshot, is applied later anyway;
+// applied rows converge, but one snapshot keeps the argument as simple as stated above. No batch needs FOR SHARE
+// (under an imported snapshot it would only fail on rows changed since): what changed after the snapshot is in the
+// outbox.
 import { sql as dsql } from "drizzle-orm";
 import { TRON_CHAINS, type ChainId } from "../common/config.ts";
 import type { Logger } from "../common/logger.ts";
 import type { Redis } from "../common/redis.ts";
 import {
-  applyAddresses,
   beginBuild,
+  DEFAULT_SHARDS,
   dropGeneration,
   finishBuild,
+  loadSubscriptions,
   readState,
   setKeyState,
   sweepDeadHandles,
+  type LoadedSubscription,
 } from "../common/watch-index.ts";
 import type { RegistryDb } from "./store.ts";
 import {
@@ -47,6 +62,10 @@ import { pgTextArray, type OutboxTicket } from "./watch-outbox.ts";
  */
 const SETTLE_MS = 3_000;
 
+/** Addresses per rebuild batch (one transaction, one script per shard) and batches copied at once. */
+const COPY_BATCH = 40_000;
+const COPY_PARALLEL = 3;
+
 export interface RebuildResult {
   addresses: number;
   subscriptions: number;
@@ -55,10 +74,13 @@ export interface RebuildResult {
 export interface WatchIndexOptions {
   /** The appliers' poll interval (watch-applier.ts POLL_MS). */
   pollMs?: number;
+  /** WATCH_INDEX_SHARDS (config.watchIndexShards); default DEFAULT_SHARDS. */
+  shards?: number;
 }
 
 export class WatchIndex {
   readonly applier: OutboxApplier;
+  readonly shards: number;
   private rebuilding: Promise<RebuildResult> | undefined;
   private timer: ReturnType<typeof setInterval> | undefined;
   private ticking = false;
@@ -73,8 +95,10 @@ export class WatchIndex {
     readonly chains: readonly ChainId[] = TRON_CHAINS,
     opts: WatchIndexOptions = {},
   ) {
+    this.shards = opts.shards ?? DEFAULT_SHARDS;
     this.applier = new OutboxApplier(db, redis, prefix, log, chains, {
       pollMs: opts.pollMs,
+      shards: this.shards,
       onMissing: () => void this.tick(),
     });
     // Failed commands are reported where they fail; the connection's own errors are only worth a debug line.
@@ -131,20 +155,20 @@ export class WatchIndex {
       }
       const gens = new Map<string, string>();
       for (const chainId of wanted) {
-        const state = await readState(this.redis, this.prefix, chainId);
+        const state = await readState(this.redis, this.prefix, chainId, this.shards);
         // Another replica may have rebuilt it while this one waited for the lock.
         if (ifMissing && state.cur && !state.stale && !state.next) continue;
-        const { generation, abandoned } = await beginBuild(this.redis, this.prefix, chainId, state.stale);
+        const { generation, abandoned } = await beginBuild(this.redis, this.prefix, chainId, state.stale, this.shards);
         gens.set(chainId, generation);
-        if (abandoned) await dropGeneration(this.redis, this.prefix, chainId, abandoned);
+        if (abandoned) await dropGeneration(this.redis, this.prefix, chainId, abandoned, this.shards);
       }
       if (gens.size === 0) return { addresses: 0, subscriptions: 0 };
 
       const result = await this.copy(gens);
 
       for (const [chainId, generation] of gens) {
-        const old = await finishBuild(this.redis, this.prefix, chainId, generation);
-        if (old) this.background(dropGeneration(this.redis, this.prefix, chainId, old), "dropping an old generation");
+        const old = await finishBuild(this.redis, this.prefix, chainId, generation, this.shards);
+        if (old) this.background(dropGeneration(this.redis, this.prefix, chainId, old, this.shards), "dropping an old generation");
       }
       this.applier.settled(result.taken);
       this.log.info("watch index rebuilt", { chains: [...gens.keys()], addresses: result.addresses, subscriptions: result.subscriptions, ms: Date.now() - started });
@@ -159,52 +183,55 @@ export class WatchIndex {
   }
 
   /**
-   * Copies PostgreSQL into the building generations in one snapshot, and takes the outbox rows that snapshot covers
-   * (see the header). Returns the counts and the ids of the rows taken.
+   * Copies PostgreSQL into the building generations as of one snapshot, in parallel batches that import it, and takes
+   * the outbox rows that snapshot covers (see the header). Returns the counts and the ids of the rows taken.
    */
   private async copy(gens: Map<string, string>): Promise<RebuildResult & { taken: number[] }> {
     const chains = [...gens.keys()];
     return this.db.transaction(
       async (tx) => {
+        const [exported] = (await tx.execute(dsql`SELECT pg_export_snapshot() AS snapshot`)) as unknown as { snapshot: string }[];
+        const snapshot = exported!.snapshot;
         const keys = (await tx.execute(
           dsql`SELECT id, chains, revoked_at IS NOT NULL AS revoked FROM api_keys`,
         )) as unknown as (KeyState & { id: string })[];
         for (const [chainId, generation] of gens) {
           await Promise.all(
-            keys.map((k) => setKeyState(this.redis, { prefix: this.prefix, chainId, generation }, k.id, keyActiveOn(k, chainId))),
+            keys.map((k) =>
+              setKeyState(this.redis, { prefix: this.prefix, shards: this.shards, chainId, generation }, k.id, keyActiveOn(k, chainId)),
+            ),
           );
         }
-        const subs = (await tx.execute(dsql`
-          SELECT s.id, s.key_id AS "keyId", s.status, s.events, s.match, k.chains, k.revoked_at IS NOT NULL AS revoked
-          FROM subscriptions s JOIN api_keys k ON k.id = s.key_id
-          WHERE EXISTS (SELECT 1 FROM subscription_addresses a WHERE a.subscription_id = s.id)`)) as unknown as (IndexedSubscription & KeyState)[];
+        // Subscriptions go in batches of about COPY_BATCH addresses (at most 500 subscriptions), COPY_PARALLEL at a time.
+        const counts = (await tx.execute(
+          dsql`SELECT subscription_id AS id, count(*)::int AS n FROM subscription_addresses
+               WHERE chain_id = ANY(${pgTextArray(chains)}::text[]) GROUP BY subscription_id ORDER BY subscription_id`,
+        )) as unknown as { id: string; n: number }[];
+        const batches: string[][] = [];
+        let batch: string[] = [];
+        let size = 0;
+        for (const { id, n } of counts) {
+          batch.push(id);
+          size += n;
+          if (size >= COPY_BATCH || batch.length >= 500) {
+            batches.push(batch);
+            batch = [];
+            size = 0;
+          }
+        }
+        if (batch.length > 0) batches.push(batch);
         let addresses = 0;
         let subscriptions = 0;
-        for (const sub of subs) {
-          const rows = (await tx.execute(dsql`
-            SELECT chain_id AS "chainId", address FROM subscription_addresses
-            WHERE subscription_id = ${sub.id} AND chain_id = ANY(${pgTextArray(chains)}::text[]) ORDER BY seq`)) as unknown as {
-            chainId: string;
-            address: string;
-          }[];
-          const byChain = new Map<string, string[]>();
-          for (const r of rows) {
-            let list = byChain.get(r.chainId);
-            if (!list) byChain.set(r.chainId, (list = []));
-            list.push(r.address);
-          }
-          for (const [chainId, add] of byChain) {
-            await applyAddresses(
-              this.redis,
-              { prefix: this.prefix, chainId, generation: gens.get(chainId)! },
-              subscriptionMeta(sub),
-              keyActiveOn(sub, chainId),
-              { add, remove: [] },
-            );
-          }
-          if (rows.length > 0) subscriptions++;
-          addresses += rows.length;
-        }
+        let next = 0;
+        await Promise.all(
+          Array.from({ length: Math.min(COPY_PARALLEL, batches.length) }, async () => {
+            while (next < batches.length) {
+              const copied = await this.copySubscriptions(batches[next++]!, gens, snapshot);
+              subscriptions += copied.subscriptions;
+              addresses += copied.addresses;
+            }
+          }),
+        );
         const taken = (await tx.execute(
           dsql`DELETE FROM watch_outbox WHERE chain_id = ANY(${pgTextArray(chains)}::text[]) RETURNING id`,
         )) as unknown as { id: number | string }[];
@@ -214,13 +241,61 @@ export class WatchIndex {
     );
   }
 
+  /** Copies one batch of subscriptions into the building generations, reading `snapshot`; returns what it copied. */
+  private async copySubscriptions(ids: readonly string[], gens: Map<string, string>, snapshot: string): Promise<RebuildResult> {
+    // The identifier PostgreSQL made (hex and dashes); SET TRANSACTION SNAPSHOT takes no bind parameter.
+    if (!/^[0-9A-F-]+$/i.test(snapshot)) throw new Error(`unexpected snapshot identifier ${snapshot}`);
+    return this.db.transaction(
+      async (tx) => {
+        await tx.execute(dsql.raw(`SET TRANSACTION SNAPSHOT '${snapshot}'`));
+        const subs = (await tx.execute(
+          dsql`SELECT s.id, s.key_id AS "keyId", s.status, s.events, s.match, k.chains, k.revoked_at IS NOT NULL AS revoked
+               FROM subscriptions s JOIN api_keys k ON k.id = s.key_id WHERE s.id IN (${dsql.join(ids.map((id) => dsql`${id}`), dsql`, `)})
+               ORDER BY s.id`,
+        )) as unknown as (IndexedSubscription & KeyState)[];
+        if (subs.length === 0) return { addresses: 0, subscriptions: 0 };
+        // One row per subscription and chain, its addresses joined in one string: far fewer values to decode than a
+        // row per address. One subscription per LATERAL lookup, so each reads its rows through the (subscription_id,
+        // seq) index whatever the planner's statistics say (a batch as one IN list was planned as a sequential scan
+        // of 10,000,000 rows before ANALYZE had run).
+        const rows = (await tx.execute(
+          dsql`SELECT s.id, l.chain_id AS "chainId", l.list
+               FROM (VALUES ${dsql.join(subs.map((sub) => dsql`(${sub.id})`), dsql`, `)}) AS s(id)
+               CROSS JOIN LATERAL (
+                 SELECT chain_id, string_agg(address, ',' ORDER BY seq) AS list
+                 FROM subscription_addresses a WHERE a.subscription_id = s.id GROUP BY chain_id
+               ) l`,
+        )) as unknown as { id: string; chainId: string; list: string }[];
+        const byId = new Map(subs.map((sub) => [sub.id, sub]));
+        const byChain = new Map<string, LoadedSubscription[]>();
+        let addresses = 0;
+        const copied = new Set<string>();
+        for (const r of rows) {
+          const sub = byId.get(r.id);
+          if (!sub || !gens.has(r.chainId)) continue;
+          const list = r.list.split(",");
+          let load = byChain.get(r.chainId);
+          if (!load) byChain.set(r.chainId, (load = []));
+          load.push({ meta: subscriptionMeta(sub), keyActive: keyActiveOn(sub, r.chainId), addresses: list });
+          addresses += list.length;
+          copied.add(r.id);
+        }
+        for (const [chainId, load] of byChain) {
+          await loadSubscriptions(this.redis, { prefix: this.prefix, shards: this.shards, chainId, generation: gens.get(chainId)! }, load);
+        }
+        return { addresses, subscriptions: copied.size };
+      },
+      { isolationLevel: "repeatable read", accessMode: "read only" },
+    );
+  }
+
   // ---- upkeep -------------------------------------------------------------------------------------------------
 
   /** The chains whose index must be rebuilt: missing (never built, emptied), stale, or a build whose builder died. */
   async chainsToRebuild(): Promise<string[]> {
     const out: string[] = [];
     for (const chainId of this.chains) {
-      const state = await readState(this.redis, this.prefix, chainId);
+      const state = await readState(this.redis, this.prefix, chainId, this.shards);
       if (!state.cur || state.stale) out.push(chainId);
       // A build nobody is running (its process died while holding the chain lock, which died with it).
       else if (state.next && !this.rebuilding && (await this.chainFree(chainId))) out.push(chainId);
@@ -251,8 +326,8 @@ export class WatchIndex {
       }
       if (Date.now() - this.lastSweep > 5_000) {
         for (const chainId of this.chains) {
-          const state = await readState(this.redis, this.prefix, chainId);
-          if (state.dead > 0) await sweepDeadHandles(this.redis, this.prefix, chainId);
+          const state = await readState(this.redis, this.prefix, chainId, this.shards);
+          if (state.dead > 0) await sweepDeadHandles(this.redis, this.prefix, chainId, this.shards);
         }
         this.lastSweep = Date.now();
       }

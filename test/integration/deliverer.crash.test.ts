@@ -1,10 +1,13 @@
 // Faults lose nothing. The deliverer runs as a separate process and is killed with SIGKILL mid-run, then restarted:
-// every event is delivered at least once. Redis is flushed mid-run: the schedule is rebuilt from PostgreSQL.
+// every event is delivered at least once. Redis is flushed mid-run (one server, and every master of a real 3-master
+// Redis Cluster), and a cluster master is killed and started again empty: the schedule is rebuilt from PostgreSQL.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import Redis from "ioredis";
+import { IORedis } from "../../common/redis.ts";
 import { join } from "node:path";
 import { serveService, type ServedService } from "../../common/service.ts";
 import { enqueueTransfers, startDeliveryBed, waitForEvent, type DeliveryBed } from "../support/delivery.ts";
+import { REDIS_KINDS } from "../support/redis-cluster.ts";
+import { waitUntilReady } from "../support/watch-index.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const BUN = join(ROOT, "node_modules", ".bin", "bun");
@@ -20,6 +23,20 @@ async function waitAllDelivered(bed: DeliveryBed, path: string, ids: string[], t
       throw new Error(`${missing} of ${ids.length} events never reached the receiver; ${row!.n} delivered in PostgreSQL`);
     }
     await Bun.sleep(100);
+  }
+}
+
+/** The port of the master serving `key`'s slot (CLUSTER KEYSLOT and CLUSTER SLOTS as any node sees them). */
+async function ownerOf(ports: number[], key: string): Promise<number> {
+  const c = new IORedis({ host: "127.0.0.1", port: ports[0]! });
+  try {
+    const slot = Number(await c.cluster("KEYSLOT", key));
+    const ranges = await c.cluster("SLOTS");
+    const master = ranges.find(([from, to]) => slot >= from && slot <= to)?.[2];
+    if (!master) throw new Error(`no node serves ${key}`);
+    return Number(master[1]);
+  } finally {
+    c.disconnect();
   }
 }
 
@@ -79,11 +96,11 @@ describe("crash safety", () => {
   }, 90_000);
 });
 
-describe("Redis loses its data mid-run", () => {
+describe.each(REDIS_KINDS)("Redis loses its data mid-run (Redis %s)", (redisKind) => {
   let bed: DeliveryBed;
 
   beforeAll(async () => {
-    bed = await startDeliveryBed();
+    bed = await startDeliveryBed({ redisKind });
   }, 60_000);
 
   afterAll(async () => {
@@ -96,14 +113,42 @@ describe("Redis loses its data mid-run", () => {
     const sub = await bed.subscribe(path);
     const ids = (await enqueueTransfers(bed, sub.subscriptionId, 1_500, 10_000)).ids;
     await bed.receiver.waitForCount(path, 200, 30_000);
-    const redis = new Redis(bed.redis.url);
-    await redis.flushdb();
+    await bed.redis.flush();
     const seenAtFlush = bed.receiver.count(path);
     expect(seenAtFlush).toBeLessThan(1_500);
     await waitAllDelivered(bed, path, ids, 40_000);
-    expect(await redis.exists(bed.deliverer!.schedule.builtKey)).toBe(1);
-    redis.disconnect();
+    expect(await bed.deliverer!.schedule.isBuilt()).toBe(true);
   }, 60_000);
+});
+
+describe("a Redis Cluster master restarted mid-run", () => {
+  let bed: DeliveryBed;
+
+  beforeAll(async () => {
+    bed = await startDeliveryBed({ redisKind: "cluster" });
+  }, 60_000);
+
+  afterAll(async () => {
+    await bed?.stop();
+  }, 60_000);
+
+  test("SIGKILL a master holding schedule shards, start it again empty: every event is delivered", async () => {
+    const path = "/node-restart";
+    bed.receiver.setBehaviour(path, { kind: "delay", ms: 40 });
+    const sub = await bed.subscribe(path);
+    const ids = (await enqueueTransfers(bed, sub.subscriptionId, 1_500, 20_000)).ids;
+    await bed.receiver.waitForCount(path, 200, 30_000);
+    // The master serving shard 0's slot: its due and lease sets (and its built marker) vanish with it.
+    const schedule = bed.deliverer!.schedule;
+    const cluster = bed.redis.cluster!;
+    const owner = await ownerOf(cluster.nodes.map((n) => n.port), schedule.dueKey(0));
+    await cluster.restart(owner, 500);
+    expect(bed.receiver.count(path)).toBeLessThan(1_500);
+    await waitAllDelivered(bed, path, ids, 60_000);
+    expect(await schedule.isBuilt()).toBe(true);
+    // The watch index shards that lived on the node are gone too: the registry's watchdog rebuilds them.
+    await waitUntilReady(bed.registry.redis, bed.config.redisPrefix, 30_000);
+  }, 90_000);
 });
 
 describe("graceful shutdown", () => {

@@ -97,7 +97,7 @@ test("entries lost from Redis (ZREM, a deleted shard key) are put back and every
   for (const id of lost) await redis.zrem(schedule.dueKey(schedule.shardOf(id)), id);
   await redis.del(schedule.dueKey(goneShard));
   for (const id of ids) expect(await inSchedule(id)).toEqual({ due: !lost.includes(id), leased: false });
-  expect(await redis.exists(schedule.builtKey)).toBe(1);
+  expect(await schedule.isBuilt()).toBe(true);
   expect(lost.length).toBeLessThan(ids.length);
 
   const before = await repairedTotal();

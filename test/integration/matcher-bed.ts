@@ -10,6 +10,7 @@ import type { MatchConditionsSchema } from "../../gen/webhooks/registry/v1/regis
 import { createMatcher, type MatcherHandle } from "../../matcher/index.ts";
 import { startTronSim, type TronSim, type TronSimOptions } from "../../tools/tron-sim/server.ts";
 import { startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
+import type { RedisKind } from "../support/redis-cluster.ts";
 
 export type MatchConditionsInit = MessageInitShape<typeof MatchConditionsSchema>;
 
@@ -36,11 +37,16 @@ export interface MatcherBedOptions {
   /** Start the in-process matcher now (default true). */
   matcher?: boolean;
   env?: Record<string, string>;
+  /** "server" (default) or "cluster": a real 3-master Redis Cluster of the bed's own (test/support/redis-cluster.ts). */
+  redisKind?: RedisKind;
 }
 
 export async function startMatcherBed(opts: MatcherBedOptions = {}): Promise<MatcherBed> {
   const chains = opts.chains ?? ["tron:mainnet"];
-  const bed = await startDeliveryBed({ env: { MATCHER_CHAINS: chains.join(","), MATCHER_POLL_MS: "50", ...opts.env } });
+  const bed = await startDeliveryBed({
+    env: { MATCHER_CHAINS: chains.join(","), MATCHER_POLL_MS: "50", ...opts.env },
+    redisKind: opts.redisKind,
+  });
   const sims: Partial<Record<ChainId, TronSim>> = {};
   let matcher: MatcherHandle | undefined;
   const stop = async () => {

@@ -1,17 +1,18 @@
 // The watch index comes back from PostgreSQL: Redis emptied (FLUSHDB) while the service runs, one chain's index
 // lost (only that chain is rebuilt), an on-demand rebuild while writes continue. Lookups made meanwhile never answer
 // "not watched" for an address that is watched: while the index is not ready they wait (common/watch-index.ts), then
-// answer in full. A Redis outage needs no rebuild at all (watch-index.outage.test.ts). Real PostgreSQL and Redis.
+// answer in full. A Redis outage needs no rebuild at all (watch-index.outage.test.ts). Real PostgreSQL and Redis: one
+// server, and a real 3-master Redis Cluster (the chain's shards spread over its nodes).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
 import { SQL } from "bun";
-import Redis from "ioredis";
 import fixtures from "../../fixtures/tron/addresses.json";
 import { inProcessTransport } from "../../common/rpc.ts";
 import { hexToBase58 } from "../../common/tron-address.ts";
-import { beginBuild, chainBase, lookup, readState } from "../../common/watch-index.ts";
+import { beginBuild, lookup, readState } from "../../common/watch-index.ts";
 import { WatchIndexService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
+import { keysEverywhere, REDIS_KINDS } from "../support/redis-cluster.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";
 import { actualIndex, expectedIndex, waitUntilReady } from "../support/watch-index.ts";
 
@@ -47,19 +48,17 @@ async function subscribe(stack: Stack, k: TestKey, addresses: string[], status =
   return id;
 }
 
-describe("Redis emptied or rebuilt while the service runs", () => {
+describe.each(REDIS_KINDS)("Redis emptied or rebuilt while the service runs (Redis %s)", (redisKind) => {
   let stack: Stack;
   let key: TestKey;
   let sql: SQL;
-  let flusher: Redis;
   // Watched by enabled subscriptions: every lookup of them must name their watchers.
   const watched = new Map<string, string>();
 
   beforeAll(async () => {
-    stack = await startStack();
+    stack = await startStack({ redisKind });
     key = await stack.createKey();
     sql = new SQL(stack.database.url, { max: 2 });
-    flusher = new Redis(stack.redis.url);
     for (let s = 0; s < 4; s++) {
       const list = s === 0 ? [...VALID, ...generated(5_000)] : generated(5_000);
       // One subscription with match conditions: the rebuild must bring them back with the rest.
@@ -71,7 +70,6 @@ describe("Redis emptied or rebuilt while the service runs", () => {
   }, 120_000);
 
   afterAll(async () => {
-    flusher?.disconnect();
     await sql?.close();
     await stack?.stop();
   }, 60_000);
@@ -113,7 +111,7 @@ describe("Redis emptied or rebuilt while the service runs", () => {
         await Bun.sleep(15);
       }
     })();
-    await flusher.flushdb();
+    await stack.redis.flush();
     const flushedAt = Date.now();
     await writer;
     await waitUntilReady(stack.registry.redis, stack.config.redisPrefix);
@@ -132,9 +130,11 @@ describe("Redis emptied or rebuilt while the service runs", () => {
     const chains = ["tron:mainnet", "tron:nile", "tron:shasta"];
     const before = await Promise.all(chains.map((c) => readState(stack.registry.redis, stack.config.redisPrefix, c)));
     // Every key of nile's index gone (as if deleted by hand), the other chains' untouched.
-    const nileKeys = await flusher.keys(`${chainBase(stack.config.redisPrefix, "tron:nile")}*`);
+    // Every shard of it (on a cluster, spread over the nodes): one UNLINK per key, as they are in different slots.
+    const redis = stack.registry.redis;
+    const nileKeys = await keysEverywhere(redis, `${stack.config.redisPrefix}wi:{tron:nile:*`);
     expect(nileKeys.length).toBeGreaterThan(1);
-    await flusher.unlink(...nileKeys);
+    await Promise.all(nileKeys.map((k) => redis.unlink(k)));
     await waitUntilReady(stack.registry.redis, stack.config.redisPrefix);
     const after = await Promise.all(chains.map((c) => readState(stack.registry.redis, stack.config.redisPrefix, c)));
     expect(after[0]!.cur).toBe(before[0]!.cur);

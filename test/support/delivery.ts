@@ -16,7 +16,8 @@ import { createRegistry, type RegistryHandle } from "../../registry/index.ts";
 import { createTestPki, type TestPki } from "../../tools/receiver/certs.ts";
 import { startReceiver, type Receiver } from "../../tools/receiver/server.ts";
 import { createTestDatabase, type TestDatabase } from "./db.ts";
-import { allocateRedisDb, type TestRedis } from "./redis.ts";
+import { openTestRedis, type RedisKind } from "./redis-cluster.ts";
+import type { StackRedis } from "./stack.ts";
 
 export interface DeliveryBedOptions {
   env?: Record<string, string>;
@@ -27,6 +28,8 @@ export interface DeliveryBedOptions {
   /** false: no in-process deliverer (the test runs one as a separate process). */
   deliverer?: boolean;
   delivererDeps?: Omit<DelivererDeps, "registry" | "resolver">;
+  /** "server" (default): a leased DB of the shared test Redis; "cluster": a real 3-master Redis Cluster of its own. */
+  redisKind?: RedisKind;
 }
 
 export interface DeliveryBed {
@@ -44,7 +47,7 @@ export interface DeliveryBed {
   database: TestDatabase;
   /** A small direct connection to the bed's database, for assertions on what was stored. */
   sql: SQL;
-  redis: TestRedis;
+  redis: StackRedis;
   /** A key plus an enabled subscription to `receiver.url(path)`; the receiver verifies with its secret. */
   subscribe(path: string, opts?: { chains?: string[]; status?: string; url?: string }): Promise<{ keyId: string; subscriptionId: string; secret: string }>;
   stop(): Promise<void>;
@@ -52,7 +55,8 @@ export interface DeliveryBed {
 
 export async function startDeliveryBed(opts: DeliveryBedOptions = {}): Promise<DeliveryBed> {
   const database = await createTestDatabase("deliv");
-  const redis = await allocateRedisDb();
+  const target = await openTestRedis(opts.redisKind ?? "server");
+  const redis: StackRedis = { url: target.url, db: target.db, kind: target.kind, flush: target.flush, cluster: target.cluster, release: target.release };
   const pki = createTestPki();
   const receiver = await startReceiver({ cert: pki.cert, key: pki.key });
   const cleanups: (() => Promise<void> | void)[] = [() => database.drop(), () => redis.release(), () => receiver.close()];

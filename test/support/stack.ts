@@ -13,7 +13,7 @@ import { createGatewayApp, type GatewayApp } from "../../gateway/app.ts";
 import { ApiKeyService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { createRegistry, type RegistryHandle } from "../../registry/index.ts";
 import { createTestDatabase, type TestDatabase } from "./db.ts";
-import { allocateRedisDb, type TestRedis } from "./redis.ts";
+import { openTestRedis, type RedisKind, type TestRedisCluster } from "./redis-cluster.ts";
 
 /** Public-looking names the default test resolver answers (no real DNS in tests). */
 export const TEST_HOSTS: Record<string, string[]> = {
@@ -35,6 +35,19 @@ export interface StackOptions {
   deliverer?: boolean | Omit<DelivererDeps, "registry">;
   /** Start the matcher too (needs `deliverer`), reading the given TRON nodes (tools/tron-sim); chains from MATCHER_CHAINS. */
   matcher?: Omit<MatcherDeps, "deliverer">;
+  /** "server" (default): a leased DB of the shared test Redis; "cluster": a real 3-master Redis Cluster of its own. */
+  redisKind?: RedisKind;
+}
+
+/** The stack's Redis: REDIS_URL, and how to empty it (every master of a cluster) or restart one of its nodes. */
+export interface StackRedis {
+  url: string;
+  db: number;
+  kind: RedisKind;
+  flush(): Promise<void>;
+  /** Present for a cluster. */
+  cluster: TestRedisCluster | undefined;
+  release(): Promise<void>;
 }
 
 export interface TestKey {
@@ -52,7 +65,7 @@ export interface Stack {
   /** Present when started with `matcher`. */
   matcher: MatcherHandle | undefined;
   database: TestDatabase;
-  redis: TestRedis;
+  redis: StackRedis;
   /** Issues an API key through the registry's ApiKeyService (chains default to all three). */
   createKey(opts?: { chains?: string[]; name?: string }): Promise<TestKey>;
   stop(): Promise<void>;
@@ -60,7 +73,9 @@ export interface Stack {
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const database = await createTestDatabase("stack");
-  const redis = await allocateRedisDb();
+  const target = await openTestRedis(opts.redisKind ?? "server");
+  // The services open their own clients from REDIS_URL; the target's client only flushes.
+  const redis: StackRedis = { url: target.url, db: target.db, kind: target.kind, flush: target.flush, cluster: target.cluster, release: target.release };
   const cleanups: (() => Promise<void> | void)[] = [() => database.drop(), () => redis.release()];
   const stop = async () => {
     for (const fn of cleanups.splice(0).reverse()) {
