@@ -3,7 +3,8 @@
 // held at the moment wanted by a lock this test takes, and is killed with SIGKILL. The stack's in-process registry
 // plays the surviving replica: its applier takes the row up. Throughout, a lookup loop checks that no lookup ever
 // names a watcher PostgreSQL has not committed, and that the index converges without a rebuild (same generation).
-// Real PostgreSQL and Redis (test/support/stack.ts).
+// Real PostgreSQL and Redis (test/support/stack.ts): one server, and a real 3-master Redis Cluster (the spawned
+// registry reaches it through the same redis+cluster:// URL).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
@@ -12,6 +13,7 @@ import fixtures from "../../fixtures/tron/addresses.json";
 import { networkTransport } from "../../common/rpc.ts";
 import { lookup, readState } from "../../common/watch-index.ts";
 import { SubscriptionService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
+import { REDIS_KINDS } from "../support/redis-cluster.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";
 import { actualIndex, expectedIndex, waitUntilReady } from "../support/watch-index.ts";
 import { freePorts } from "../support/ports.ts";
@@ -25,19 +27,6 @@ let stack: Stack;
 let key: TestKey;
 let sql: SQL;
 const procs: Subprocess[] = [];
-
-beforeAll(async () => {
-  stack = await startStack();
-  key = await stack.createKey();
-  sql = new SQL(stack.database.url, { max: 3 });
-}, 60_000);
-
-afterAll(async () => {
-  for (const p of procs) if (p.exitCode === null) p.kill("SIGKILL");
-  await Promise.all(procs.map((p) => p.exited));
-  await sql?.close();
-  await stack?.stop();
-}, 60_000);
 
 async function api(method: string, path: string, body?: unknown) {
   const res = await fetch(stack.baseUrl + path, {
@@ -131,7 +120,20 @@ async function spawnRegistry(): Promise<{ proc: Subprocess; url: string }> {
   return { proc, url };
 }
 
-describe("a registry killed in the middle of an index change", () => {
+describe.each(REDIS_KINDS)("a registry killed in the middle of an index change (Redis %s)", (redisKind) => {
+  beforeAll(async () => {
+    stack = await startStack({ redisKind });
+    key = await stack.createKey();
+    sql = new SQL(stack.database.url, { max: 3 });
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const p of procs) if (p.exitCode === null) p.kill("SIGKILL");
+    await Promise.all(procs.splice(0).map((p) => p.exited));
+    await sql?.close();
+    await stack?.stop();
+  }, 60_000);
+
   test("killed after COMMIT, before its outbox row reached Redis: another replica applies it, no rebuild", async () => {
     const [x, y, ...rest] = VALID as [string, string, ...string[]];
     const id = await subscribe([x, ...rest.slice(0, 3)]);
