@@ -15,6 +15,7 @@ import { WatchIndexService } from "../../gen/webhooks/registry/v1/registry_pb.ts
 import { keysEverywhere, REDIS_KINDS } from "../support/redis-cluster.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";
 import { actualIndex, expectedIndex, waitUntilReady } from "../support/watch-index.ts";
+import { until } from "../support/wait.ts";
 
 const MAINNET = "tron:mainnet";
 const VALID = fixtures.valid as string[];
@@ -129,8 +130,8 @@ describe.each(REDIS_KINDS)("Redis emptied or rebuilt while the service runs (Red
   test("one chain's index lost: only that chain is rebuilt, the others keep their generation", async () => {
     const chains = ["tron:mainnet", "tron:nile", "tron:shasta"];
     const before = await Promise.all(chains.map((c) => readState(stack.registry.redis, stack.config.redisPrefix, c)));
-    // Every key of nile's index gone (as if deleted by hand), the other chains' untouched.
-    // Every shard of it (on a cluster, spread over the nodes): one UNLINK per key, as they are in different slots.
+    // Every key of nile's index gone in every shard (as if deleted by hand; on a cluster the shards are spread over
+    // the nodes, so one UNLINK per key), the other chains' untouched.
     const redis = stack.registry.redis;
     const nileKeys = await keysEverywhere(redis, `${stack.config.redisPrefix}wi:{tron:nile:*`);
     expect(nileKeys.length).toBeGreaterThan(1);
@@ -170,6 +171,41 @@ describe.each(REDIS_KINDS)("Redis emptied or rebuilt while the service runs (Red
     expect(await actualIndex(stack.registry.redis, stack.config.redisPrefix)).toEqual(await expectedIndex(sql));
     // A rebuild for an unknown chain is refused.
     await expect(rebuild.rebuildWatchIndex({ chainIds: ["tron:moon"] })).rejects.toThrow();
+  }, 120_000);
+
+  test("a rebuild copied in several batches at once, while changes commit, reads one snapshot and ends equal to PostgreSQL", async () => {
+    // 1,200 subscriptions written into PostgreSQL behind the outbox's back (so only a rebuild can bring them into the
+    // index): more than the 500 subscriptions a batch holds, so the copy runs in several batches, in parallel
+    // (registry/watch-index.ts). Changes committed meanwhile must end in the index too, applied after it.
+    const base = await subscribe(stack, key, generated(1));
+    const copies = 1_200;
+    const subIds = Array.from({ length: copies }, (_, g) => `${base}_c${g}`);
+    await sql`INSERT INTO subscriptions
+              SELECT (jsonb_populate_record(NULL::subscriptions, to_jsonb(s) || jsonb_build_object('id', s.id || '_c' || g, 'address_count', 2))).*
+              FROM subscriptions s CROSS JOIN generate_series(0, ${copies - 1}) g WHERE s.id = ${base}`;
+    const owners = subIds.flatMap((id) => [id, id]);
+    const list = generated(owners.length);
+    await sql`INSERT INTO subscription_addresses (subscription_id, chain_id, address)
+              SELECT s, ${MAINNET}, a FROM unnest(${"{" + owners.join(",") + "}"}::text[], ${"{" + list.join(",") + "}"}::text[]) AS u(s, a)`;
+    expect((await lookup(stack.registry.redis, stack.config.redisPrefix, MAINNET, list.slice(0, 50))).size).toBe(0);
+
+    const rebuild = createClient(WatchIndexService, inProcessTransport(stack.registry.routes));
+    const target = watched.get(VALID[0]!)!;
+    const extra = generated(100);
+    const writes = (async () => {
+      for (let i = 0; i < 10; i++) {
+        const res = await api(stack, key, "PATCH", `/v1/subscriptions/${target}/filters/addresses`, {
+          add: extra.slice(i * 10, i * 10 + 10).map((address) => ({ chainId: MAINNET, address })),
+          remove: i > 0 ? [{ chainId: MAINNET, address: extra[(i - 1) * 10]! }] : [],
+        });
+        expect(res.status).toBe(200);
+      }
+    })();
+    const [result] = await Promise.all([rebuild.rebuildWatchIndex({ chainIds: [MAINNET] }), writes]);
+    expect(Number(result.subscriptions)).toBeGreaterThan(copies);
+    await until("the outbox drained", async () => ((await sql`SELECT count(*)::int AS n FROM watch_outbox`) as { n: number }[])[0]!.n === 0, 15_000, 25);
+    expect((await lookup(stack.registry.redis, stack.config.redisPrefix, MAINNET, list)).size).toBe(list.length);
+    expect(await actualIndex(stack.registry.redis, stack.config.redisPrefix)).toEqual(await expectedIndex(sql));
   }, 120_000);
 
   test("a build left behind by a dead process is noticed and replaced", async () => {
