@@ -18,7 +18,7 @@ import { bearerToken } from "../common/internal-auth.ts";
 import { StreamEventsResponseSchema, type StreamEventsRequest, type StreamEventsResponse } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { ApiKeyService } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import { toEventView } from "./payload.ts";
-import type { DelivererStore, StreamFilter, StreamPosition } from "./store.ts";
+import type { DelivererStore, StreamFilter, StreamPosition, StreamRow } from "./store.ts";
 
 export interface StreamOptions {
   /** Poll interval for events made elsewhere (default 200 ms). */
@@ -104,13 +104,22 @@ export function streamEventsHandler(store: DelivererStore, registry: Transport, 
       const filter = checkFilter(req, keyId);
       let position = parseCursor(req.cursor);
       let checkedAt = Date.now();
+      let next: Promise<StreamRow[]> | undefined;
       while (!ctx.signal.aborted) {
-        const rows = await store.streamPage(filter, position, batch);
+        const rows = await (next ?? store.streamPage(filter, position, batch));
+        next = undefined;
         if (rows.length > 0) {
-          // A page per message: one frame (and one flush) per page instead of per event.
-          const events = rows.map((row) => ({ cursor: formatCursor({ xid: row.xid, seq: row.seq }), event: toEventView(row) }));
           const last = rows.at(-1)!;
           position = { xid: last.xid, seq: last.seq };
+          // A full page means the reader is behind: the next page is read while this one is encoded and sent, so
+          // PostgreSQL (another process) works beside this one instead of in turn with it.
+          if (rows.length === batch) {
+            next = store.streamPage(filter, position, batch);
+            // Observed here and awaited on the next turn; a stream that ends first leaves no unhandled rejection.
+            next.catch(() => {});
+          }
+          // A page per message: one frame (and one flush) per page instead of per event.
+          const events = rows.map((row) => ({ cursor: formatCursor({ xid: row.xid, seq: row.seq }), event: toEventView(row) }));
           yield create(StreamEventsResponseSchema, { events });
         }
         if (Date.now() - checkedAt >= recheckMs) {
