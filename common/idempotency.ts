@@ -7,7 +7,7 @@ import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { decrypt, encrypt } from "./crypto.ts";
 import { ApiError } from "./errors.ts";
 
-export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
 /** The records table; each owning service has its own (its own name, in its own migrations). */
 export function idempotencyTable(name: string, expiresIndexName: string) {
@@ -71,6 +71,28 @@ export class IdempotencyLedger {
       throw new ApiError("idempotency_in_flight", "A request with this Idempotency-Key is still being processed; retry shortly.");
     }
     return this.find(tx, schema, keyId, scope, idem);
+  }
+
+  /**
+   * The idempotent effect, inside its transaction (docs/CONTRACT.md "Idempotency"): a concurrent holder of the same
+   * key → idempotency_in_flight; a finished record with the same request hash → its stored response; with another
+   * hash → idempotency_conflict; otherwise the effect runs and its record is written in the same transaction, so both
+   * commit or neither does. Without an idempotency key the effect simply runs.
+   */
+  async once<Desc extends DescMessage, Tx extends Executor>(
+    tx: Tx,
+    schema: Desc,
+    keyId: string,
+    scope: string,
+    idem: IdempotencyRequest | undefined,
+    effect: (tx: Tx) => Promise<MessageShape<Desc>>,
+  ): Promise<IdempotentOutcome<MessageShape<Desc>>> {
+    if (!isKeyed(idem)) return { message: await effect(tx) };
+    const stored = await this.claim(tx, schema, keyId, scope, idem);
+    if (stored) return stored;
+    const message = await effect(tx);
+    await this.record(tx, schema, keyId, scope, idem, message);
+    return { message };
   }
 
   /** A finished record's outcome, or undefined; read without taking the lock (a replay may answer early). */

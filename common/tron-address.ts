@@ -15,7 +15,7 @@ export const tronwebUtils = createRequire(import.meta.url)("tronweb/utils") as t
 const { decode58, encode58 } = tronwebUtils;
 
 /** The version byte of every TRON account and contract address; it makes the base58 form start with `T`. */
-export const TRON_ADDRESS_PREFIX = 0x41;
+const TRON_ADDRESS_PREFIX = 0x41;
 const BASE58_LENGTH = 34;
 const PAYLOAD_BYTES = 21;
 const CHECKSUM_BYTES = 4;

@@ -11,12 +11,12 @@
 //   "$SYS.…", "$KV.…" are the server's own API, which a customer must never reach through us — nor "_INBOX.").
 import { ApiError } from "../common/errors.ts";
 
-export const DESTINATION_TYPES = ["https", "amqp", "nats"] as const;
+const DESTINATION_TYPES = ["https", "amqp", "nats"] as const;
 export type DestinationType = (typeof DESTINATION_TYPES)[number];
-export const BROKER_TYPES = ["amqp", "nats"] as const;
+const BROKER_TYPES = ["amqp", "nats"] as const;
 export type BrokerType = (typeof BROKER_TYPES)[number];
 
-export const MAX_SHORT_STRING_BYTES = 255;
+const MAX_SHORT_STRING_BYTES = 255;
 
 const BROKER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const EXCHANGE = /^[A-Za-z0-9._:-]*$/;
@@ -28,12 +28,8 @@ function invalid(message: string, param: string): ApiError {
   return new ApiError("invalid_request", message, { param });
 }
 
-export function isDestinationType(type: string): type is DestinationType {
+function isDestinationType(type: string): type is DestinationType {
   return (DESTINATION_TYPES as readonly string[]).includes(type);
-}
-
-export function isBrokerType(type: string): type is BrokerType {
-  return (BROKER_TYPES as readonly string[]).includes(type);
 }
 
 export function checkDestinationType(type: string): DestinationType {

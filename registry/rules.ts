@@ -18,22 +18,20 @@ import {
 import { isBase58Address } from "../common/tron-address.ts";
 import type { MatchConditions as MatchConditionsMessage } from "../gen/webhooks/registry/v1/registry_pb.ts";
 
-export const SUPPORTED_EVENTS = [
+const SUPPORTED_EVENTS = [
   "wallet.transfer.broadcasted",
   "wallet.transfer.confirmed",
   "wallet.transfer.failed",
   "service.ping",
 ] as const;
-export const MAX_EVENTS = 16;
-export const MAX_DESCRIPTION_CODE_POINTS = 512;
-export const STATUSES = ["enabled", "disabled"] as const;
+const MAX_EVENTS = 16;
+const MAX_DESCRIPTION_CODE_POINTS = 512;
+const STATUSES = ["enabled", "disabled"] as const;
 export type SubscriptionStatus = (typeof STATUSES)[number];
 
-export const DEFAULT_GRACE_SECONDS = 86_400;
-export const MAX_GRACE_SECONDS = 604_800;
+const DEFAULT_GRACE_SECONDS = 86_400;
+const MAX_GRACE_SECONDS = 604_800;
 
-export const DEFAULT_PAGE_LIMIT = 50;
-export const MAX_PAGE_LIMIT = 200;
 
 function invalid(message: string, param: string): ApiError {
   return new ApiError("invalid_request", message, { param });
@@ -152,13 +150,6 @@ export function checkDescription(description: string): string {
     }
   }
   return description;
-}
-
-/** List limit: 0 (unset) is the default, above the maximum is clamped, negative is invalid. */
-export function checkLimit(limit: number): number {
-  if (limit === 0) return DEFAULT_PAGE_LIMIT;
-  if (!Number.isInteger(limit) || limit < 0) throw invalid("limit must be an integer from 1 to 200.", "limit");
-  return Math.min(limit, MAX_PAGE_LIMIT);
 }
 
 export function generateSigningSecret(): string {

@@ -1,8 +1,8 @@
 // The registry's Connect handlers: SubscriptionService, ApiKeyService, WatchIndexService. Handlers throw ApiError;
-// common/rpc.ts carries it as ErrorInfo. The address RPCs and the index rebuild come from `ctx.addresses`
-// (registry/addresses.ts, issue 3); without it they answer Unimplemented.
+// common/rpc.ts carries it as ErrorInfo. The address RPCs and the index rebuild are `ctx.addresses`
+// (registry/addresses.ts).
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
+import { type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
 import { IdempotencyResultSchema, type IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import {
   ApiKeyService,
@@ -22,7 +22,7 @@ import type { MatchConditions } from "../common/match-conditions.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
 import type { Logger } from "../common/logger.ts";
-import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
+import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import type { RegisterRoutes } from "../common/rpc.ts";
 import { checkDestinationType, checkExchange, checkRoutingKey, checkSubject, isBrokerName, type DestinationType } from "./destination.ts";
 import {
@@ -31,7 +31,6 @@ import {
   checkGivenSecret,
   checkGracePeriod,
   checkKeyChains,
-  checkLimit,
   checkMatch,
   checkStatus,
   generateSigningSecret,
@@ -69,7 +68,7 @@ export interface RegistryContext {
    */
   checkDestination(url: string): Promise<string>;
   hooks: WatchHooks;
-  addresses?: AddressRpcs;
+  addresses: AddressRpcs;
   log: Logger;
 }
 
@@ -83,7 +82,7 @@ export interface SubscriptionView {
 }
 
 /** Stored conditions as the message every representation carries: every field set, `assets` unset for "every asset". */
-export function matchMessage(m: MatchConditions): MessageInitShape<typeof MatchConditionsSchema> {
+function matchMessage(m: MatchConditions): MessageInitShape<typeof MatchConditionsSchema> {
   return {
     assets: m.assets ? { items: m.assets.map((a) => ({ ...a })) } : undefined,
     directions: { items: [...m.directions] },
@@ -109,7 +108,7 @@ export function subscriptionMessage(row: SubscriptionRow, view: SubscriptionView
 /** The destination as it was given: only the fields of its type. */
 type DestinationInit = { type: string; url?: string; broker?: string; exchange?: string; routingKey?: string; subject?: string };
 
-export function destinationMessage(row: SubscriptionRow): DestinationInit {
+function destinationMessage(row: SubscriptionRow): DestinationInit {
   switch (row.destinationType) {
     case "amqp":
       return { type: "amqp", broker: row.broker ?? "", exchange: row.exchange ?? "", routingKey: row.routingKey ?? "" };
@@ -120,7 +119,7 @@ export function destinationMessage(row: SubscriptionRow): DestinationInit {
   }
 }
 
-export function apiKeyMessage(row: ApiKeyRow): MessageInitShape<typeof ApiKeySchema> {
+function apiKeyMessage(row: ApiKeyRow): MessageInitShape<typeof ApiKeySchema> {
   return {
     id: row.id,
     name: row.name,
@@ -221,12 +220,8 @@ function changeThenRunHook<T>(
   return changeThenHook(ctx.hooks, change, (row) => runHook(ctx, name, () => hook(row)));
 }
 
-export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof SubscriptionService> {
+function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof SubscriptionService> {
   const { store } = ctx;
-  const unimplemented = (): never => {
-    throw new ConnectError("address filters are not available in this build", Code.Unimplemented);
-  };
-
   /**
    * Create and rotate: answer a finished request from its record before any validation or DNS lookup, then
    * validate (`prepare`), then run the effect and record its response in one transaction.
@@ -264,20 +259,12 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
     },
 
     async listSubscriptions(req) {
-      const limit = checkLimit(req.limit);
+      const limit = pageLimit(req.limit);
       const scope = subscriptionsScope(req.keyId);
-      const cursor = decodePageToken<unknown>(ctx.tokenKey, scope, req.pageToken);
-      if (cursor !== undefined && !isCursor(cursor)) {
-        throw new ApiError("invalid_pagination_token", "The page token is malformed, altered or belongs to another list.");
-      }
+      const cursor = decodePageToken(ctx.tokenKey, scope, req.pageToken, isCursor);
       const rows = await store.listSubscriptions(req.keyId, limit, cursor);
-      const items = rows.slice(0, limit);
-      const last = items.at(-1);
-      const nextPageToken =
-        rows.length > limit && last
-          ? encodePageToken(ctx.tokenKey, scope, { t: last.createdAt.getTime(), id: last.id } satisfies SubscriptionCursor)
-          : "";
-      return { items: items.map((row) => subscriptionMessage(row)), nextPageToken };
+      const page = pageOf(ctx.tokenKey, scope, rows, limit, (last): SubscriptionCursor => ({ t: last.createdAt.getTime(), id: last.id }));
+      return { items: page.items.map((row) => subscriptionMessage(row)), nextPageToken: page.nextPageToken };
     },
 
     async getSubscription(req) {
@@ -347,13 +334,13 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
       return { targets };
     },
 
-    patchAddresses: (req, c) => (ctx.addresses ? ctx.addresses.patchAddresses(req, c) : unimplemented()),
-    replaceAddresses: (req, c) => (ctx.addresses ? ctx.addresses.replaceAddresses(req, c) : unimplemented()),
-    listAddresses: (req, c) => (ctx.addresses ? ctx.addresses.listAddresses(req, c) : unimplemented()),
+    patchAddresses: (req, c) => ctx.addresses.patchAddresses(req, c),
+    replaceAddresses: (req, c) => ctx.addresses.replaceAddresses(req, c),
+    listAddresses: (req, c) => ctx.addresses.listAddresses(req, c),
   };
 }
 
-export function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeyService> {
+function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeyService> {
   const { store } = ctx;
   const keyNotFound = () => new ApiError("not_found", "No such API key.");
   return {
@@ -386,12 +373,9 @@ export function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeySe
   };
 }
 
-export function watchIndexService(ctx: RegistryContext): ServiceImpl<typeof WatchIndexService> {
+function watchIndexService(ctx: RegistryContext): ServiceImpl<typeof WatchIndexService> {
   return {
-    rebuildWatchIndex: (req, c) => {
-      if (!ctx.addresses) throw new ConnectError("the watch index is not available in this build", Code.Unimplemented);
-      return ctx.addresses.rebuildWatchIndex(req, c);
-    },
+    rebuildWatchIndex: (req, c) => ctx.addresses.rebuildWatchIndex(req, c),
   };
 }
 

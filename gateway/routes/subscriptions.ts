@@ -6,6 +6,7 @@ import { log } from "../../common/logger.ts";
 import { DeliveryService } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { ApiError } from "../../common/errors.ts";
 import { isId } from "../../common/ids.ts";
+import { queryPageLimit } from "../../common/page-token.ts";
 import { principalOf } from "../context.ts";
 import { RPC_OPTIONS, WRITE_RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
 import { notFound } from "../errors.ts";
@@ -28,17 +29,6 @@ import type { Subscription } from "../../gen/webhooks/registry/v1/registry_pb.ts
 
 const TAGS = ["subscriptions"];
 const SECURITY = [{ bearer: [] }];
-
-export const MAX_PAGE_LIMIT = 200;
-
-/** `limit` of every list: an integer from 1; above 200 is clamped (docs/CONTRACT.md "Limits"). 0 means the default. */
-export function pageLimit(limit: number | undefined): number {
-  if (limit === undefined) return 0;
-  if (!Number.isInteger(limit) || limit < 1) {
-    throw new ApiError("invalid_request", "limit must be an integer from 1 to 200.", { param: "limit" });
-  }
-  return Math.min(limit, MAX_PAGE_LIMIT);
-}
 
 /** A malformed id cannot exist: it is simply not found (docs/CONTRACT.md). */
 export function subscriptionId(id: string): string {
@@ -71,6 +61,21 @@ const SubscriptionInput = {
   description: t.Optional(t.String({ description: "Free label, at most 512 characters. Empty when omitted." })),
   match: t.Optional(MatchInput),
 };
+const SubscriptionBody = InputObject(SubscriptionInput);
+
+/**
+ * A create or replace body as the registry's fields. An omitted status is `omittedStatus`: "" on create (the
+ * registry's default), "enabled" on a replacement, where whatever is omitted returns to its default.
+ */
+function subscriptionFields(body: Static<typeof SubscriptionBody>, omittedStatus: "" | "enabled") {
+  return {
+    destination: destinationRequest(body.destination),
+    events: body.events,
+    status: body.status ?? omittedStatus,
+    description: body.description ?? "",
+    match: matchRequest(body.match),
+  };
+}
 
 const RotateInput = t.Optional(
   InputObject({
@@ -107,15 +112,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
         const idempotency = idempotencyFor(request, "/v1/subscriptions");
         const res = await rpc(() =>
           subs.createSubscription(
-            {
-              keyId,
-              destination: destinationRequest(body.destination),
-              events: body.events,
-              status: body.status ?? "",
-              description: body.description ?? "",
-              match: matchRequest(body.match),
-              idempotency,
-            },
+            { keyId, ...subscriptionFields(body, ""), idempotency },
             WRITE_RPC_OPTIONS,
           ),
         );
@@ -124,7 +121,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
         return renderSubscription(present(res.subscription), "created", true);
       },
       {
-        body: InputObject(SubscriptionInput),
+        body: SubscriptionBody,
         headers: IdempotencyHeaders,
         response: { 201: SubscriptionSchema, ...errorResponses(400, 401, 409, 413, 415, 429, 503) },
         detail: {
@@ -140,7 +137,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
       async ({ query, request }) => {
         const { keyId } = principalOf(request);
         const res = await rpc(() =>
-          subs.listSubscriptions({ keyId, limit: pageLimit(query.limit), pageToken: query.nextPageToken ?? "" }, RPC_OPTIONS),
+          subs.listSubscriptions({ keyId, limit: queryPageLimit(query.limit), pageToken: query.nextPageToken ?? "" }, RPC_OPTIONS),
         );
         const page: { items: SubscriptionJson[]; nextPageToken?: string } = {
           items: res.items.map((s) => renderSubscription(s, "summary")),
@@ -175,16 +172,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
         const id = subscriptionId(params.id);
         const res = await rpc(() =>
           subs.updateSubscription(
-            {
-              keyId,
-              id,
-              destination: destinationRequest(body.destination),
-              events: body.events,
-              // A full replacement: what is omitted returns to its default.
-              status: body.status ?? "enabled",
-              description: body.description ?? "",
-              match: matchRequest(body.match),
-            },
+            { keyId, id, ...subscriptionFields(body, "enabled") },
             WRITE_RPC_OPTIONS,
           ),
         );
@@ -192,7 +180,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
       },
       {
         params: SubscriptionIdParams,
-        body: InputObject(SubscriptionInput),
+        body: SubscriptionBody,
         response: { 200: SubscriptionSchema, ...errorResponses(400, 401, 404, 413, 415, 429, 503) },
         detail: {
           summary: "Replace a subscription's destination, events, status, description and match conditions",
