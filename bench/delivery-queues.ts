@@ -5,6 +5,23 @@
 // StreamEvents to one Connect consumer beside a bare keyset read of the same rows. Goals (issue 12): AMQP and NATS
 // each ≥ 10,000 deliveries/s and ≥ 0.5× their floor; StreamEvents ≥ 50,000 events/s.
 // Its own PostgreSQL database, Redis DB, exchanges, queues and stream, all removed at the end.
+// BENCH_QUEUE_ONLY=<regex> runs only the figures whose label matches (StreamEvents alone enqueues its own events);
+// BENCH_WORKER='{"queuePerDestinationConcurrency":64}' passes worker options (deliverer/worker.ts) for experiments.
+//
+// Where the time goes (2026-11-24, bun --cpu-prof of this process, per-phase timers in the worker, Redis
+// INFO commandstats): the bench process spends 55-75 µs of CPU per queue delivery — claim (one pipelined Lua call
+// per shard, ~140 claims for 20,000 events), the row load, signing (the standardwebhooks library hashes in pure JS:
+// the largest single item of an attempt), the client library's publish, and the outcome write; a bare publish costs
+// the client library alone. On a shared machine the outcome write is the critical path: PostgreSQL updates the
+// event row (a status change touches every index of `events`) and inserts the attempt row, and a batch of ~200
+// outcomes took 25-190 ms depending on the load. Hence writes overlap (4 at once) and grow while PostgreSQL is busy,
+// and a queue destination has 128 publishes in flight (one destination at 32 left the broker idle between
+// confirms). The deliverer's own CPU ran at 20-60% of a core in these runs: the rest is waiting on PostgreSQL and
+// the brokers, which share the same two cores.
+// StreamEvents: a page is one index range read with sorting off (before statistics exist the planner sorted every
+// remaining row of the key on each page, O(n²) for a consumer far behind) and the next page is read while this one
+// is encoded; the rate is then bound by the transfer and the consumer's decoding (the same process here), and by any
+// long transaction in the cluster (rows newer than the oldest running transaction wait for it).
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
