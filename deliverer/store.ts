@@ -582,6 +582,29 @@ export class DelivererStore {
     return this.ledger.purgeExpired(this.db);
   }
 
+  private streamConditions(filter: StreamFilter) {
+    const client = this.db.$client;
+    return {
+      subs: filter.subscriptionIds.length > 0 ? client`AND subscription_id IN ${client(filter.subscriptionIds)}` : client``,
+      kinds: filter.kinds.length > 0 ? client`AND kind IN ${client(filter.kinds)}` : client``,
+      chains: filter.chainIds.length > 0 ? client`AND chain_id IN ${client(filter.chainIds)}` : client``,
+    };
+  }
+
+  /**
+   * Whether the key has events after `after` that streamPage does not return yet: rows of transactions newer than
+   * one still running somewhere in the cluster (one index probe).
+   */
+  async streamHeldBack(filter: StreamFilter, after: StreamPosition): Promise<boolean> {
+    const client = this.db.$client;
+    const { subs, kinds, chains } = this.streamConditions(filter);
+    const rows = (await withDatabase(() => client`
+      SELECT 1 FROM events
+      WHERE key_id = ${filter.keyId} AND (events.xid, events.seq) > (${after.xid}::xid8, ${after.seq}::bigint) ${subs} ${kinds} ${chains}
+      LIMIT 1`)) as unknown[];
+    return rows.length > 0;
+  }
+
   /**
    * The key's events after `after`, in stream order (xid, seq), at most `limit`. Only rows whose transaction is older
    * than every transaction still running are read: a row committed later always lands after every position already
@@ -592,9 +615,7 @@ export class DelivererStore {
    */
   async streamPage(filter: StreamFilter, after: StreamPosition, limit: number): Promise<StreamRow[]> {
     const client = this.db.$client;
-    const subs = filter.subscriptionIds.length > 0 ? client`AND subscription_id IN ${client(filter.subscriptionIds)}` : client``;
-    const kinds = filter.kinds.length > 0 ? client`AND kind IN ${client(filter.kinds)}` : client``;
-    const chains = filter.chainIds.length > 0 ? client`AND chain_id IN ${client(filter.chainIds)}` : client``;
+    const { subs, kinds, chains } = this.streamConditions(filter);
     // The page must come off events_stream_idx in order. Before the table has statistics (fresh rows, autovacuum
     // not yet run) the planner guesses a handful of rows and picks a bitmap scan and a sort of every remaining row
     // of the key, on every page: a consumer far behind would read in O(n²). Sorting is therefore off for this one

@@ -54,6 +54,8 @@ export class StreamWaker {
 }
 
 const START: StreamPosition = { xid: "0", seq: 0 };
+/** First wait before looking again for rows held back by a running transaction. */
+const HELD_MIN_MS = 10;
 const CURSOR = /^(\d{1,20})\.(\d{1,19})$/;
 
 export function formatCursor(p: StreamPosition): string {
@@ -105,6 +107,7 @@ export function streamEventsHandler(store: DelivererStore, registry: Transport, 
       let position = parseCursor(req.cursor);
       let checkedAt = Date.now();
       let next: Promise<StreamRow[]> | undefined;
+      let heldMs = 0;
       while (!ctx.signal.aborted) {
         const rows = await (next ?? store.streamPage(filter, position, batch));
         next = undefined;
@@ -126,7 +129,13 @@ export function streamEventsHandler(store: DelivererStore, registry: Transport, 
           await keyIdOf(secret);
           checkedAt = Date.now();
         }
-        if (rows.length < batch) await waker.wait(pollMs, ctx.signal);
+        if (rows.length < batch) {
+          // A short page is the end of the log, or rows held back behind a transaction still running (the horizon
+          // above is the cluster's oldest one): those show the moment it ends, so they are looked for again soon,
+          // backing off from 10 ms to the poll interval while it lasts.
+          heldMs = (await store.streamHeldBack(filter, position)) ? Math.min(pollMs, Math.max(HELD_MIN_MS, heldMs * 2)) : 0;
+          await waker.wait(heldMs || pollMs, ctx.signal);
+        }
       }
     } catch (err) {
       // A streaming handler's errors surface while the stream is read, past the router's ApiError interceptor.
