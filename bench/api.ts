@@ -10,6 +10,7 @@ import { setLogLevel } from "../common/logger.ts";
 import { inProcessTransport } from "../common/rpc.ts";
 import { SubscriptionService } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import { startStack, TEST_DESTINATION, type Stack } from "../test/support/stack.ts";
+import { addressWrites, printAddressWrites } from "./api-addresses.ts";
 import type { LoadResult, LoadSpec } from "./load-generator.ts";
 
 const CONCURRENCY = 64;
@@ -129,6 +130,8 @@ export default async function bench(): Promise<void> {
     console.log(
       `GET reaches ${((get.rps / floor.rps) * 100).toFixed(1)}% of the floor; create ${((create.rps / floor.rps) * 100).toFixed(1)}%.`,
     );
+    // PATCH / PUT of 10,000 addresses, one request at a time (bench/api-addresses.ts).
+    printAddressWrites(await addressWrites(stack, key));
   } finally {
     await stack.stop();
   }

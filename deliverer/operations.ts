@@ -22,12 +22,14 @@ import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
 import { isKeyed, type IdempotentOutcome } from "../common/idempotency.ts";
 import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
-import { toEventView } from "./payload.ts";
+import { PING_KIND, toEventView, TRANSFER_KINDS } from "./payload.ts";
 import { afterEffect, beforeEffect, eventCursor, invalid, isPageCursor, notFound } from "./rpc-helpers.ts";
 import { EVENT_STATUSES, type AttemptRow, type EventStatus } from "./schema.ts";
 import type { DeliveryServiceDeps } from "./service.ts";
 import type { EventSearch, PageCursor } from "./store.ts";
 
+/** The kinds an event can have: any other `kind` filter is a mistake, not an empty result. */
+const EVENT_KINDS: readonly string[] = [...TRANSFER_KINDS, PING_KIND];
 /** How far back recover reaches (the contract's bound on `since`). */
 export const RECOVER_MAX_AGE_MS = 14 * 24 * 3_600_000;
 /** Events re-queued per statement: each batch is one short UPDATE, so no transaction lasts long. */
@@ -120,6 +122,8 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       if (req.sinceMs < BigInt(now - RECOVER_MAX_AGE_MS)) throw invalid("/since", "since must be at most 14 days ago.");
       const since = new Date(Number(req.sinceMs));
       const until = new Date(req.untilMs === undefined ? now : Number(req.untilMs));
+      // With until left to default, a future since is the mistake (not the until nobody sent).
+      if (req.untilMs === undefined && since.getTime() >= now) throw invalid("/since", "since must be in the past.");
       if (until.getTime() <= since.getTime()) throw invalid("/until", "until must be after since.");
       const scope = `POST /v1/subscriptions/${req.subscriptionId}/events/recover`;
       const idem = req.idempotency;
@@ -153,6 +157,8 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       const limit = pageLimit(req.limit);
       if (req.subscriptionId !== "" && !isId("sub", req.subscriptionId)) throw notFound("subscription");
       if (req.chainId !== "" && !isChainId(req.chainId)) throw invalid("chainId", "chainId must be tron:mainnet, tron:nile or tron:shasta.");
+      if (req.kind !== "" && !EVENT_KINDS.includes(req.kind)) throw invalid("kind", `kind must be one of ${EVENT_KINDS.join(", ")}.`);
+      if (req.sinceMs !== undefined && req.untilMs !== undefined && req.untilMs <= req.sinceMs) throw invalid("until", "until must be after since.");
       const q: EventSearch = {
         keyId: req.keyId,
         subscriptionId: req.subscriptionId || undefined,

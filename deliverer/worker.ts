@@ -383,8 +383,9 @@ export class DeliveryWorker {
       id: newId("att"),
       at: startedAt,
       durationMs: Math.round(result.durationMs),
-      // Without an HTTP response the body is the short reason (timeout, connection refused, TLS, SSRF block).
-      error: result.status === null ? result.body : null,
+      // A failure without an HTTP response: the body is the short reason (timeout, connection refused, TLS, SSRF
+      // block, a broker's refusal). A success has no error, also where no HTTP status exists (a broker's "acked").
+      error: !result.ok && result.status === null ? result.body : null,
     };
     // One line per attempt: failures at info (what an operator looks for), successes at debug (the bulk). The
     // destination's host only, never its path or query (they may carry the customer's tokens), nor response bodies.

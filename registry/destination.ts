@@ -92,11 +92,15 @@ export function parseBrokerUrl(text: string): ParsedBrokerUrl {
   return { type, masked: maskBrokerUrl(text) };
 }
 
-/** The URL with its password replaced by "***" (the user name stays: it tells operators which account is used). */
+/**
+ * The URL with its password replaced by "***" (the user name stays: it tells operators which account is used). A
+ * NATS URL with a user name and no password carries a token there (nats://TOKEN@host), so that is masked instead.
+ */
 export function maskBrokerUrl(text: string): string {
   try {
     const url = new URL(text);
     if (url.password) url.password = "***";
+    else if (url.username && SCHEMES[url.protocol] === "nats") url.username = "***";
     return url.toString();
   } catch {
     return "***";

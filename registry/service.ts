@@ -40,13 +40,14 @@ import type { ApiKeyRow, SubscriptionRow } from "./schema.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
 import type {
   AddressRef,
+  Changed,
   DestinationFields,
   RegistryStore,
   RegistryExecutor,
   SubscriptionCursor,
   SubscriptionFields,
 } from "./store.ts";
-import { changeThenHook, type WatchHooks } from "./watch-hooks.ts";
+import type { OutboxTicket } from "./watch-outbox.ts";
 
 /** Inlined addresses on GET and rotate (docs/CONTRACT.md "Subscriptions"). */
 export const INLINE_ADDRESSES = 200;
@@ -67,7 +68,11 @@ export interface RegistryContext {
    * normalized form, which is what is stored and returned.
    */
   checkDestination(url: string): Promise<string>;
-  hooks: WatchHooks;
+  /**
+   * The watch index: a change that touched it waits (bounded) until its outbox rows are applied, so the answer means
+   * the matcher sees it (registry/watch-index.ts).
+   */
+  index: { settle(ticket: OutboxTicket): Promise<void> };
   addresses: AddressRpcs;
   log: Logger;
 }
@@ -173,7 +178,7 @@ async function checkBroker(ctx: RegistryContext, type: string, name: string): Pr
     throw new ApiError("invalid_request", `No ${type} broker named "${name}" is registered.`, { param: "/destination/broker" });
   }
   if (broker.type !== type) {
-    throw new ApiError("invalid_request", `The broker "${name}" is a ${broker.type} broker, not ${type}.`, { param: "/destination/broker" });
+    throw new ApiError("invalid_request", `The broker "${name}" is ${broker.type === "amqp" ? "an" : "a"} ${broker.type} broker, not ${type}.`, { param: "/destination/broker" });
   }
 }
 
@@ -202,22 +207,11 @@ async function checkSubscriptionFields(
   return { ...destination, url, events, status, description, match };
 }
 
-async function runHook(ctx: RegistryContext, name: string, fn: () => Promise<void>): Promise<void> {
-  try {
-    await fn();
-  } catch (err) {
-    ctx.log.warn("watch index hook failed; the index catches up later", { hook: name, err });
-  }
-}
-
-/** changeThenHook (watch-hooks.ts) with the hook's failure logged: the write stands, the index catches up later. */
-function changeThenRunHook<T>(
-  ctx: RegistryContext,
-  name: string,
-  change: () => Promise<T | undefined>,
-  hook: (row: T) => Promise<void>,
-): Promise<T | undefined> {
-  return changeThenHook(ctx.hooks, change, (row) => runHook(ctx, name, () => hook(row)));
+/** The committed change's row once the watch index reflects it (undefined: nothing was there to change). */
+async function settled<T>(ctx: RegistryContext, change: Promise<Changed<T> | undefined>): Promise<T | undefined> {
+  const done = await change;
+  if (done) await ctx.index.settle(done.ticket);
+  return done?.row;
 }
 
 function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof SubscriptionService> {
@@ -279,16 +273,14 @@ function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Subscript
       // A missing subscription is 404 even when the body is also wrong: look first (cheap), then validate.
       if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
       const fields = await checkSubscriptionFields(ctx, req);
-      const update = () => store.updateSubscription(req.keyId, req.id, fields);
-      const row = await changeThenRunHook(ctx, "subscriptionChanged", update, (r) => ctx.hooks.subscriptionChanged(r));
+      const row = await settled(ctx, store.updateSubscription(req.keyId, req.id, fields));
       if (!row) throw notFound();
       return { subscription: subscriptionMessage(row, { addresses: [], hasMore: false }) };
     },
 
     async deleteSubscription(req) {
       if (!isId("sub", req.id)) throw notFound();
-      const remove = () => store.deleteSubscription(req.keyId, req.id);
-      const row = await changeThenRunHook(ctx, "subscriptionDeleted", remove, (r) => ctx.hooks.subscriptionDeleted(r));
+      const row = await settled(ctx, store.deleteSubscription(req.keyId, req.id));
       if (!row) throw notFound();
       return {};
     },
@@ -354,14 +346,14 @@ function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeyService> 
     },
     async revokeApiKey(req) {
       if (!isId("key", req.id)) throw keyNotFound();
-      const row = await changeThenRunHook(ctx, "keyChanged", () => store.revokeApiKey(req.id), (r) => ctx.hooks.keyChanged(r.id));
+      const row = await settled(ctx, store.revokeApiKey(req.id));
       if (!row) throw keyNotFound();
       return { key: apiKeyMessage(row) };
     },
     async setApiKeyChains(req) {
       if (!isId("key", req.id)) throw keyNotFound();
       const chains = checkKeyChains(req.chains, false);
-      const row = await changeThenRunHook(ctx, "keyChanged", () => store.setApiKeyChains(req.id, chains), (r) => ctx.hooks.keyChanged(r.id));
+      const row = await settled(ctx, store.setApiKeyChains(req.id, chains));
       if (!row) throw keyNotFound();
       return { key: apiKeyMessage(row) };
     },

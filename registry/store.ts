@@ -15,6 +15,7 @@ import { guard, openDatabase, openMigratedDatabase, writeTransaction, type Datab
 import { newId } from "../common/ids.ts";
 import type { MatchConditions } from "../common/match-conditions.ts";
 import { databaseUnavailable } from "./metrics.ts";
+import { recordIndexChanges, type OutboxTicket } from "./watch-outbox.ts";
 import {
   apiKeys,
   idempotencyRecords,
@@ -110,6 +111,12 @@ export interface SubscriptionCursor {
   /** created_at in Unix ms. */
   t: number;
   id: string;
+}
+
+/** A committed change and the watch index's outbox rows it left (what the caller waits on: registry/watch-index.ts). */
+export interface Changed<T> {
+  row: T;
+  ticket: OutboxTicket;
 }
 
 export interface AddressRef {
@@ -244,22 +251,25 @@ export class RegistryStore {
     return this.run(async () => (await this.hot.apiKeyByHash.execute({ hash }))[0]);
   }
 
-  /** Marks the key revoked (keeps the first revocation time); undefined when the key does not exist. */
-  revokeApiKey(id: string): Promise<ApiKeyRow | undefined> {
-    return this.run(async (db) => {
-      const [row] = await db
+  /**
+   * Marks the key revoked (keeps the first revocation time), with the watch index's outbox row in the same
+   * transaction; undefined when the key does not exist.
+   */
+  revokeApiKey(id: string): Promise<Changed<ApiKeyRow> | undefined> {
+    return this.write(async (tx) => {
+      const [row] = await tx
         .update(apiKeys)
         .set({ revokedAt: sql`coalesce(${apiKeys.revokedAt}, now())` })
         .where(eq(apiKeys.id, id))
         .returning();
-      return row;
+      return row && { row, ticket: await recordIndexChanges(tx, [{ kind: "key", keyId: id }]) };
     });
   }
 
-  setApiKeyChains(id: string, chains: string[]): Promise<ApiKeyRow | undefined> {
-    return this.run(async (db) => {
-      const [row] = await db.update(apiKeys).set({ chains }).where(eq(apiKeys.id, id)).returning();
-      return row;
+  setApiKeyChains(id: string, chains: string[]): Promise<Changed<ApiKeyRow> | undefined> {
+    return this.write(async (tx) => {
+      const [row] = await tx.update(apiKeys).set({ chains }).where(eq(apiKeys.id, id)).returning();
+      return row && { row, ticket: await recordIndexChanges(tx, [{ kind: "key", keyId: id }]) };
     });
   }
 
@@ -338,27 +348,34 @@ export class RegistryStore {
     });
   }
 
-  /** Replaces the mutable fields; undefined when the key has no such subscription. */
-  updateSubscription(keyId: string, id: string, fields: SubscriptionFields): Promise<SubscriptionRow | undefined> {
+  /**
+   * Replaces the mutable fields, with the watch index's outbox row (status, kinds, match) in the same transaction,
+   * written under the row lock the UPDATE holds; undefined when the key has no such subscription.
+   */
+  updateSubscription(keyId: string, id: string, fields: SubscriptionFields): Promise<Changed<SubscriptionRow> | undefined> {
     return this.write(async (tx) => {
       const [row] = await tx
         .update(subscriptions)
         .set({ ...fields, updatedAt: new Date() })
         .where(and(eq(subscriptions.id, id), eq(subscriptions.keyId, keyId)))
         .returning();
-      return row;
+      return row && { row, ticket: await recordIndexChanges(tx, [{ kind: "meta", subscriptionId: id }]) };
     });
   }
 
-  /** Deletes the subscription and its addresses in one transaction; the deleted row, or undefined when there was none. */
-  deleteSubscription(keyId: string, id: string): Promise<SubscriptionRow | undefined> {
+  /**
+   * Deletes the subscription and its addresses in one transaction, with the watch index's outbox row; the deleted
+   * row, or undefined when there was none.
+   */
+  deleteSubscription(keyId: string, id: string): Promise<Changed<SubscriptionRow> | undefined> {
     return this.write(async (tx) => {
       const [row] = await tx
         .delete(subscriptions)
         .where(and(eq(subscriptions.id, id), eq(subscriptions.keyId, keyId)))
         .returning();
-      if (row) await tx.delete(subscriptionAddresses).where(eq(subscriptionAddresses.subscriptionId, id));
-      return row;
+      if (!row) return undefined;
+      await tx.delete(subscriptionAddresses).where(eq(subscriptionAddresses.subscriptionId, id));
+      return { row, ticket: await recordIndexChanges(tx, [{ kind: "drop", subscriptionId: id }]) };
     });
   }
 
