@@ -575,8 +575,10 @@ export async function beginBuild(
 
 /**
  * Swaps a finished build in, shard by shard; returns the replaced generation (to drop), or throws if another build
- * superseded it. Shards swap one after the other: each serves a complete generation throughout (writers keep both
- * up to date), so a lookup spanning a swap still answers rightly.
+ * superseded it. Shards swap one after the other while the registry's rebuild holds the chain's applier lock
+ * (registry/watch-index.ts): a shard still on the old generation answers as of the last outbox row applied, one already
+ * swapped as of the rebuild's snapshot. Both are states PostgreSQL committed, so a lookup spanning a swap is at worst
+ * behind (as any lookup may be until the outbox rows are applied), never ahead.
  */
 export async function finishBuild(redis: Redis, prefix: string, chainId: string, generation: string, shards = DEFAULT_SHARDS): Promise<string | null> {
   const all = shardsOf(prefix, chainId, shards);
