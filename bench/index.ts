@@ -221,7 +221,9 @@ export default async function bench(): Promise<void> {
       floor.push(t2);
     }
 
-    // ---- writes at full size
+    // ---- writes at full size: the outbox applier runs again (stopped above for a clean rebuild), so a PATCH / PUT
+    // answers once its row is in Redis, as in production.
+    registry.watchIndex.start();
     const target = ids[Math.floor(M / 2)]!;
     const patchAdds = addresses(10_000);
     let [t] = await timed(() =>
