@@ -114,7 +114,7 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       const cursor = cursorOf(d.tokenKey, scope, req.pageToken);
       const event = await d.store.getEvent(req.subscriptionId, req.eventId);
       if (!event) throw notFound();
-      const rows = await d.store.listAttempts(req.eventId, limit, cursor);
+      const rows = await d.store.listAttempts(event, limit, cursor);
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
       return create(ListAttemptsResponseSchema, {
