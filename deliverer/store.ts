@@ -152,6 +152,14 @@ function windowSql(ids: string[]): SQL {
   return sql`AND e.created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz`;
 }
 
+/** What deleting an event needs to know of it (its partition, and its address rows). */
+interface Doomed {
+  id: string;
+  created_at: Date | string;
+  key_id: string | null;
+  addresses: string[];
+}
+
 /** An event to insert through the Enqueue path: the row, and the time of the transfer's block (its identity's day). */
 export type TransferEventRow = NewEventRow & { blockAt: Date };
 
@@ -338,29 +346,44 @@ export class DelivererStore {
     await this.db.update(events).set({ held: true, updatedAt: new Date() }).where(and(byIds(ids), eq(events.status, "pending")));
   }
 
-  /** Deletes events with their attempts and address rows (one statement). */
+  /** Deletes events with their attempts and address rows. */
   async deleteEvents(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
-    await this.deleteWhere(sql`e.id IN (SELECT jsonb_array_elements_text(${JSON.stringify(ids)}::text::jsonb)) ${windowSql(ids)}`, ids.length);
+    const [from, to] = windowBounds(ids);
+    const rows = (await this.db.$client`
+      SELECT id, created_at, key_id, addresses FROM events
+      WHERE id IN (SELECT jsonb_array_elements_text(${JSON.stringify(ids)}::text::jsonb))
+        AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz`) as Doomed[];
+    await this.deleteBatch(rows);
   }
 
   /**
-   * Deletes up to `limit` events matching `where` (on alias `e`) with their attempts and address rows, in one
-   * statement; returns the deleted ids and statuses.
+   * Deletes the given events with their attempts and address rows in one statement. Every condition is an array
+   * or a range on an index's leading columns (never a join the planner could turn into a scan of a key's rows).
    */
-  private async deleteWhere(where: SQL, limit: number): Promise<{ id: string; status: EventStatus }[]> {
-    return (await this.db.execute(sql`
+  private async deleteBatch(rows: Doomed[]): Promise<{ id: string; status: EventStatus }[]> {
+    if (rows.length === 0) return [];
+    const times = rows.map((r) => new Date(r.created_at).getTime());
+    const from = new Date(Math.min(...times)).toISOString();
+    const to = new Date(Math.max(...times)).toISOString();
+    const ids = JSON.stringify(rows.map((r) => r.id));
+    const keys = [...new Set(rows.map((r) => r.key_id).filter((k): k is string => k !== null))];
+    const addrs = JSON.stringify([...new Set(rows.flatMap((r) => r.addresses))]);
+    return (await this.db.$client`
       WITH d AS (
-        DELETE FROM events t USING (SELECT e.id, e.created_at FROM events e WHERE ${where} LIMIT ${limit}) s
-        WHERE t.id = s.id AND t.created_at = s.created_at
-        RETURNING t.id, t.status, t.created_at, t.key_id, t.addresses
+        DELETE FROM events WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
+          AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
+        RETURNING id, status
       ), da AS (
-        DELETE FROM delivery_attempts a USING d WHERE a.event_id = d.id AND a.event_created_at = d.created_at
+        DELETE FROM delivery_attempts WHERE event_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
+          AND event_created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
       ), dx AS (
-        DELETE FROM event_addresses x USING d CROSS JOIN LATERAL unnest(d.addresses) ad
-        WHERE x.key_id = d.key_id AND x.address = ad AND x.created_at = d.created_at AND x.event_id = d.id
+        DELETE FROM event_addresses WHERE key_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(keys)}::text::jsonb)))
+          AND address = ANY (ARRAY(SELECT jsonb_array_elements_text(${addrs}::text::jsonb)))
+          AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
+          AND event_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
       )
-      SELECT id, status FROM d`)) as unknown as { id: string; status: EventStatus }[];
+      SELECT id, status FROM d`) as { id: string; status: EventStatus }[];
   }
 
   /**
@@ -388,8 +411,12 @@ export class DelivererStore {
    * Returns how many were deleted and the ids that were pending (to drop from the schedule).
    */
   async purgeBatch(subscriptionId: string, limit: number): Promise<{ deleted: number; pendingIds: string[] }> {
-    const rows = await this.deleteWhere(sql`e.subscription_id = ${subscriptionId}`, limit);
-    if (rows.length < limit) await this.db.delete(eventPurges).where(eq(eventPurges.subscriptionId, subscriptionId));
+    // Newest first along events_subscription_page_idx: a batch is one slice of time, so its delete bounds are tight.
+    const doomed = (await this.db.$client`
+      SELECT id, created_at, key_id, addresses FROM events WHERE subscription_id = ${subscriptionId}
+      ORDER BY created_at DESC, id DESC LIMIT ${limit}`) as Doomed[];
+    const rows = await this.deleteBatch(doomed);
+    if (doomed.length < limit) await this.db.delete(eventPurges).where(eq(eventPurges.subscriptionId, subscriptionId));
     return { deleted: rows.length, pendingIds: rows.filter((r) => r.status === "pending").map((r) => r.id) };
   }
 
