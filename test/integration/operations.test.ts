@@ -236,9 +236,11 @@ describe("GET /v1/events", () => {
     for (const [name, q] of Object.entries(searches)) {
       // The next page starts inside the filter's range (for `since`, half an hour back).
       for (const after of [undefined, name === "since" ? { t: now - 1_800_000, id: "evt_X" } : cursor]) {
-        const { sql: text, params } = deliverer.store.searchSql(q, 50, after);
-        const rows = await explain(text, params);
-        const plan = rows.map((r) => r["QUERY PLAN"]).join("\n");
+        const plans: string[] = [];
+        for (const { sql: text, params } of deliverer.store.searchSql(q, 50, after)) {
+          plans.push((await explain(text, params)).map((r) => r["QUERY PLAN"]).join("\n"));
+        }
+        const plan = plans.join("\n");
         const label = `${name}${after ? " (next page)" : ""}`;
         if (process.env.SHOW_PLANS) console.log(label, "\n", plan);
         // No sequential scan of any partition, and no sort of the matches: the page is read in index order.
