@@ -140,7 +140,9 @@ export default async function main(): Promise<void> {
         plan.push(...((await db.unsafe(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, params as never[])) as { "QUERY PLAN": string }[]).map((r) => r["QUERY PLAN"]));
       }
       if (process.env.BENCH_PLANS) console.log(plan.join("\n"));
-      const scans = new Set(plan.map((l) => /(Seq Scan|Index Only Scan|Index Scan|Bitmap Heap Scan|Sort|Merge Append|Nested Loop)/.exec(l)?.[1]).filter(Boolean));
+      const scans = new Set(
+        plan.map((l) => /(?:->\s+|^\s*)(Sort|Incremental Sort|Merge Append|Nested Loop|Index Only Scan|Index Scan|Bitmap Heap Scan|Seq Scan on \S+)/.exec(l)?.[1]).filter(Boolean),
+      );
       console.log(`EXPLAIN ANALYZE ${name}: ${[...scans].join(", ")}; ${plan.filter((l) => /Execution Time|Planning Time/.test(l)).map((l) => l.trim()).join(", ")}`);
     }
 
