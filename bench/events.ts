@@ -155,10 +155,13 @@ export default async function main(): Promise<void> {
     const byTx = await load(spec(`/v1/events?txId=${probe.tx_id}`));
     const byAddr = await load(spec(`/v1/events?address=${probe.addr}&limit=50`));
     const byHot = await load(spec(`/v1/events?address=${probe.hot}&limit=50`));
+    // A full page of 50 events costs more to carry than one: the same page size without the address filter.
+    const page50 = await load(spec(`/v1/subscriptions/${sub}/events?limit=50`));
     console.log(line("GET one event (primary key), baseline", pk));
     console.log(line("GET /v1/events?txId=", byTx, "target p99 ≤ 20 ms"));
     console.log(line("GET /v1/events?address= (a rare address)", byAddr, "target p99 ≤ 20 ms"));
     console.log(line("GET /v1/events?address= (10,000 events)", byHot, "target p99 ≤ 20 ms"));
+    console.log(line("GET …/events?limit=50 (a 50-event page), baseline", page50));
 
     const since = new Date(Date.now() - 13 * DAY).toISOString();
     const during = load(spec(`/v1/events?txId=${probe.tx_id}`));
