@@ -15,7 +15,10 @@
 // events_tx_idx (tx_id, created_at DESC, id DESC) under a Merge Append; an address page is a range of
 // event_addresses_page_idx (key, address, created_at DESC, event id DESC) in page order, each row joined to its
 // event in one partition (run-time pruning on created_at). Neither sorts, so a page costs the same for an address
-// with 10 events or 10,000. The rest of a request is the gateway → deliverer hop and JSON.
+// with 10 events or 10,000. The rest of a request is the gateway → deliverer hop and JSON. Measured 2026-11-24 at
+// 10,000,000 rows (warm): txId 1.9 ms planning, 0.19 ms execution; address 0.5 ms planning, 0.2 ms execution for a
+// rare and for a busy address alike. Planning over 30 partitions × 10 indexes outweighs execution, which is why the
+// address search is two single-table statements (the join of two partitioned tables planned in 10–60 ms).
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
