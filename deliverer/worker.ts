@@ -32,6 +32,12 @@ export interface WorkerOptions {
   concurrency?: number;
   /** Attempts in flight per destination host in this process. */
   perHostConcurrency?: number;
+  /**
+   * Attempts in flight per queue destination (broker + exchange / subject) in this process. Higher than a host's:
+   * a broker the operator registered is built for many unconfirmed publishes on one channel / connection (confirms
+   * and JetStream acks come back in bulk), and its throughput grows with the publishes in flight.
+   */
+  queuePerDestinationConcurrency?: number;
   /** Most events claimed per round. */
   claimBatch?: number;
   /** Idle poll interval when nothing is due. */
@@ -51,15 +57,26 @@ export interface WorkerOptions {
   reconcileGraceMs?: number;
   /** Most events one reconciliation pass reads (the next pass continues after them). */
   reconcileLimit?: number;
-  /** Outcomes written per statement / longest wait before writing. */
+  /** Outcomes that start a write at once / longest wait before writing fewer. */
   flushSize?: number;
   flushMs?: number;
+  /** Writes of outcomes running at once (default 4). */
+  flushConcurrency?: number;
+  /** Most outcomes in one write (default 2,000). */
+  flushMax?: number;
   random?: () => number;
   logger?: Logger;
 }
 
 /** Time kept free at the end of a lease for writing an attempt's outcome. */
 const LEASE_MARGIN_MS = 5_000;
+
+/**
+ * wake() claims this long after the first call, so the events scheduled meanwhile share one claim (a claim is a
+ * script on every schedule shard). One claim per test event was a quarter of the process's CPU under a stream of
+ * POST …/test (bench api); a few milliseconds are nothing beside a delivery's own latency.
+ */
+const WAKE_COALESCE_MS = 5;
 
 interface Waiting {
   row: ClaimedEvent;
@@ -74,6 +91,9 @@ export class DeliveryWorker {
   private running = false;
   private loopDone: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
+  /** A wake() came while the loop was not idle: its next idle() returns at once. */
+  private woken = false;
+  private wakeTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly inflight = new Map<string, Promise<void>>();
   private readonly perHost = new Map<string, number>();
   // Claimed events whose host is at its limit wait here for one of its slots. How many may wait follows the host's
@@ -87,7 +107,9 @@ export class DeliveryWorker {
   private readonly aborter = new AbortController();
   private pending: { outcome: Outcome; host: string }[] = [];
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
-  private flushing: Promise<void> = Promise.resolve();
+  private readonly writes = new Set<Promise<void>>();
+  /** Outcomes were due to be written while every write slot was busy: the next write to end starts the next one. */
+  private flushDue = false;
   private timers: ReturnType<typeof setInterval>[] = [];
   private lastRebuildCheck = 0;
   private reconciling: Promise<ReconcileResult> | undefined;
@@ -107,6 +129,7 @@ export class DeliveryWorker {
       timeoutMs: opts.timeoutMs,
       concurrency: opts.concurrency ?? 256,
       perHostConcurrency: opts.perHostConcurrency ?? 32,
+      queuePerDestinationConcurrency: opts.queuePerDestinationConcurrency ?? 128,
       claimBatch: opts.claimBatch ?? 256,
       pollMs: opts.pollMs ?? 50,
       deferMs: opts.deferMs ?? 250,
@@ -117,6 +140,8 @@ export class DeliveryWorker {
       reconcileLimit: opts.reconcileLimit ?? 20_000,
       flushSize: opts.flushSize ?? 256,
       flushMs: opts.flushMs ?? 20,
+      flushConcurrency: opts.flushConcurrency ?? 4,
+      flushMax: opts.flushMax ?? 2_000,
       random: opts.random ?? Math.random,
     };
     this.log = opts.logger ?? createLogger({ service: "deliverer" });
@@ -132,7 +157,12 @@ export class DeliveryWorker {
 
   /** Wakes the claim loop at once (new events were scheduled in this process). */
   wake(): void {
-    this.wakeUp?.();
+    if (this.wakeTimer !== undefined) return;
+    this.wakeTimer = setTimeout(() => {
+      this.wakeTimer = undefined;
+      this.woken = true;
+      this.wakeUp?.();
+    }, WAKE_COALESCE_MS);
   }
 
   inFlight(): number {
@@ -147,7 +177,10 @@ export class DeliveryWorker {
     if (!this.running) return;
     this.running = false;
     for (const t of this.timers) clearInterval(t);
-    this.wake();
+    clearTimeout(this.wakeTimer);
+    this.wakeTimer = undefined;
+    this.woken = true;
+    this.wakeUp?.();
     await this.loopDone;
     await this.reconciling?.catch(() => {});
     // Claims that have not started go back to the schedule at once (not attempts).
@@ -161,8 +194,10 @@ export class DeliveryWorker {
       this.aborter.abort();
       await all;
     }
-    await this.flush();
-    await this.flushing;
+    while (this.pending.length > 0 || this.writes.size > 0) {
+      await this.flush();
+      await this.written();
+    }
   }
 
   private async loop(): Promise<void> {
@@ -189,6 +224,8 @@ export class DeliveryWorker {
         const deferred = await this.dispatch(claim.ids, now);
         // Every host in the batch was full: claiming again at once would only hand the next batch back too.
         if (deferred === claim.ids.length) await this.idle(this.o.deferMs);
+        // Nothing more was due: wait for a wake() (or the poll) instead of an empty claim after every claim.
+        else if (!claim.more) await this.idle(this.o.pollMs);
       } catch (err) {
         this.log.error("delivery loop error", { err });
         await this.idle(500);
@@ -197,12 +234,19 @@ export class DeliveryWorker {
   }
 
   private idle(ms: number): Promise<void> {
+    if (this.woken) {
+      this.woken = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
-      const t = setTimeout(done, ms);
-      function done() {
+      let t: ReturnType<typeof setTimeout> | undefined = undefined;
+      const done = () => {
         clearTimeout(t);
+        this.woken = false;
+        if (this.wakeUp === done) this.wakeUp = undefined;
         resolve();
-      }
+      };
+      t = setTimeout(done, ms);
       this.wakeUp = done;
     });
   }
@@ -259,13 +303,14 @@ export class DeliveryWorker {
       }
       // The "host" of fairness: the URL's host, or the broker and exchange / subject of a queue destination.
       const host = destinationKey(target);
+      const slots = queueTarget(target) ? this.o.queuePerDestinationConcurrency : this.o.perHostConcurrency;
       const busy = this.perHost.get(host) ?? 0;
-      if (busy < this.o.perHostConcurrency) {
+      if (busy < slots) {
         this.launch(row, target, host);
         continue;
       }
       const queue = this.waiting.get(host) ?? [];
-      if (queue.length < this.waitCap(host)) {
+      if (queue.length < this.waitCap(host, slots)) {
         queue.push({ row, target, startBy });
         this.waiting.set(host, queue);
         this.waitingCount++;
@@ -292,10 +337,10 @@ export class DeliveryWorker {
    * Events allowed to wait for a host's slots: as many as its slots can start in about one delivery timeout at its
    * recent pace (so a fast host keeps a deep queue), never fewer than one round of slots nor more than 16 rounds.
    */
-  private waitCap(host: string): number {
+  private waitCap(host: string, slots: number): number {
     const ms = this.hostMs.get(host);
     const rounds = ms === undefined ? 1 : Math.min(16, Math.max(1, Math.floor(this.o.timeoutMs / Math.max(ms, 1))));
-    return this.o.perHostConcurrency * rounds;
+    return slots * rounds;
   }
 
   /** The next waiting event of a host that can still start inside its lease; later ones' claims are released. */
@@ -365,8 +410,9 @@ export class DeliveryWorker {
       id: newId("att"),
       at: startedAt,
       durationMs: Math.round(result.durationMs),
-      // Without an HTTP response the body is the short reason (timeout, connection refused, TLS, SSRF block).
-      error: result.status === null ? result.body : null,
+      // A failure without an HTTP response: the body is the short reason (timeout, connection refused, TLS, SSRF
+      // block, a broker's refusal). A success has no error, also where no HTTP status exists (a broker's "acked").
+      error: !result.ok && result.status === null ? result.body : null,
     };
     // One line per attempt: failures at info (what an operator looks for), successes at debug (the bulk). The
     // destination's host only, never its path or query (they may carry the customer's tokens), nor response bodies.
@@ -394,35 +440,57 @@ export class DeliveryWorker {
     else this.flushTimer ??= setTimeout(() => void this.flush(), this.o.flushMs);
   }
 
-  /** Writes buffered outcomes in one statement, then updates the schedule. Flushes run one at a time. */
+  /**
+   * Writes buffered outcomes in one statement, then updates the schedule. Up to `flushConcurrency` writes run at
+   * once; while all are busy, outcomes keep collecting and the next write to finish takes them as one bigger batch
+   * (up to `flushMax`), so the statement count falls as the delivery rate rises. Writes never share an event: an
+   * event has one attempt in flight in this process, and it is only claimed again after its write.
+   */
   private flush(): Promise<void> {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
-    const batch = this.pending;
-    this.pending = [];
-    if (batch.length === 0) return this.flushing;
-    this.flushing = this.flushing.then(async () => {
-      try {
-        const applied = await this.store.recordOutcomes(batch.map((b) => b.outcome));
-        const finished: string[] = [];
-        const again: ScheduleEntry[] = [];
-        for (const { outcome } of batch) {
-          // Not applied: the event moved on elsewhere (deleted, or recorded by another worker); its lease, if still
-          // ours, expires and the claim path sorts it out from PostgreSQL.
-          if (!applied.has(outcome.id)) continue;
-          if (outcome.nextAttemptAt) again.push({ id: outcome.id, dueMs: outcome.nextAttemptAt.getTime() });
-          else {
-            finished.push(outcome.id);
-            eventsFinished.inc({ status: outcome.status });
-          }
-        }
-        await Promise.all([this.schedule.complete(finished), this.schedule.moveToDue(again)]);
-      } catch (err) {
-        // Nothing is lost: the leases expire and the events are attempted again (at least once).
-        this.log.error("recording delivery outcomes failed", { err, count: batch.length });
-      }
+    if (this.pending.length === 0) return this.written();
+    if (this.writes.size >= this.o.flushConcurrency) {
+      this.flushDue = true;
+      return this.written();
+    }
+    this.flushDue = false;
+    const batch = this.pending.splice(0, this.o.flushMax);
+    const write: Promise<void> = this.write(batch).finally(() => {
+      this.writes.delete(write);
+      if (this.pending.length === 0) return;
+      if (this.flushDue || this.pending.length >= this.o.flushSize) void this.flush();
+      else this.flushTimer ??= setTimeout(() => void this.flush(), this.o.flushMs);
     });
-    return this.flushing;
+    this.writes.add(write);
+    return write;
+  }
+
+  /** Resolves once the writes running now have ended. */
+  private written(): Promise<void> {
+    return Promise.all(this.writes).then(() => {});
+  }
+
+  private async write(batch: { outcome: Outcome; host: string }[]): Promise<void> {
+    try {
+      const applied = await this.store.recordOutcomes(batch.map((b) => b.outcome));
+      const finished: string[] = [];
+      const again: ScheduleEntry[] = [];
+      for (const { outcome } of batch) {
+        // Not applied: the event moved on elsewhere (deleted, or recorded by another worker); its lease, if still
+        // ours, expires and the claim path sorts it out from PostgreSQL.
+        if (!applied.has(outcome.id)) continue;
+        if (outcome.nextAttemptAt) again.push({ id: outcome.id, dueMs: outcome.nextAttemptAt.getTime() });
+        else {
+          finished.push(outcome.id);
+          eventsFinished.inc({ status: outcome.status });
+        }
+      }
+      await Promise.all([this.schedule.complete(finished), this.schedule.moveToDue(again)]);
+    } catch (err) {
+      // Nothing is lost: the leases expire and the events are attempted again (at least once).
+      this.log.error("recording delivery outcomes failed", { err, count: batch.length });
+    }
   }
 
   /** Rebuilds the schedule from PostgreSQL when Redis lost it (restart without persistence, FLUSHDB). */
