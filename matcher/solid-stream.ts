@@ -10,6 +10,7 @@ import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { ChainId } from "../common/config.ts";
 import type { Logger } from "../common/logger.ts";
 import type { StreamLink } from "./block-cache.ts";
+import { EnqueueBatch } from "./enqueue-batch.ts";
 import { fetchDecodedRange, mapLimit, type DecodedBlock } from "./fetch.ts";
 import type { ChainLease } from "./lease.ts";
 import { CONFIRMED, FAILED, matchFinal, type BlockContext, type WatchLookup } from "./match.ts";
@@ -255,14 +256,20 @@ export class SolidifiedStream {
     const count = (events: NewEvent[]) => {
       for (const e of events) e.kind === CONFIRMED ? confirmed++ : failed++;
     };
-    await mapLimit(batch, this.concurrency, async (block) => {
-      const ctx: BlockContext = { chainId, number: block.number, blockId: block.blockId, timestampMs: block.timestampMs };
-      const made = await matchFinal(ctx, block.transfers, lookup, finality);
-      if (made.length > 0) {
-        await enqueue(made);
+    // The run's events go to the deliverer in few calls (enqueue-batch.ts), sent while later blocks are still matched.
+    const out = new EnqueueBatch(enqueue);
+    try {
+      await mapLimit(batch, this.concurrency, async (block) => {
+        const ctx: BlockContext = { chainId, number: block.number, blockId: block.blockId, timestampMs: block.timestampMs };
+        const made = await matchFinal(ctx, block.transfers, lookup, finality);
+        out.add(made);
         count(made);
-      }
-    });
+      });
+    } catch (err) {
+      await out.settle();
+      throw err;
+    }
+    await out.done();
     const settled = await this.settleDrops(batch, solidifiedHead);
     for (const d of settled.dropped) count(d);
     if (signal.aborted) return;
