@@ -18,7 +18,7 @@ export class EnqueueBatch {
     private readonly enqueue: (events: NewEvent[]) => Promise<void>,
     /** Told how long each call took (the stream's `enqueue` stage). */
     private readonly timed: (since: number) => void = () => {},
-    private readonly maxEvents = MAX_EVENTS_PER_CALL,
+    private readonly maxEvents: number = MAX_EVENTS_PER_CALL,
   ) {}
 
   /** Adds a block's events; sends a call once enough are buffered. */

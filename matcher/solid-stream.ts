@@ -43,6 +43,8 @@ export interface SolidStreamOptions {
   db: MatcherDb;
   lookup: WatchLookup;
   enqueue: (events: NewEvent[]) => Promise<void>;
+  /** Events per Enqueue call (default MAX_EVENTS_PER_CALL, enqueue-batch.ts). */
+  enqueueEvents?: number;
   log: Logger;
   link: StreamLink;
   /** MATCHER_CONFIRMATIONS: finality = head − this, whatever the node's solidity API says. */
@@ -257,7 +259,7 @@ export class SolidifiedStream {
       for (const e of events) e.kind === CONFIRMED ? confirmed++ : failed++;
     };
     // The run's events go to the deliverer in few calls (enqueue-batch.ts), sent while later blocks are still matched.
-    const out = new EnqueueBatch(enqueue);
+    const out = new EnqueueBatch(enqueue, undefined, this.opts.enqueueEvents);
     try {
       await mapLimit(batch, this.concurrency, async (block) => {
         const ctx: BlockContext = { chainId, number: block.number, blockId: block.blockId, timestampMs: block.timestampMs };

@@ -44,6 +44,8 @@ export interface StreamOptions {
   batchSize?: number;
   /** Parallel requests / lookups within a batch. */
   concurrency?: number;
+  /** Events per Enqueue call (default MAX_EVENTS_PER_CALL, enqueue-batch.ts). */
+  enqueueEvents?: number;
   /** Called after each checkpoint. */
   onCheckpoint?: (ref: Progress) => void;
   /** Shared with the chain's solidified stream (absent when it does not run): the block cache and positions. */
@@ -268,7 +270,7 @@ export class ChainStream {
     let events = 0;
     const stage = (name: string, since: number) => this.stage(name, since);
     // The run's events go to the deliverer in few calls (enqueue-batch.ts), sent while later blocks are still matched.
-    const out = new EnqueueBatch(this.opts.enqueue, (since) => stage("enqueue", since));
+    const out = new EnqueueBatch(this.opts.enqueue, (since) => stage("enqueue", since), this.opts.enqueueEvents);
     try {
       await mapLimit(accepted, this.concurrency, async (block) => {
         transfers += block.transfers.length;
