@@ -13,17 +13,12 @@ import { SQL } from "bun";
 import amqp from "amqplib";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect } from "@nats-io/transport-node";
-import { loadConfig } from "../common/config.ts";
 import { setLogLevel } from "../common/logger.ts";
 import { inProcessTransport } from "../common/rpc.ts";
 import { serveService } from "../common/service.ts";
-import { staticResolver } from "../common/ssrf.ts";
 import { createDeliverer } from "../deliverer/index.ts";
 import { DeliveryService, NewEventSchema } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
-import { ApiKeyService, SubscriptionService } from "../gen/webhooks/registry/v1/registry_pb.ts";
-import { createRegistry } from "../registry/index.ts";
-import { createTestDatabase } from "../test/support/db.ts";
-import { allocateRedisDb } from "../test/support/redis.ts";
+import { startBenchRegistry } from "./registry-bed.ts";
 import { transfer } from "./transfers.ts";
 
 const RABBIT = process.env.BENCH_AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672/";
@@ -58,19 +53,8 @@ const SAMPLE_BODY = JSON.stringify({ id: "evt_x", kind: "wallet.transfer.broadca
 export async function queueBench(events: number): Promise<void> {
   setLogLevel("warn");
   console.log(`queue delivery benchmark: ${events.toLocaleString("en-US")} events per run`);
-  const database = await createTestDatabase("benchqueues");
-  const redisDb = await allocateRedisDb();
-  const config = loadConfig({
-    DATABASE_URL: database.url,
-    REDIS_URL: redisDb.url,
-    REDIS_PREFIX: "bench:",
-    APP_SECRET: randomBytes(32).toString("base64"),
-  });
-  const registry = await createRegistry(config, { resolver: staticResolver({}) });
-  const registryTransport = inProcessTransport(registry.routes);
-  const keys = createClient(ApiKeyService, registryTransport);
-  const subs = createClient(SubscriptionService, registryTransport);
-  const key = await keys.createApiKey({ name: "bench", chains: [] });
+  const bed = await startBenchRegistry("benchqueues");
+  const { database, config, registry, registryTransport, subs, key } = bed;
   await registry.store.addBroker("bench-amqp", "amqp", RABBIT);
   await registry.store.addBroker("bench-nats", "nats", NATS);
   const sql = new SQL(database.url, { max: 4 });
@@ -197,9 +181,7 @@ export async function queueBench(events: number): Promise<void> {
     await jsm.streams.delete(stream).catch(() => {});
     await nc.close().catch(() => {});
     await sql.close();
-    await registry.close();
-    await redisDb.release();
-    await database.drop();
+    await bed.close();
   }
 }
 

@@ -3,17 +3,15 @@
 // one row read and one row written per job, the same sender and signing) in the same run; then the claim rate with
 // 1,000,000 scheduled events beside one-event-per-round-trip claims. Goals (issue 4): ≥ 3,000 deliveries/s and
 // ≥ 2× BullMQ; ≥ 20,000 claims/s at 1,000,000 pending. Uses its own PostgreSQL database and Redis DB.
-import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { SQL } from "bun";
 import { Queue, Worker } from "bullmq";
 import Redis from "ioredis";
-import { loadConfig } from "../common/config.ts";
 import { setLogLevel } from "../common/logger.ts";
 import { inProcessTransport } from "../common/rpc.ts";
-import { createSsrfPolicy, staticResolver } from "../common/ssrf.ts";
+import { createSsrfPolicy } from "../common/ssrf.ts";
 import { createDeliverer } from "../deliverer/index.ts";
 import { renderPayload } from "../deliverer/payload.ts";
 import { Schedule } from "../deliverer/schedule.ts";
@@ -21,11 +19,8 @@ import { createSender } from "../deliverer/send.ts";
 import { deliveryHeaders } from "../deliverer/sign.ts";
 import { TargetCache } from "../deliverer/targets.ts";
 import { DeliveryService, NewEventSchema } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
-import { ApiKeyService, SubscriptionService } from "../gen/webhooks/registry/v1/registry_pb.ts";
-import { createRegistry } from "../registry/index.ts";
-import { createTestDatabase } from "../test/support/db.ts";
-import { allocateRedisDb } from "../test/support/redis.ts";
 import { queueBench } from "./delivery-queues.ts";
+import { startBenchRegistry } from "./registry-bed.ts";
 import { transfer } from "./transfers.ts";
 
 const ROOT = join(import.meta.dir, "..");
@@ -67,21 +62,8 @@ export default async function bench(): Promise<void> {
   const first = new TextDecoder().decode((await reader.read()).value);
   const { port, caFile } = JSON.parse(first.split("\n")[0]!) as { port: number; caFile: string };
 
-  const database = await createTestDatabase("benchdeliv");
-  const redisDb = await allocateRedisDb();
-  const config = loadConfig({
-    DATABASE_URL: database.url,
-    REDIS_URL: redisDb.url,
-    REDIS_PREFIX: "bench:",
-    APP_SECRET: randomBytes(32).toString("base64"),
-    DELIVERY_CA_FILE: caFile,
-    SSRF_ALLOW_CIDRS: "127.0.0.1/32",
-  });
-  const registry = await createRegistry(config, { resolver: staticResolver({}) });
-  const registryTransport = inProcessTransport(registry.routes);
-  const keys = createClient(ApiKeyService, registryTransport);
-  const subs = createClient(SubscriptionService, registryTransport);
-  const key = await keys.createApiKey({ name: "bench", chains: [] });
+  const bed = await startBenchRegistry("benchdeliv", { DELIVERY_CA_FILE: caFile, SSRF_ALLOW_CIDRS: "127.0.0.1/32" });
+  const { database, redisDb, config, registryTransport, subs, key } = bed;
   const newSub = async (path: string) =>
     (await subs.createSubscription({
       keyId: key.key!.id,
@@ -214,9 +196,7 @@ export default async function bench(): Promise<void> {
     receiverProc.kill("SIGTERM");
     await receiverProc.exited;
     await sql.close();
-    await registry.close();
-    await redisDb.release();
-    await database.drop();
+    await bed.close();
   }
   // Then AMQP, NATS and StreamEvents (bench/delivery-queues.ts); BENCH_QUEUE_EVENTS=0 skips them.
   const queueEvents = Number(process.env.BENCH_QUEUE_EVENTS ?? 20_000);

@@ -1,12 +1,9 @@
 // `bun run brokers add|list|remove`: the message brokers queue destinations may name, managed straight on the
 // registry's database (no running service needed; migrations run first). Exit codes as `bun run keys`: 0 done,
 // 1 refused or not found, 2 bad input (usage). The URL is stored encrypted (APP_SECRET) and listed masked.
-import { loadAppKeys } from "../common/app-secret.ts";
-import { loadConfig } from "../common/config.ts";
-import { ensureDatabase } from "../common/db.ts";
-import { ApiError } from "../common/errors.ts";
 import { isBrokerName, parseBrokerUrl } from "../registry/destination.ts";
-import { openRegistryDatabase, RegistryStore } from "../registry/store.ts";
+import type { RegistryStore } from "../registry/store.ts";
+import { runCli, UsageError, withSession } from "./registry-cli.ts";
 
 const USAGE = `Usage:
   bun run brokers add NAME amqp://user:pass@host:5672/vhost    (or amqps://…, nats://host:4222, tls://…)
@@ -14,30 +11,14 @@ const USAGE = `Usage:
   bun run brokers remove NAME
 NAME: 1 to 64 characters of letters, digits, '.', '_' and '-', starting with a letter or digit.`;
 
-/** Bad input: the message and the usage go to stderr, exit code 2. */
-class UsageError extends Error {}
-
 function nameArg(value: string | undefined): string {
   if (value === undefined) throw new UsageError("missing NAME");
   if (!isBrokerName(value)) throw new UsageError(`"${value}" is not a valid broker name`);
   return value;
 }
 
-async function openStore(): Promise<RegistryStore> {
-  const config = loadConfig();
-  await ensureDatabase(config.databaseUrl);
-  const db = await openRegistryDatabase(config.databaseUrl, { max: 2 });
-  const appKeys = await loadAppKeys(db.$client, config.appSecret);
-  return new RegistryStore(db, { encryptionKey: appKeys.encryptionKey });
-}
-
-async function withStore<T>(fn: (store: RegistryStore) => Promise<T>): Promise<T> {
-  const store = await openStore();
-  try {
-    return await fn(store);
-  } finally {
-    await store.close();
-  }
+function withStore<T>(fn: (store: RegistryStore) => Promise<T>): Promise<T> {
+  return withSession((session) => fn(session.store));
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -98,17 +79,5 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-try {
-  process.exitCode = await main(process.argv.slice(2));
-} catch (err) {
-  if (err instanceof UsageError) {
-    console.error(`error: ${err.message}\n\n${USAGE}`);
-    process.exitCode = 2;
-  } else {
-    const message = err instanceof ApiError ? err.message : ((err as Error).message ?? String(err));
-    // A subscription created between the count and the delete: the foreign key refuses, nothing changes.
-    const inUse = /foreign key|violates/i.test(message);
-    console.error(`error: ${inUse ? "the broker is in use by a subscription" : message}`);
-    process.exitCode = 1;
-  }
-}
+// A subscription created between the count and the delete: the foreign key refuses, nothing changes.
+await runCli(USAGE, main, (message) => (/foreign key|violates/i.test(message) ? "the broker is in use by a subscription" : message));

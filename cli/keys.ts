@@ -2,16 +2,14 @@
 // service needed). Migrations run first. `create` prints the key id on a line of its own and the key alone on the
 // last line of stdout; the key is shown once and only its SHA-256 is stored.
 import { parseArgs } from "node:util";
-import { loadAppKeys } from "../common/app-secret.ts";
-import { loadConfig, TRON_CHAINS, type Config } from "../common/config.ts";
-import { ensureDatabase } from "../common/db.ts";
+import { TRON_CHAINS } from "../common/config.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
 import { openRedis } from "../common/redis.ts";
 import { checkKeyChains } from "../registry/rules.ts";
 import type { ApiKeyRow } from "../registry/schema.ts";
-import { openRegistryDatabase, RegistryStore } from "../registry/store.ts";
 import { changeThenHook, createWatchHooks } from "../registry/watch-hooks.ts";
+import { runCli, UsageError, withSession, type Session } from "./registry-cli.ts";
 
 const USAGE = `Usage:
   bun run keys create [--name NAME] [--chains ${TRON_CHAINS.join(",")}]
@@ -19,9 +17,6 @@ const USAGE = `Usage:
   bun run keys revoke KEY_ID
   bun run keys chains KEY_ID CHAIN[,CHAIN...]
 Chains: ${TRON_CHAINS.join(", ")} (create defaults to all three).`;
-
-/** Bad input: the message and the usage go to stderr, exit code 2. */
-class UsageError extends Error {}
 
 function splitChains(text: string): string[] {
   const parts = text.split(",").map((s) => s.trim());
@@ -43,19 +38,6 @@ function keyIdArg(value: string | undefined): string {
 function describeKey(row: ApiKeyRow): string {
   const state = row.revokedAt ? `revoked ${row.revokedAt.toISOString()}` : "active";
   return [row.id, JSON.stringify(row.name), row.chains.join(","), row.createdAt.toISOString(), state].join("\t");
-}
-
-interface Session {
-  config: Config;
-  store: RegistryStore;
-}
-
-async function openSession(): Promise<Session> {
-  const config = loadConfig();
-  await ensureDatabase(config.databaseUrl);
-  const db = await openRegistryDatabase(config.databaseUrl, { max: 2 });
-  const appKeys = await loadAppKeys(db.$client, config.appSecret);
-  return { config, store: new RegistryStore(db, { encryptionKey: appKeys.encryptionKey }) };
 }
 
 /**
@@ -98,80 +80,55 @@ async function main(argv: string[]): Promise<number> {
       if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
       const chains = values.chains === undefined ? [...TRON_CHAINS] : splitChains(values.chains);
       const name = values.name ?? "";
-      const session = await openSession();
-      try {
+      return withSession(async (session) => {
         const issued = await session.store.createApiKey(name, chains);
         console.log(`Created API key${name ? ` "${name}"` : ""} for ${issued.row.chains.join(", ")}:`);
         console.log(issued.row.id);
         console.log("The key below is shown only this once; only its SHA-256 is stored:");
         console.log(issued.secret);
-      } finally {
-        await session.store.close();
-      }
-      return 0;
+        return 0;
+      });
     }
     case "list": {
       if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
-      const session = await openSession();
-      try {
+      return withSession(async (session) => {
         const rows = await session.store.listApiKeys();
         console.log(["id", "name", "chains", "created", "state"].join("\t"));
         for (const row of rows) console.log(describeKey(row));
-      } finally {
-        await session.store.close();
-      }
-      return 0;
+        return 0;
+      });
     }
     case "revoke": {
       if (rest.length > 1) throw new UsageError(`unexpected argument "${rest[1]}"`);
       const id = keyIdArg(rest[0]);
-      const session = await openSession();
-      try {
+      return withSession(async (session) => {
         const row = await changeKey(session, () => session.store.revokeApiKey(id));
         if (!row) {
           console.error(`error: no API key ${id}`);
           return 1;
         }
         console.log(`Revoked ${row.id} at ${row.revokedAt!.toISOString()}`);
-      } finally {
-        await session.store.close();
-      }
-      return 0;
+        return 0;
+      });
     }
     case "chains": {
       if (rest.length > 2) throw new UsageError(`unexpected argument "${rest[2]}"`);
       const id = keyIdArg(rest[0]);
       if (rest[1] === undefined) throw new UsageError("missing chain list");
       const chains = splitChains(rest[1]);
-      const session = await openSession();
-      try {
+      return withSession(async (session) => {
         const row = await changeKey(session, () => session.store.setApiKeyChains(id, chains));
         if (!row) {
           console.error(`error: no API key ${id}`);
           return 1;
         }
         console.log(`${row.id} chains: ${row.chains.join(",")}`);
-      } finally {
-        await session.store.close();
-      }
-      return 0;
+        return 0;
+      });
     }
     default:
       throw new UsageError(`unknown command "${command}"`);
   }
 }
 
-try {
-  process.exitCode = await main(process.argv.slice(2));
-} catch (err) {
-  if (err instanceof UsageError || (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-    console.error(`error: ${(err as Error).message}\n\n${USAGE}`);
-    process.exitCode = 2;
-  } else if (err instanceof ApiError) {
-    console.error(`error: ${err.message}`);
-    process.exitCode = 1;
-  } else {
-    console.error(`error: ${(err as Error).message ?? String(err)}`);
-    process.exitCode = 1;
-  }
-}
+await runCli(USAGE, main);

@@ -4,9 +4,11 @@ import { randomBytes } from "node:crypto";
 import type { SQL } from "bun";
 import { deriveKeys, type AppKeys } from "./crypto.ts";
 
-/** The value kept under `name`: the first writer's candidate wins, every later reader gets the same one. */
+/**
+ * The value kept under `name` in app_settings (common/settings/schema.ts; the service migrated it when it opened its
+ * database): the first writer's candidate wins, every later reader gets the same one.
+ */
 async function keptSetting(sql: SQL, name: string, candidate: string): Promise<string> {
-  await sql`CREATE TABLE IF NOT EXISTS app_settings (name text PRIMARY KEY, value text NOT NULL)`;
   await sql`INSERT INTO app_settings (name, value) VALUES (${name}, ${candidate}) ON CONFLICT (name) DO NOTHING`;
   const [row] = await sql`SELECT value FROM app_settings WHERE name = ${name}`;
   return (row as { value: string }).value;

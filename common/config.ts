@@ -1,4 +1,5 @@
 // One reader of the environment for every service: docs/CONTRACT.md "Running it" lists each variable and its default.
+import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "./retry-policy.ts";
 
 export const TRON_CHAINS = ["tron:mainnet", "tron:nile", "tron:shasta"] as const;
 export type ChainId = (typeof TRON_CHAINS)[number];
@@ -15,24 +16,6 @@ export function parseChainList(text: string): ChainId[] {
     if (!out.includes(part)) out.push(part);
   }
   return out;
-}
-
-/** Parses a duration: a bare number is milliseconds; units ms, s, m, h. */
-export function parseDuration(text: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(text);
-  if (!m) throw new Error(`invalid duration "${text}"`);
-  const n = Number(m[1]);
-  const unit = m[2] ?? "ms";
-  const factor = unit === "ms" ? 1 : unit === "s" ? 1_000 : unit === "m" ? 60_000 : 3_600_000;
-  return Math.round(n * factor);
-}
-
-export const DEFAULT_RETRY_SCHEDULE = "0,1s,5s,1m,5m,30m,90m";
-
-export function parseRetrySchedule(text: string): number[] {
-  const delays = text.split(",").map(parseDuration);
-  if (delays.length === 0) throw new Error("RETRY_SCHEDULE needs at least one attempt");
-  return delays;
 }
 
 /** The shortest INTERNAL_TOKEN accepted: a bearer credential guessable in fewer bytes is no credential. */

@@ -1,8 +1,10 @@
 // PostgreSQL through Bun's native SQL driver and Drizzle. Each service owns its tables and its migrations folder;
 // they share one database (DATABASE_URL) and keep separate migration journals.
 import { SQL } from "bun";
+import { sql } from "drizzle-orm";
 import { drizzle, type BunSQLDatabase } from "drizzle-orm/bun-sql";
 import { migrate } from "drizzle-orm/bun-sql/migrator";
+import { COMMIT_SETTLE_MS, STORE_DEADLINE_MS } from "./deadlines.ts";
 import { ApiError } from "./errors.ts";
 import { log } from "./logger.ts";
 import { postgresReachable } from "./reachability.ts";
@@ -89,13 +91,6 @@ export function isUnavailable(err: unknown): boolean {
   return e?.cause !== undefined && e.cause !== err ? isUnavailable(e.cause) : false;
 }
 
-/**
- * Longest a write waits for the answer to a COMMIT it already sent once its deadline has passed (the database froze
- * with the COMMIT in flight): the answer must be the real outcome, so it waits this long before giving up. Callers
- * of a write RPC allow for it in their own deadline.
- */
-export const COMMIT_SETTLE_MS = 30_000;
-
 /** Runs a store operation, turning a dead database into the public 503 (nothing was changed). */
 export async function withDatabase<T>(fn: () => Promise<T>): Promise<T> {
   try {
@@ -106,4 +101,146 @@ export async function withDatabase<T>(fn: () => Promise<T>): Promise<T> {
     }
     throw err;
   }
+}
+
+export interface GuardOptions {
+  /** Before this the call answers 503 (default STORE_DEADLINE_MS). */
+  deadlineMs?: number;
+  /** Counts each 503 the guard gives (a service's own metric). */
+  onUnavailable?: () => void;
+}
+
+function unavailable(): ApiError {
+  return new ApiError("service_unavailable", "The database is unavailable; nothing was changed. Try again shortly.");
+}
+
+/** withDatabase plus a deadline: a connection that stops answering (not just one that is refused) still ends. */
+export async function guard<T>(fn: () => Promise<T>, opts: GuardOptions = {}): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(unavailable()), opts.deadlineMs ?? STORE_DEADLINE_MS);
+  });
+  const work = withDatabase(fn);
+  // The abandoned operation may still fail later; nobody is waiting for it any more.
+  work.catch(() => {});
+  try {
+    return await Promise.race([work, deadline]);
+  } catch (err) {
+    if (err instanceof ApiError && err.code === "service_unavailable") opts.onUnavailable?.();
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Handed to a write's transaction: `commit()` is its last call, made just before drizzle sends COMMIT. */
+interface CommitFence {
+  /** Throws (so the transaction rolls back) when the caller was already answered 503; else marks COMMIT as sent. */
+  commit(): void;
+  /** Whether COMMIT was let go (its outcome is then unknown until PostgreSQL answers). */
+  readonly sent: boolean;
+}
+
+const DEADLINE = Symbol("deadline");
+
+/**
+ * guard for writes: a 503 means nothing changed. Before COMMIT is sent the deadline answers 503 at once and the
+ * fence makes the transaction roll back whenever the database answers again; once COMMIT is sent, the outcome
+ * is waited for (at most `settleMs`), so a write that landed is never reported as a failure.
+ */
+async function guardCommit<T>(fn: (fence: CommitFence) => Promise<T>, opts: GuardOptions, settleMs: number): Promise<T> {
+  let answered = false;
+  let commitSent = false;
+  const fence: CommitFence = {
+    commit() {
+      if (answered) throw unavailable();
+      commitSent = true;
+    },
+    get sent() {
+      return commitSent;
+    },
+  };
+  const work = withDatabase(() => fn(fence));
+  work.catch(() => {});
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const after = (ms: number) =>
+    new Promise<typeof DEADLINE>((resolve) => {
+      timer = setTimeout(() => resolve(DEADLINE), ms);
+    });
+  try {
+    const first = await Promise.race([work, after(opts.deadlineMs ?? STORE_DEADLINE_MS)]);
+    if (first !== DEADLINE) return first;
+    clearTimeout(timer);
+    // Checked and set in one step: the transaction's fence either already let COMMIT go, or will refuse it.
+    if (!commitSent) {
+      answered = true;
+      opts.onUnavailable?.();
+      throw unavailable();
+    }
+    const settled = await Promise.race([work, after(settleMs)]);
+    if (settled !== DEADLINE) return settled;
+    answered = true;
+    opts.onUnavailable?.();
+    throw new ApiError("service_unavailable", "The database did not confirm the change in time; check its state before retrying.");
+  } catch (err) {
+    if (err instanceof ApiError && err.code === "service_unavailable" && !answered) opts.onUnavailable?.();
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Any service's Drizzle database, as far as a write transaction needs it. */
+interface Transactional<Tx> {
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  $client: SQL;
+}
+
+/** Whether a transaction committed, asked on another connection until PostgreSQL answers (COMMIT_SETTLE_MS). */
+async function committed(client: SQL, txid: string, settleMs: number): Promise<boolean> {
+  const until = Date.now() + settleMs;
+  for (;;) {
+    try {
+      const rows = await guard(() => client`select txid_status(${txid}::bigint) as status`, { deadlineMs: 2_000 });
+      return (rows as { status: string | null }[])[0]?.status === "committed";
+    } catch (err) {
+      if (Date.now() > until) throw err;
+      await Bun.sleep(200);
+    }
+  }
+}
+
+/**
+ * The one way a store writes (both the registry's and the deliverer's): `fn` in one transaction under the commit
+ * fence, so a 503 means nothing changed. A deadline before COMMIT answers 503 and rolls the transaction back; once
+ * COMMIT is sent the answer waits for its outcome, and when the connection failed with COMMIT in flight (its answer
+ * lost) PostgreSQL is asked whether the transaction committed.
+ */
+export function writeTransaction<Tx extends { execute: (query: ReturnType<typeof sql>) => Promise<unknown> }, T>(
+  db: Transactional<Tx>,
+  fn: (tx: Tx) => Promise<T>,
+  opts: GuardOptions = {},
+  settleMs = COMMIT_SETTLE_MS,
+): Promise<T> {
+  return guardCommit(
+    async (fence) => {
+      let txid: string | undefined;
+      let result: { value: T } | undefined;
+      try {
+        return await db.transaction(async (tx) => {
+          const [row] = (await tx.execute(sql`select txid_current()::text as txid`)) as { txid: string }[];
+          txid = row?.txid;
+          const value = await fn(tx);
+          result = { value };
+          fence.commit();
+          return value;
+        });
+      } catch (err) {
+        if (fence.sent && txid !== undefined && result !== undefined && (await committed(db.$client, txid, settleMs))) return result.value;
+        throw err;
+      }
+    },
+    opts,
+    settleMs,
+  );
 }

@@ -73,6 +73,28 @@ export class IdempotencyLedger {
     return this.find(tx, schema, keyId, scope, idem);
   }
 
+  /**
+   * The idempotent effect, inside its transaction (docs/CONTRACT.md "Idempotency"): a concurrent holder of the same
+   * key → idempotency_in_flight; a finished record with the same request hash → its stored response; with another
+   * hash → idempotency_conflict; otherwise the effect runs and its record is written in the same transaction, so both
+   * commit or neither does. Without an idempotency key the effect simply runs.
+   */
+  async once<Desc extends DescMessage, Tx extends Executor>(
+    tx: Tx,
+    schema: Desc,
+    keyId: string,
+    scope: string,
+    idem: IdempotencyRequest | undefined,
+    effect: (tx: Tx) => Promise<MessageShape<Desc>>,
+  ): Promise<IdempotentOutcome<MessageShape<Desc>>> {
+    if (!isKeyed(idem)) return { message: await effect(tx) };
+    const stored = await this.claim(tx, schema, keyId, scope, idem);
+    if (stored) return stored;
+    const message = await effect(tx);
+    await this.record(tx, schema, keyId, scope, idem, message);
+    return { message };
+  }
+
   /** A finished record's outcome, or undefined; read without taking the lock (a replay may answer early). */
   async find<Desc extends DescMessage>(
     ex: Executor,

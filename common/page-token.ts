@@ -1,4 +1,5 @@
-// Keyset page tokens: "v1:" + base64url(JSON payload) + "." + base64url(HMAC). The payload names the list it
+// The paging rule of every list (docs/CONTRACT.md "Limits" and "Pagination"): the `limit` bounds and their error,
+// and keyset page tokens: "v1:" + base64url(JSON payload) + "." + base64url(HMAC). The payload names the list it
 // belongs to (kind, API key, parent resource), so a token altered or used on another list is rejected.
 import { ApiError } from "./errors.ts";
 import { hmac, safeEqual } from "./crypto.ts";
@@ -9,6 +10,33 @@ export interface PageScope {
   keyId: string;
   /** The parent resource (subscription id) for nested lists, "" otherwise. */
   parent: string;
+}
+
+export const DEFAULT_PAGE_LIMIT = 50;
+export const MAX_PAGE_LIMIT = 200;
+
+/** How the public API describes `limit` (query parameter and OpenAPI). */
+export const PAGE_LIMIT_DESCRIPTION = `1 to ${MAX_PAGE_LIMIT}, default ${DEFAULT_PAGE_LIMIT}; above ${MAX_PAGE_LIMIT} is clamped to ${MAX_PAGE_LIMIT}.`;
+
+function invalidLimit(): ApiError {
+  return new ApiError("invalid_request", `limit must be an integer from 1 to ${MAX_PAGE_LIMIT}.`, { param: "limit" });
+}
+
+/**
+ * `limit` as an HTTP query gives it, for the RPC request: absent is 0 (the RPC's "default"), below 1 or not an
+ * integer is invalid_request, above the maximum is clamped.
+ */
+export function queryPageLimit(limit: number | undefined): number {
+  if (limit === undefined) return 0;
+  if (!Number.isInteger(limit) || limit < 1) throw invalidLimit();
+  return Math.min(limit, MAX_PAGE_LIMIT);
+}
+
+/** `limit` of a list RPC: 0 (unset) is the default, above the maximum is clamped, negative is invalid_request. */
+export function pageLimit(limit: number): number {
+  if (limit === 0) return DEFAULT_PAGE_LIMIT;
+  if (!Number.isInteger(limit) || limit < 0) throw invalidLimit();
+  return Math.min(limit, MAX_PAGE_LIMIT);
 }
 
 const PREFIX = "v1:";
@@ -22,8 +50,11 @@ export function encodePageToken(key: Buffer, scope: PageScope, cursor: unknown):
   return `${PREFIX}${body}.${hmac(key, PREFIX + body).toString("base64url")}`;
 }
 
-/** Returns the cursor, or throws invalid_pagination_token. An empty token means "first page" (undefined). */
-export function decodePageToken<T>(key: Buffer, scope: PageScope, token: string): T | undefined {
+/**
+ * Returns the cursor, or throws invalid_pagination_token (also for a signed payload `isCursor` does not accept).
+ * An empty token means "first page" (undefined).
+ */
+export function decodePageToken<T>(key: Buffer, scope: PageScope, token: string, isCursor: (c: unknown) => c is T): T | undefined {
   if (token === "") return undefined;
   if (!token.startsWith(PREFIX)) throw invalid();
   const [body, sig, extra] = token.slice(PREFIX.length).split(".");
@@ -36,5 +67,6 @@ export function decodePageToken<T>(key: Buffer, scope: PageScope, token: string)
     throw invalid();
   }
   if (payload.l !== scope.list || payload.k !== scope.keyId || payload.p !== scope.parent) throw invalid();
-  return payload.c as T;
+  if (!isCursor(payload.c)) throw invalid();
+  return payload.c;
 }

@@ -22,6 +22,7 @@ import {
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { universalServerRequestFromFetch, universalServerResponseToFetch, type UniversalHandler } from "@connectrpc/connect/protocol";
+import { BACKGROUND_RPC_DEADLINE_MS } from "./deadlines.ts";
 import { ApiError, toConnectError } from "./errors.ts";
 import { peerAddress, sendInternalToken, verifiedClientCertificate } from "./internal-auth.ts";
 import { log } from "./logger.ts";
@@ -131,7 +132,7 @@ export function networkTransport(baseUrl: string, opts: NetworkTransportOptions)
   return createConnectTransport({
     baseUrl,
     useBinaryFormat: true,
-    defaultTimeoutMs: opts.timeoutMs ?? 10_000,
+    defaultTimeoutMs: opts.timeoutMs ?? BACKGROUND_RPC_DEADLINE_MS,
     interceptors: opts.token === undefined ? [unreachableAsUnavailable] : [unreachableAsUnavailable, sendInternalToken(opts.token)],
   });
 }

@@ -21,9 +21,9 @@ import { isChainId } from "../common/config.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
 import { isKeyed, type IdempotentOutcome } from "../common/idempotency.ts";
-import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
+import { decodePageToken, encodePageToken, pageLimit, type PageScope } from "../common/page-token.ts";
 import { toEventView } from "./payload.ts";
-import { afterEffect, beforeEffect, invalid, notFound, pageLimit } from "./rpc-helpers.ts";
+import { afterEffect, beforeEffect, invalid, isPageCursor, notFound } from "./rpc-helpers.ts";
 import { EVENT_STATUSES, type AttemptRow, type EventStatus } from "./schema.ts";
 import type { DeliveryServiceDeps } from "./service.ts";
 import type { EventSearch, PageCursor } from "./store.ts";
@@ -41,13 +41,6 @@ interface Shared {
   firstDueMs(): number;
 }
 
-function cursorOf(key: Buffer, scope: PageScope, token: string): PageCursor | undefined {
-  const cursor = decodePageToken<PageCursor>(key, scope, token);
-  if (cursor !== undefined && (typeof cursor?.t !== "number" || typeof cursor?.id !== "string")) {
-    throw new ApiError("invalid_pagination_token", "The page token is malformed, altered or belongs to another list.");
-  }
-  return cursor;
-}
 
 function statusFilter(value: string, param: string): EventStatus | undefined {
   if (value === "") return undefined;
@@ -111,7 +104,7 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       if (!isId("sub", req.subscriptionId) || !isId("evt", req.eventId)) throw notFound();
       const limit = pageLimit(req.limit);
       const scope: PageScope = { list: "attempts", keyId: req.keyId, parent: req.eventId };
-      const cursor = cursorOf(d.tokenKey, scope, req.pageToken);
+      const cursor = decodePageToken(d.tokenKey, scope, req.pageToken, isPageCursor);
       const event = await d.store.getEvent(req.subscriptionId, req.eventId);
       if (!event) throw notFound();
       const rows = await d.store.listAttempts(req.eventId, limit, cursor);
@@ -178,7 +171,7 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       // The page token is bound to the filters: a token of another filter set is another list.
       const { keyId: _k, ...filters } = q;
       const scope: PageScope = { list: `events:search:${JSON.stringify(filters)}`, keyId: req.keyId, parent: "" };
-      const cursor = cursorOf(d.tokenKey, scope, req.pageToken);
+      const cursor = decodePageToken(d.tokenKey, scope, req.pageToken, isPageCursor);
       const rows = await d.store.searchEvents(q, limit, cursor);
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];

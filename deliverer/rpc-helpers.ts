@@ -2,6 +2,7 @@
 // PostgreSQL effect can fail.
 import { ApiError } from "../common/errors.ts";
 import { log } from "../common/logger.ts";
+import type { PageCursor } from "./store.ts";
 
 export function notFound(what = "event"): ApiError {
   return new ApiError("not_found", `No such ${what}.`);
@@ -33,9 +34,8 @@ export async function afterEffect(op: () => Promise<void>): Promise<void> {
   }
 }
 
-/** A list's limit as the contract reads it: 0 (absent) is the default, above the maximum is clamped. */
-export function pageLimit(limit: number, fallback = 50, max = 200): number {
-  if (limit === 0) return fallback;
-  if (limit < 1) throw invalid("limit", "limit must be an integer from 1 to 200.");
-  return Math.min(limit, max);
+/** The keyset cursor of the event and attempt lists, as a page token carries it. */
+export function isPageCursor(value: unknown): value is PageCursor {
+  const c = value as PageCursor | null;
+  return typeof c === "object" && c !== null && typeof c.t === "number" && typeof c.id === "string";
 }

@@ -3,6 +3,7 @@
 // the answer, all within one deadline. Redirects are never followed.
 import { readFileSync } from "node:fs";
 import { DestinationError, resolvePinned, type SsrfPolicy } from "../common/ssrf.ts";
+import { retryAfterOf } from "../common/retry-policy.ts";
 
 export const RESPONSE_BODY_LIMIT = 4096;
 
@@ -58,15 +59,6 @@ export function truncateUtf8(bytes: Uint8Array, limit = RESPONSE_BODY_LIMIT): st
     while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
   }
   return new TextDecoder().decode(bytes.subarray(0, end));
-}
-
-/** Retry-After as delay-seconds or an HTTP date; null when absent or unreadable. */
-export function parseRetryAfter(value: string | null, now = Date.now()): number | null {
-  if (!value) return null;
-  const trimmed = value.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
-  const at = Date.parse(trimmed);
-  return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
 
 async function readLimited(body: ReadableStream<Uint8Array> | null, limit: number): Promise<Uint8Array> {
@@ -189,7 +181,7 @@ export function createSender(opts: SenderOptions): Sender {
         const bytes = declared <= RESPONSE_BODY_LIMIT ? new Uint8Array(await res.arrayBuffer()) : await readLimited(res.body, RESPONSE_BODY_LIMIT);
         const body = truncateUtf8(bytes);
         const ok = res.status >= 200 && res.status < 300;
-        const retryAfterMs = res.status === 429 || res.status === 503 ? parseRetryAfter(res.headers.get("retry-after")) : null;
+        const retryAfterMs = retryAfterOf(res.status, res.headers.get("retry-after"));
         return done({ ok, status: res.status, body, retryAfterMs, failure: ok ? null : "http" });
       } catch (err) {
         if (timedOut) return done({ ok: false, status: null, body: timeoutReason(opts.timeoutMs), retryAfterMs: null, failure: "timeout" });

@@ -1,7 +1,7 @@
 // The DeliveryService RPC handlers: Enqueue for the matcher, and the public event operations (through the gateway,
 // which has already checked that the API key owns the subscription). Handlers throw ApiError.
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
+import { type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
 import {
   DeliveryService,
   DeleteSubscriptionEventsResponseSchema,
@@ -14,14 +14,15 @@ import {
 import { IdempotencyResultSchema } from "../gen/webhooks/common/v1/error_pb.ts";
 import { isChainId } from "../common/config.ts";
 import { ApiError } from "../common/errors.ts";
-import { afterEffect, beforeEffect, invalid, notFound } from "./rpc-helpers.ts";
+import { firstDelay } from "../common/retry-policy.ts";
+import { afterEffect, beforeEffect, invalid, isPageCursor, notFound } from "./rpc-helpers.ts";
 import { operationHandlers } from "./operations.ts";
 import { isId, newId } from "../common/ids.ts";
-import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
+import { decodePageToken, encodePageToken, pageLimit, type PageScope } from "../common/page-token.ts";
 import type { Schedule } from "./schedule.ts";
 import { EVENT_STATUSES, type EventStatus, type NewEventRow } from "./schema.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
-import { transferKey, type DelivererStore, type PageCursor } from "./store.ts";
+import { transferKey, type DelivererStore } from "./store.ts";
 import type { TargetCache } from "./targets.ts";
 import {
   FAILED_KIND,
@@ -44,12 +45,10 @@ export interface DeliveryServiceDeps {
   wake: () => void;
   /** How long a reservation outlives a crash between the PostgreSQL commit and the schedule update. */
   reserveMs: number;
-  /** StreamEvents (deliverer/stream.ts); without it the method answers Unimplemented. */
-  streamEvents?: ServiceImpl<typeof DeliveryService>["streamEvents"];
+  /** StreamEvents (deliverer/stream.ts). */
+  streamEvents: ServiceImpl<typeof DeliveryService>["streamEvents"];
 }
 
-const DEFAULT_LIMIT = 50;
-const MAX_LIMIT = 200;
 /** Rows written per statement; a bigger Enqueue is written in several (each idempotent on its own). */
 const INSERT_CHUNK = 2_000;
 
@@ -67,7 +66,7 @@ function withIdempotency(out: IdempotentOutcome<EventResponse>): EventResponse {
 }
 
 export function deliveryRoutes(d: DeliveryServiceDeps) {
-  const firstDueMs = () => Date.now() + (d.retrySchedule[0] ?? 0);
+  const firstDueMs = () => Date.now() + firstDelay(d.retrySchedule);
 
   async function enqueue(req: EnqueueRequest) {
     req.events.forEach((e, i) => {
@@ -145,12 +144,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
       enqueue,
       ...operationHandlers(d, { activeTarget, firstDueMs }),
 
-      streamEvents:
-        d.streamEvents ??
-        // eslint-disable-next-line require-yield
-        async function* () {
-          throw new ConnectError("StreamEvents is not available in this build", Code.Unimplemented);
-        },
+      streamEvents: d.streamEvents,
 
       async createTestEvent(req) {
         if (!isId("sub", req.subscriptionId)) throw notFound("subscription");
@@ -204,9 +198,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
 
       async listEvents(req) {
         if (!isId("sub", req.subscriptionId)) throw notFound("subscription");
-        let limit = req.limit === 0 ? DEFAULT_LIMIT : req.limit;
-        if (limit < 1) throw invalid("limit", "limit must be an integer from 1 to 200.");
-        limit = Math.min(limit, MAX_LIMIT);
+        const limit = pageLimit(req.limit);
         let status: EventStatus | undefined;
         if (req.status !== "") {
           if (!(EVENT_STATUSES as readonly string[]).includes(req.status)) {
@@ -215,10 +207,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
           status = req.status as EventStatus;
         }
         const scope: PageScope = { list: `events:${status ?? ""}`, keyId: req.keyId, parent: req.subscriptionId };
-        const cursor = decodePageToken<PageCursor>(d.tokenKey, scope, req.pageToken);
-        if (cursor !== undefined && (typeof cursor?.t !== "number" || typeof cursor?.id !== "string")) {
-          throw new ApiError("invalid_pagination_token", "The page token is malformed, altered or belongs to another list.");
-        }
+        const cursor = decodePageToken(d.tokenKey, scope, req.pageToken, isPageCursor);
         const rows = await d.store.listEvents(req.subscriptionId, status, limit, cursor);
         const page = rows.slice(0, limit);
         const last = page[page.length - 1];

@@ -4,8 +4,9 @@ import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { and, arrayContains, desc, eq, gte, inArray, lt, or, sql, type SQL } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
-import { IdempotencyLedger, isKeyed, type IdempotentOutcome } from "../common/idempotency.ts";
-import { openDatabase, runMigrations, withDatabase, type Database, type DbOptions } from "../common/db.ts";
+import { IdempotencyLedger, type IdempotentOutcome } from "../common/idempotency.ts";
+import { migrateSettings } from "../common/settings/migrate.ts";
+import { openDatabase, runMigrations, withDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
 import {
   attempts,
   deliveryIdempotency,
@@ -28,6 +29,7 @@ export const DELIVERER_MIGRATIONS_TABLE = "__deliverer_migrations";
 export async function openDelivererDatabase(url: string, opts: DbOptions = {}): Promise<DelivererDb> {
   const db = openDatabase(url, delivererSchema, opts) as DelivererDb;
   await runMigrations(db as unknown as Database<Record<string, unknown>>, DELIVERER_MIGRATIONS, DELIVERER_MIGRATIONS_TABLE);
+  await migrateSettings(db.$client);
   return db;
 }
 
@@ -480,6 +482,17 @@ export class DelivererStore {
     });
   }
 
+  /** A subscription's newest successful (or failed) attempt. */
+  private async latestAttempt(subscriptionId: string, ok: boolean): Promise<{ at: Date; status: number | null; error: string | null } | undefined> {
+    const [row] = await this.db
+      .select({ at: attempts.attemptedAt, status: attempts.responseStatus, error: attempts.error })
+      .from(attempts)
+      .where(and(eq(attempts.subscriptionId, subscriptionId), eq(attempts.ok, ok)))
+      .orderBy(desc(attempts.attemptedAt))
+      .limit(1);
+    return row;
+  }
+
   /** A subscription's delivery health from its attempts of the last 24 hours and its pending events. */
   health(subscriptionId: string, now: Date): Promise<SubscriptionHealth> {
     return withDatabase(async () => {
@@ -498,18 +511,7 @@ export class DelivererStore {
         hour_attempts: number; hour_ok: number; day_attempts: number; day_ok: number; p50: number | null; p99: number | null;
         marks: string | [number, boolean][];
       }[];
-      const [lastOk] = await this.db
-        .select({ at: attempts.attemptedAt })
-        .from(attempts)
-        .where(and(eq(attempts.subscriptionId, subscriptionId), eq(attempts.ok, true)))
-        .orderBy(desc(attempts.attemptedAt))
-        .limit(1);
-      const [lastFail] = await this.db
-        .select({ at: attempts.attemptedAt, status: attempts.responseStatus, error: attempts.error })
-        .from(attempts)
-        .where(and(eq(attempts.subscriptionId, subscriptionId), eq(attempts.ok, false)))
-        .orderBy(desc(attempts.attemptedAt))
-        .limit(1);
+      const [lastOk, lastFail] = await Promise.all([this.latestAttempt(subscriptionId, true), this.latestAttempt(subscriptionId, false)]);
       // Failures since the last success (bounded: the count stops mattering past a large number).
       const [streak] = (await this.db.execute(sql`
         SELECT count(*)::int AS n FROM (
@@ -540,6 +542,7 @@ export class DelivererStore {
 
   // ---- idempotency (docs/CONTRACT.md "Idempotency") ----
 
+  /** The effect and its idempotency record in one write transaction under the commit fence (a 503 changed nothing). */
   idempotent<Desc extends DescMessage>(
     schema: Desc,
     keyId: string,
@@ -547,16 +550,7 @@ export class DelivererStore {
     idem: IdempotencyRequest | undefined,
     effect: (tx: DelivererTx) => Promise<MessageShape<Desc>>,
   ): Promise<IdempotentOutcome<MessageShape<Desc>>> {
-    return withDatabase(() =>
-      this.db.transaction(async (tx) => {
-        if (!isKeyed(idem)) return { message: await effect(tx) };
-        const stored = await this.ledger.claim(tx, schema, keyId, scope, idem);
-        if (stored) return stored;
-        const message = await effect(tx);
-        await this.ledger.record(tx, schema, keyId, scope, idem, message);
-        return { message };
-      }),
-    );
+    return writeTransaction(this.db, (tx) => this.ledger.once(tx, schema, keyId, scope, idem, effect));
   }
 
   /** A finished record's outcome (replay), read outside any effect: for effects too long for one transaction. */
@@ -577,14 +571,7 @@ export class DelivererStore {
     idem: IdempotencyRequest,
     message: MessageShape<Desc>,
   ): Promise<IdempotentOutcome<MessageShape<Desc>>> {
-    return withDatabase(() =>
-      this.db.transaction(async (tx) => {
-        const stored = await this.ledger.claim(tx, schema, keyId, scope, idem);
-        if (stored) return stored;
-        await this.ledger.record(tx, schema, keyId, scope, idem, message);
-        return { message };
-      }),
-    );
+    return writeTransaction(this.db, (tx) => this.ledger.once(tx, schema, keyId, scope, idem, async () => message));
   }
 
   purgeExpiredIdempotency(): Promise<number> {

@@ -3,6 +3,7 @@
 // events put back for a moment instead of occupying slots, so one slow or dead destination cannot starve others.
 import type { DeliveryTarget } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import { newId } from "../common/ids.ts";
+import { isExhausted, nextDelay } from "../common/retry-policy.ts";
 import { createLogger, type Logger } from "../common/logger.ts";
 import type { Schedule, ScheduleEntry } from "./schedule.ts";
 import type { ClaimedEvent, DelivererStore, Outcome } from "./store.ts";
@@ -55,15 +56,6 @@ export interface WorkerOptions {
   flushMs?: number;
   random?: () => number;
   logger?: Logger;
-}
-
-/** The delay before the attempt that follows `attemptsSoFar` failures, with jitter and Retry-After applied. */
-export function nextDelay(schedule: number[], attemptsSoFar: number, retryAfterMs: number | null, random: () => number): number {
-  const base = schedule[attemptsSoFar] ?? 0;
-  const jittered = base + base * 0.1 * random();
-  if (retryAfterMs === null) return Math.round(jittered);
-  // CONTRACT: a Retry-After is honoured within [the scheduled delay, twice the scheduled delay].
-  return Math.round(Math.max(jittered, Math.min(retryAfterMs, 2 * base)));
 }
 
 /** Time kept free at the end of a lease for writing an attempt's outcome. */
@@ -391,7 +383,7 @@ export class DeliveryWorker {
     let outcome: Outcome;
     if (result.ok) {
       outcome = { id: row.id, prevAttempts: row.attempts, status: "delivered", attempts, delivered: true, responseStatus: result.status, responseBody: result.body, nextAttemptAt: null, attempt };
-    } else if (attempts >= this.o.retrySchedule.length) {
+    } else if (isExhausted(this.o.retrySchedule, attempts)) {
       outcome = { id: row.id, prevAttempts: row.attempts, status: "failed", attempts, delivered: false, responseStatus: result.status, responseBody: result.body, nextAttemptAt: null, attempt };
     } else {
       const delay = nextDelay(this.o.retrySchedule, attempts, result.retryAfterMs, this.o.random);

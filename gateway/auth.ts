@@ -1,6 +1,7 @@
 // Bearer authentication: the key is resolved by the registry (ApiKeyService.ResolveApiKey) and the answer is cached
 // briefly in memory, so a hot key costs no RPC while a revocation still takes effect within a few seconds.
 import { createClient, type Transport } from "@connectrpc/connect";
+import { RPC_DEADLINE_MS } from "../common/deadlines.ts";
 import { ApiError, fromRpcError } from "../common/errors.ts";
 import { ApiKeyService } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import type { Principal } from "./context.ts";
@@ -34,7 +35,7 @@ export interface Authenticator {
 
 export function createAuthenticator(registry: Transport, options: { cacheMs?: number; timeoutMs?: number } = {}): Authenticator {
   const cacheMs = options.cacheMs ?? DEFAULT_AUTH_CACHE_MS;
-  const timeoutMs = options.timeoutMs ?? 4_000;
+  const timeoutMs = options.timeoutMs ?? RPC_DEADLINE_MS;
   const keys = createClient(ApiKeyService, registry);
   const cache = new Map<string, Entry>();
   // Concurrent first requests with one key share one RPC.

@@ -2,7 +2,7 @@
 // these transports (the registry's, and the deliverer's for the event routes).
 import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import type { Config } from "../common/config.ts";
-import { COMMIT_SETTLE_MS } from "../common/db.ts";
+import { REQUEST_BUDGET_MS, RPC_DEADLINE_MS, writeRpcDeadline } from "../common/deadlines.ts";
 import { fromRpcError } from "../common/errors.ts";
 import { SubscriptionService } from "../gen/webhooks/registry/v1/registry_pb.ts";
 
@@ -18,19 +18,15 @@ export function createDeps(config: Config, registry: Transport, deliverer: Trans
   return { config, registry, deliverer, subscriptions: createClient(SubscriptionService, registry) };
 }
 
-/**
- * Deadline of one RPC from the gateway: a dependency that hangs still gives 503 service_unavailable within the
- * 5 s the contract allows, never a hung request.
- */
-export const RPC_TIMEOUT_MS = 4_500;
-export const RPC_OPTIONS = { timeoutMs: RPC_TIMEOUT_MS } as const;
+/** Deadline of one RPC from the gateway (common/deadlines.ts): a dependency that hangs still gives 503 in time. */
+export const RPC_OPTIONS = { timeoutMs: RPC_DEADLINE_MS } as const;
 
 /**
- * Deadline of a subscription write (create, replace, delete, rotate). The registry answers 503 within its own 4 s
- * while nothing can commit; once a COMMIT is in flight it waits for the outcome (COMMIT_SETTLE_MS), and so does the
+ * Deadline of a write (subscription create, replace, delete, rotate; test event; retry). The service answers 503 by
+ * its store deadline while nothing can commit; once a COMMIT is in flight it waits for the outcome, and so does the
  * gateway, so a write that landed is never answered 503.
  */
-export const WRITE_RPC_OPTIONS = { timeoutMs: RPC_TIMEOUT_MS + COMMIT_SETTLE_MS } as const;
+export const WRITE_RPC_OPTIONS = { timeoutMs: writeRpcDeadline(REQUEST_BUDGET_MS) } as const;
 
 /** Runs an RPC and turns its failure into the public ApiError (ErrorInfo carried, or 503/500). */
 export async function rpc<T>(call: () => Promise<T>): Promise<T> {

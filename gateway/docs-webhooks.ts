@@ -14,6 +14,7 @@ import {
   exampleDelivery,
   type EventKind,
 } from "./event-catalog.ts";
+import { DEFAULT_RETRY_SCHEDULE, JITTER_FRACTION, RETRY_AFTER_MAX_FACTOR, describeSchedule, parseRetrySchedule } from "../common/retry-policy.ts";
 
 /** A TypeBox schema as plain JSON Schema (TypeBox's symbol keys dropped). */
 export function plainSchema(schema: TSchema): Record<string, unknown> {
@@ -79,18 +80,26 @@ export const WEBHOOKS_TAG = {
   ].join("\n"),
 };
 
+const DEFAULT_SCHEDULE = parseRetrySchedule(DEFAULT_RETRY_SCHEDULE);
+
+function ordinal(n: number): string {
+  const suffix = n % 100 >= 11 && n % 100 <= 13 ? "th" : (["th", "st", "nd", "rd"][n % 10] ?? "th");
+  return `${n}${suffix}`;
+}
+
 const RESPONSES = {
   "2XX": { description: "Any 2xx acknowledges the delivery. The first 4,096 bytes of the answer are kept as the event's responseBody." },
   "429": {
     description:
-      "A failed attempt. A Retry-After header (seconds or an HTTP date) sets the delay before the next one, kept within [the scheduled delay, twice it].",
+      "A failed attempt. A Retry-After header (seconds or an HTTP date) sets the delay before the next one, kept within " +
+      `[the scheduled delay, ${RETRY_AFTER_MAX_FACTOR === 2 ? "twice" : `${RETRY_AFTER_MAX_FACTOR} times`} it].`,
   },
   "503": { description: "A failed attempt; Retry-After is honoured as for 429." },
   default: {
     description:
       "Any other status (redirects are not followed), no complete answer within 15 s, or a connection or TLS failure: a failed " +
-      "attempt. Attempts follow the schedule at once, 1 s, 5 s, 1 min, 5 min, 30 min and 90 min (each with up to 10% jitter); " +
-      "after the 7th failure the event is failed and POST /v1/subscriptions/{id}/events/{eventId}/retry sends it again.",
+      `attempt. Attempts follow the schedule ${describeSchedule(DEFAULT_SCHEDULE)} (each with up to ${JITTER_FRACTION * 100}% jitter); ` +
+      `after the ${ordinal(DEFAULT_SCHEDULE.length)} failure the event is failed and POST /v1/subscriptions/{id}/events/{eventId}/retry sends it again.`,
   },
 };
 

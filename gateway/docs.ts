@@ -9,6 +9,7 @@ import { OPERATION_EXAMPLES, PARAMETER_EXAMPLES } from "./docs-examples.ts";
 import { plainSchema, webhooksSection, WEBHOOK_PAYLOAD_REFS, WEBHOOK_SCHEMAS, WEBHOOKS_TAG } from "./docs-webhooks.ts";
 import { notFound } from "./errors.ts";
 import { ErrorBodySchema } from "./schemas.ts";
+import { DEFAULT_PAGE_LIMIT, PAGE_LIMIT_DESCRIPTION } from "../common/page-token.ts";
 
 const OPENAPI_VERSION = "3.1.0";
 const ASSET_BASE = "/docs/assets";
@@ -35,7 +36,7 @@ const INFO = {
 const SERVERS = [{ url: "/", description: "The gateway serving this document (npm start: http://localhost:3000)" }];
 const ERROR_REF = "#/components/schemas/Error";
 /** docs/CONTRACT.md "Limits": limit on every list. */
-const PAGE_LIMIT = { type: "integer", default: 50, minimum: 1, description: "1 to 200, default 50; above 200 is clamped to 200." };
+const PAGE_LIMIT = { type: "integer", default: DEFAULT_PAGE_LIMIT, minimum: 1, description: PAGE_LIMIT_DESCRIPTION };
 
 const PAGE = `<!DOCTYPE html>
 <html lang="en">

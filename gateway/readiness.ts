@@ -4,13 +4,13 @@
 // so their outage does not take every gateway pod out of rotation with them.
 import { createClient, type Transport } from "@connectrpc/connect";
 import type { Readiness } from "../common/http-service.ts";
+import { PROBE_DEADLINE_MS } from "../common/deadlines.ts";
 import type { Redis } from "../common/redis.ts";
 import { DeliveryService } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { ApiKeyService } from "../gen/webhooks/registry/v1/registry_pb.ts";
 
 /** Well formed, so the registry looks it up in PostgreSQL; never issued (keys are random), so it resolves invalid. */
 const PROBE_SECRET = "whk_" + "0".repeat(43);
-const PROBE_TIMEOUT_MS = 1_500;
 
 export function gatewayReadiness(registry: Transport, deliverer: Transport | undefined, redis: Redis): Readiness {
   const keys = createClient(ApiKeyService, registry);
@@ -19,7 +19,7 @@ export function gatewayReadiness(registry: Transport, deliverer: Transport | und
     checks: {
       // Any answer (valid or not) means the registry reached its database; an outage is an RPC error.
       registry: async () => {
-        await keys.resolveApiKey({ secret: PROBE_SECRET }, { timeoutMs: PROBE_TIMEOUT_MS });
+        await keys.resolveApiKey({ secret: PROBE_SECRET }, { timeoutMs: PROBE_DEADLINE_MS });
         return true;
       },
     },
@@ -29,7 +29,7 @@ export function gatewayReadiness(registry: Transport, deliverer: Transport | und
         ? {
             // The deliverer answers an empty Enqueue without touching anything.
             deliverer: async () => {
-              await delivery.enqueue({ events: [] }, { timeoutMs: PROBE_TIMEOUT_MS });
+              await delivery.enqueue({ events: [] }, { timeoutMs: PROBE_DEADLINE_MS });
               return true;
             },
           }

@@ -2,6 +2,7 @@
 // Only shape (types, required fields, enums) is checked here; the rules with their own error codes
 // (events, description length, URL policy) belong to the registry.
 import { t, type TSchema } from "elysia";
+import { PAGE_LIMIT_DESCRIPTION } from "../common/page-token.ts";
 
 type ObjectOptions = NonNullable<Parameters<typeof t.Object>[1]>;
 type TProperties = Record<string, TSchema>;
@@ -185,8 +186,9 @@ export const SubscriptionIdParams = t.Object({
   id: t.String({ pattern: "^sub_[0-9A-HJKMNP-TV-Z]{26}$", description: "Subscription id (sub_ + ULID). A malformed id is not_found." }),
 });
 
+/** `limit` and `nextPageToken` of every list (docs/CONTRACT.md "Limits", "Pagination"). */
 export const PageQuery = InputObject({
-  limit: t.Optional(t.Integer({ description: "1 to 200, default 50; above 200 is clamped to 200." })),
+  limit: t.Optional(t.Integer({ description: PAGE_LIMIT_DESCRIPTION })),
   nextPageToken: t.Optional(t.String({ description: "Opaque token from the previous page; empty or omitted for the first page." })),
 });
 

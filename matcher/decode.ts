@@ -127,11 +127,6 @@ export function transactionResult(tx: TronTransaction): string {
   return tx.ret?.[0]?.contractRet ?? "";
 }
 
-/** java-tron marks a transaction's outcome in ret[0].contractRet. */
-export function transactionSucceeded(tx: TronTransaction): boolean {
-  return transactionResult(tx) === SUCCESS;
-}
-
 /** A contract call's outcome as the receipt records it (REVERT, OUT_OF_ENERGY, … are failures). */
 export function transactionInfoSucceeded(info: TronTransactionInfo): boolean {
   if (info.result === "FAILED") return false;

@@ -6,6 +6,7 @@ import { createClient, type Transport } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
 import { DeliveryService, type NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { ChainId, Config } from "../common/config.ts";
+import { PROBE_DEADLINE_MS } from "../common/deadlines.ts";
 import { log as rootLog } from "../common/logger.ts";
 import { openRedis, type Redis } from "../common/redis.ts";
 import type { ServiceHandle } from "../common/service.ts";
@@ -211,7 +212,7 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
     informational: {
       // The deliverer answers an empty Enqueue without touching anything.
       deliverer: async () => {
-        await deliverer.enqueue({ events: [] }, { timeoutMs: 1_500 });
+        await deliverer.enqueue({ events: [] }, { timeoutMs: PROBE_DEADLINE_MS });
         return true;
       },
     },

@@ -35,5 +35,3 @@ export function tokenTable(): Readonly<Record<ChainId, Readonly<Record<string, T
   return TOKENS;
 }
 
-/** The mainnet USDT contract, which the simulator's generated blocks use. */
-export const MAINNET_USDT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";

@@ -94,10 +94,6 @@ export interface TronInternalTransaction {
   [key: string]: unknown;
 }
 
-export function blockNumberOf(block: TronBlock): number {
-  return block.block_header.raw_data.number;
-}
-
 /** A block-shaped object: java-tron answers `{}` for a block it does not have. */
 export function isBlock(value: unknown): value is TronBlock {
   const v = value as Partial<TronBlock> | null;

@@ -7,11 +7,11 @@ import { eq, sql as dsql } from "drizzle-orm";
 import type { AddressEntry } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import { PatchAddressesResponseSchema, SubscriptionResponseSchema } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import { isChainId, TRON_CHAINS } from "../common/config.ts";
+import { ADDRESS_CHANGE_BUDGET_MS, storeDeadline } from "../common/deadlines.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
-import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
+import { decodePageToken, encodePageToken, pageLimit, type PageScope } from "../common/page-token.ts";
 import { isBase58Address } from "../common/tron-address.ts";
-import { checkLimit } from "./rules.ts";
 import { subscriptions, type SubscriptionRow } from "./schema.ts";
 import { INLINE_ADDRESSES, notFound, subscriptionMessage, type AddressRpcs } from "./service.ts";
 import type { RegistryStore, RegistryTx } from "./store.ts";
@@ -20,7 +20,7 @@ import { pgTextArray, subscriptionMeta, type KeyState, type WatchIndex } from ".
 /** Addresses per request: PATCH add and remove together, PUT (docs/CONTRACT.md "Limits"). */
 export const MAX_ADDRESSES_PER_REQUEST = 10_000;
 /** A change of 10,000 addresses against a large subscription may take longer than a plain store call. */
-const CHANGE_DEADLINE_MS = 9_000;
+const CHANGE_DEADLINE_MS = storeDeadline(ADDRESS_CHANGE_BUDGET_MS);
 /** Additions validated per slice while PostgreSQL inserts the previous one. */
 const VALIDATION_SLICE = 2_500;
 
@@ -377,13 +377,10 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
 
     async listAddresses(req) {
       if (!isId("sub", req.id)) throw notFound();
-      const limit = checkLimit(req.limit);
+      const limit = pageLimit(req.limit);
       if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
       const scope = addressesScope(req.keyId, req.id);
-      const cursor = decodePageToken<unknown>(deps.tokenKey, scope, req.pageToken);
-      if (cursor !== undefined && !isCursor(cursor)) {
-        throw new ApiError("invalid_pagination_token", "The page token is malformed, altered or belongs to another list.");
-      }
+      const cursor = decodePageToken(deps.tokenKey, scope, req.pageToken, isCursor);
       const after = cursor?.s ?? 0;
       const rows = await store.run(
         (db) =>

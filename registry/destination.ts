@@ -32,10 +32,6 @@ export function isDestinationType(type: string): type is DestinationType {
   return (DESTINATION_TYPES as readonly string[]).includes(type);
 }
 
-export function isBrokerType(type: string): type is BrokerType {
-  return (BROKER_TYPES as readonly string[]).includes(type);
-}
-
 export function checkDestinationType(type: string): DestinationType {
   if (!isDestinationType(type)) throw invalid('destination.type must be "https", "amqp" or "nats".', "/destination/type");
   return type;

@@ -43,7 +43,7 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
   // (in the background: lookups wait meanwhile) and by its watchdog after a Redis restart or outage.
   const watchIndex = new WatchIndex(db, redis, config.redisPrefix, log.child({ service: "registry", part: "watch-index" }));
   const hooks: WatchHooks = watchIndex.hooks();
-  const addresses: AddressRpcs | undefined = addressRpcs({
+  const addresses: AddressRpcs = addressRpcs({
     store,
     index: watchIndex,
     tokenKey: appKeys.tokenKey,

@@ -32,8 +32,6 @@ export type SubscriptionStatus = (typeof STATUSES)[number];
 export const DEFAULT_GRACE_SECONDS = 86_400;
 export const MAX_GRACE_SECONDS = 604_800;
 
-export const DEFAULT_PAGE_LIMIT = 50;
-export const MAX_PAGE_LIMIT = 200;
 
 function invalid(message: string, param: string): ApiError {
   return new ApiError("invalid_request", message, { param });
@@ -152,13 +150,6 @@ export function checkDescription(description: string): string {
     }
   }
   return description;
-}
-
-/** List limit: 0 (unset) is the default, above the maximum is clamped, negative is invalid. */
-export function checkLimit(limit: number): number {
-  if (limit === 0) return DEFAULT_PAGE_LIMIT;
-  if (!Number.isInteger(limit) || limit < 0) throw invalid("limit must be an integer from 1 to 200.", "limit");
-  return Math.min(limit, MAX_PAGE_LIMIT);
 }
 
 export function generateSigningSecret(): string {

@@ -1,8 +1,8 @@
 // The registry's Connect handlers: SubscriptionService, ApiKeyService, WatchIndexService. Handlers throw ApiError;
-// common/rpc.ts carries it as ErrorInfo. The address RPCs and the index rebuild come from `ctx.addresses`
-// (registry/addresses.ts, issue 3); without it they answer Unimplemented.
+// common/rpc.ts carries it as ErrorInfo. The address RPCs and the index rebuild are `ctx.addresses`
+// (registry/addresses.ts).
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
+import { type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
 import { IdempotencyResultSchema, type IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import {
   ApiKeyService,
@@ -22,7 +22,7 @@ import type { MatchConditions } from "../common/match-conditions.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
 import type { Logger } from "../common/logger.ts";
-import { decodePageToken, encodePageToken, type PageScope } from "../common/page-token.ts";
+import { decodePageToken, encodePageToken, pageLimit, type PageScope } from "../common/page-token.ts";
 import type { RegisterRoutes } from "../common/rpc.ts";
 import { checkDestinationType, checkExchange, checkRoutingKey, checkSubject, isBrokerName, type DestinationType } from "./destination.ts";
 import {
@@ -31,7 +31,6 @@ import {
   checkGivenSecret,
   checkGracePeriod,
   checkKeyChains,
-  checkLimit,
   checkMatch,
   checkStatus,
   generateSigningSecret,
@@ -69,7 +68,7 @@ export interface RegistryContext {
    */
   checkDestination(url: string): Promise<string>;
   hooks: WatchHooks;
-  addresses?: AddressRpcs;
+  addresses: AddressRpcs;
   log: Logger;
 }
 
@@ -223,10 +222,6 @@ function changeThenRunHook<T>(
 
 export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof SubscriptionService> {
   const { store } = ctx;
-  const unimplemented = (): never => {
-    throw new ConnectError("address filters are not available in this build", Code.Unimplemented);
-  };
-
   /**
    * Create and rotate: answer a finished request from its record before any validation or DNS lookup, then
    * validate (`prepare`), then run the effect and record its response in one transaction.
@@ -264,12 +259,9 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
     },
 
     async listSubscriptions(req) {
-      const limit = checkLimit(req.limit);
+      const limit = pageLimit(req.limit);
       const scope = subscriptionsScope(req.keyId);
-      const cursor = decodePageToken<unknown>(ctx.tokenKey, scope, req.pageToken);
-      if (cursor !== undefined && !isCursor(cursor)) {
-        throw new ApiError("invalid_pagination_token", "The page token is malformed, altered or belongs to another list.");
-      }
+      const cursor = decodePageToken(ctx.tokenKey, scope, req.pageToken, isCursor);
       const rows = await store.listSubscriptions(req.keyId, limit, cursor);
       const items = rows.slice(0, limit);
       const last = items.at(-1);
@@ -347,9 +339,9 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
       return { targets };
     },
 
-    patchAddresses: (req, c) => (ctx.addresses ? ctx.addresses.patchAddresses(req, c) : unimplemented()),
-    replaceAddresses: (req, c) => (ctx.addresses ? ctx.addresses.replaceAddresses(req, c) : unimplemented()),
-    listAddresses: (req, c) => (ctx.addresses ? ctx.addresses.listAddresses(req, c) : unimplemented()),
+    patchAddresses: (req, c) => ctx.addresses.patchAddresses(req, c),
+    replaceAddresses: (req, c) => ctx.addresses.replaceAddresses(req, c),
+    listAddresses: (req, c) => ctx.addresses.listAddresses(req, c),
   };
 }
 
@@ -388,10 +380,7 @@ export function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeySe
 
 export function watchIndexService(ctx: RegistryContext): ServiceImpl<typeof WatchIndexService> {
   return {
-    rebuildWatchIndex: (req, c) => {
-      if (!ctx.addresses) throw new ConnectError("the watch index is not available in this build", Code.Unimplemented);
-      return ctx.addresses.rebuildWatchIndex(req, c);
-    },
+    rebuildWatchIndex: (req, c) => ctx.addresses.rebuildWatchIndex(req, c),
   };
 }
 

@@ -8,8 +8,9 @@ import { maskBrokerUrl } from "./destination.ts";
 import { IdempotencyLedger, isKeyed, type IdempotentOutcome } from "../common/idempotency.ts";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { decrypt, encrypt, sha256Hex } from "../common/crypto.ts";
-import { COMMIT_SETTLE_MS, openDatabase, runMigrations, withDatabase, type Database, type DbOptions } from "../common/db.ts";
-import { ApiError } from "../common/errors.ts";
+import { STORE_DEADLINE_MS } from "../common/deadlines.ts";
+import { migrateSettings } from "../common/settings/migrate.ts";
+import { guard, openDatabase, runMigrations, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
 import { newId } from "../common/ids.ts";
 import type { MatchConditions } from "../common/match-conditions.ts";
 import { databaseUnavailable } from "./metrics.ts";
@@ -34,93 +35,7 @@ export type RegistryExecutor = RegistryDb | RegistryTx;
 export const REGISTRY_MIGRATIONS = new URL("./migrations", import.meta.url).pathname;
 export const REGISTRY_MIGRATIONS_TABLE = "__registry_migrations";
 
-/** Longest a store call may take before the caller gets 503 (CONTRACT: a cut database answers within 5 s). */
-export const DEFAULT_DEADLINE_MS = 4_000;
 
-
-function unavailable(): ApiError {
-  return new ApiError("service_unavailable", "The database is unavailable; nothing was changed. Try again shortly.");
-}
-
-/** Handed to a write's transaction: `commit()` is its last call, made just before drizzle sends COMMIT. */
-export interface CommitFence {
-  /** Throws (so the transaction rolls back) when the caller was already answered 503; else marks COMMIT as sent. */
-  commit(): void;
-  /** Whether COMMIT was let go (its outcome is then unknown until PostgreSQL answers). */
-  readonly sent: boolean;
-}
-
-const DEADLINE = Symbol("deadline");
-
-/**
- * guard for writes: a 503 means nothing changed. Before COMMIT is sent the deadline answers 503 at once and the
- * fence makes the transaction roll back whenever the database answers again; once COMMIT is sent, the outcome
- * is waited for (at most `settleMs`), so a write that landed is never reported as a failure.
- */
-export async function guardCommit<T>(
-  fn: (fence: CommitFence) => Promise<T>,
-  deadlineMs = DEFAULT_DEADLINE_MS,
-  settleMs = COMMIT_SETTLE_MS,
-): Promise<T> {
-  let answered = false;
-  let commitSent = false;
-  const fence: CommitFence = {
-    commit() {
-      if (answered) throw unavailable();
-      commitSent = true;
-    },
-    get sent() {
-      return commitSent;
-    },
-  };
-  const work = withDatabase(() => fn(fence));
-  work.catch(() => {});
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const after = (ms: number) =>
-    new Promise<typeof DEADLINE>((resolve) => {
-      timer = setTimeout(() => resolve(DEADLINE), ms);
-    });
-  try {
-    const first = await Promise.race([work, after(deadlineMs)]);
-    if (first !== DEADLINE) return first;
-    clearTimeout(timer);
-    // Checked and set in one step: the transaction's fence either already let COMMIT go, or will refuse it.
-    if (!commitSent) {
-      answered = true;
-      databaseUnavailable.inc();
-      throw unavailable();
-    }
-    const settled = await Promise.race([work, after(settleMs)]);
-    if (settled !== DEADLINE) return settled;
-    answered = true;
-    databaseUnavailable.inc();
-    throw new ApiError("service_unavailable", "The database did not confirm the change in time; check its state before retrying.");
-  } catch (err) {
-    if (err instanceof ApiError && err.code === "service_unavailable" && !answered) databaseUnavailable.inc();
-    throw err;
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** withDatabase plus a deadline: a connection that stops answering (not just one that is refused) still ends. */
-export async function guard<T>(fn: () => Promise<T>, deadlineMs = DEFAULT_DEADLINE_MS): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(unavailable()), deadlineMs);
-  });
-  const work = withDatabase(fn);
-  // The abandoned operation may still fail later; nobody is waiting for it any more.
-  work.catch(() => {});
-  try {
-    return await Promise.race([work, deadline]);
-  } catch (err) {
-    if (err instanceof ApiError && err.code === "service_unavailable") databaseUnavailable.inc();
-    throw err;
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /**
  * Connections of the read pool: the hot single-statement reads (GetSubscription, ResolveApiKey, the existence check
@@ -137,6 +52,7 @@ export function openRegistryReadPool(url: string): RegistryDb {
 export async function openRegistryDatabase(url: string, opts: DbOptions = {}): Promise<RegistryDb> {
   const db = openDatabase(url, registrySchema, opts) as RegistryDb;
   await runMigrations(db as unknown as Database<Record<string, unknown>>, REGISTRY_MIGRATIONS, REGISTRY_MIGRATIONS_TABLE);
+  await migrateSettings(db.$client);
   return db;
 }
 
@@ -272,51 +188,21 @@ export class RegistryStore {
     this.hot = prepareHotQueries(this.readDb);
     this.encryptionKey = opts.encryptionKey;
     this.ledger = new IdempotencyLedger(idempotencyRecords, opts.encryptionKey);
-    this.deadlineMs = opts.deadlineMs ?? DEFAULT_DEADLINE_MS;
+    this.deadlineMs = opts.deadlineMs ?? STORE_DEADLINE_MS;
   }
 
   /** Runs any database work under the store's 503 and deadline rules (for modules building on this store). */
   run<T>(fn: (db: RegistryDb) => Promise<T>, deadlineMs = this.deadlineMs): Promise<T> {
-    return guard(() => fn(this.db), deadlineMs);
+    return guard(() => fn(this.db), { deadlineMs, onUnavailable: () => databaseUnavailable.inc() });
   }
 
   /**
-   * A write in one transaction under guardCommit: a deadline before COMMIT answers 503 and rolls it back; after
-   * COMMIT was sent, the answer waits for COMMIT's outcome. Every subscription write goes through here.
+   * A write in one transaction under the commit fence (common/db.ts writeTransaction): a deadline before COMMIT
+   * answers 503 and rolls it back; after COMMIT was sent, the answer waits for COMMIT's outcome. Every subscription
+   * write goes through here.
    */
   write<T>(fn: (tx: RegistryTx) => Promise<T>, deadlineMs = this.deadlineMs): Promise<T> {
-    return guardCommit(async (fence) => {
-      let txid: string | undefined;
-      let result: { value: T } | undefined;
-      try {
-        return await this.db.transaction(async (tx) => {
-          const [row] = (await tx.execute<{ txid: string }>(sql`select txid_current()::text as txid`)) as unknown as { txid: string }[];
-          txid = row?.txid;
-          const value = await fn(tx);
-          result = { value };
-          fence.commit();
-          return value;
-        });
-      } catch (err) {
-        // The connection failed with COMMIT sent (its answer lost): PostgreSQL alone knows whether it landed.
-        if (fence.sent && txid !== undefined && result !== undefined && (await this.committed(txid))) return result.value;
-        throw err;
-      }
-    }, deadlineMs);
-  }
-
-  /** Whether a transaction committed, asked on another connection until PostgreSQL answers (COMMIT_SETTLE_MS). */
-  private async committed(txid: string): Promise<boolean> {
-    const until = Date.now() + COMMIT_SETTLE_MS;
-    for (;;) {
-      try {
-        const rows = await guard(() => this.db.$client`select txid_status(${txid}::bigint) as status`, 2_000);
-        return (rows as { status: string | null }[])[0]?.status === "committed";
-      } catch (err) {
-        if (Date.now() > until) throw err;
-        await Bun.sleep(200);
-      }
-    }
+    return writeTransaction(this.db, fn, { deadlineMs, onUnavailable: () => databaseUnavailable.inc() });
   }
 
   seal(plaintext: string): string {
@@ -329,7 +215,7 @@ export class RegistryStore {
 
   async ping(): Promise<boolean> {
     const pools = this.readDb === this.db ? [this.db] : [this.db, this.readDb];
-    await guard(() => Promise.all(pools.map((db) => db.execute(sql`select 1`))), 2_000);
+    await guard(() => Promise.all(pools.map((db) => db.execute(sql`select 1`))), { deadlineMs: 2_000, onUnavailable: () => databaseUnavailable.inc() });
     return true;
   }
 
@@ -605,14 +491,7 @@ export class RegistryStore {
   ): Promise<IdempotentOutcome<MessageShape<Desc>>> {
     // Even a single statement runs in a transaction: on its own it would commit whenever a frozen database resumed,
     // after the caller had been answered 503; inside one, the fence of `write` rolls it back instead.
-    return this.write(async (tx) => {
-      if (!isKeyed(idem)) return { message: await effect(tx) };
-      const stored = await this.ledger.claim(tx, schema, keyId, scope, idem);
-      if (stored) return stored;
-      const message = await effect(tx);
-      await this.ledger.record(tx, schema, keyId, scope, idem, message);
-      return { message };
-    });
+    return this.write((tx) => this.ledger.once(tx, schema, keyId, scope, idem, effect));
   }
 
   /**

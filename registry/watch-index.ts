@@ -198,7 +198,6 @@ export class WatchIndex {
     this.log.warn("watch index write failed; PostgreSQL keeps the change and the index will be rebuilt", { what, err });
     const ex = this.db;
     try {
-      await ex.execute(dsql`CREATE TABLE IF NOT EXISTS app_settings (name text PRIMARY KEY, value text NOT NULL)`);
       await ex.execute(
         dsql`INSERT INTO app_settings (name, value) VALUES (${DIRTY}, ${String(Date.now())}) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value`,
       );

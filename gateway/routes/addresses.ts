@@ -2,22 +2,20 @@
 // GET (the list in order of addition). Shapes are checked here; every rule with its own error code (base58check,
 // chains, limits, page tokens) is the registry's (registry/addresses.ts).
 import { Elysia, t } from "elysia";
-import { COMMIT_SETTLE_MS } from "../../common/db.ts";
+import { ADDRESS_CHANGE_BUDGET_MS, writeRpcDeadline } from "../../common/deadlines.ts";
 import { ApiError } from "../../common/errors.ts";
 import type { SkippedAddress, Subscription } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { principalOf } from "../context.ts";
 import { RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
 import { renderAddress, renderSubscription, type AddressJson } from "../render.ts";
 import { AddressEntrySchema, InputObject, PageQuery, SubscriptionIdParams, SubscriptionSchema, errorResponses } from "../schemas.ts";
-import { pageLimit, subscriptionId } from "./subscriptions.ts";
+import { subscriptionId } from "./subscriptions.ts";
+import { queryPageLimit } from "../../common/page-token.ts";
 
 const TAGS = ["address filters"];
 const SECURITY = [{ bearer: [] }];
-/**
- * A change of 10,000 addresses on a large subscription may take longer than the usual RPC deadline, and once its
- * COMMIT was sent the registry waits for the outcome (COMMIT_SETTLE_MS) rather than answer 503 for a write that landed.
- */
-const CHANGE_OPTIONS = { timeoutMs: 10_000 + COMMIT_SETTLE_MS } as const;
+/** A change of up to 10,000 addresses: the bulk budget, and the wait for a COMMIT in flight (common/deadlines.ts). */
+const CHANGE_OPTIONS = { timeoutMs: writeRpcDeadline(ADDRESS_CHANGE_BUDGET_MS) } as const;
 
 const AddressEntryInput = InputObject({
   chainId: t.String({ description: "CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta." }),
@@ -163,7 +161,7 @@ export function addressRoutes(deps: GatewayDeps) {
         const { keyId } = principalOf(request);
         const id = subscriptionId(params.id);
         const res = await rpc(() =>
-          subs.listAddresses({ keyId, id, limit: pageLimit(query.limit), pageToken: query.nextPageToken ?? "" }, RPC_OPTIONS),
+          subs.listAddresses({ keyId, id, limit: queryPageLimit(query.limit), pageToken: query.nextPageToken ?? "" }, RPC_OPTIONS),
         );
         return { items: res.items.map(renderAddress), nextPageToken: res.nextPageToken === "" ? null : res.nextPageToken };
       },

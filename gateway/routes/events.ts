@@ -7,12 +7,13 @@ import { ApiError } from "../../common/errors.ts";
 import { isId } from "../../common/ids.ts";
 import { DeliveryService, type EventView } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { principalOf } from "../context.ts";
-import { RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
+import { RPC_OPTIONS, WRITE_RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
 import { notFound } from "../errors.ts";
 import { idempotencyFor, replayHeaders } from "../idempotency.ts";
 import { isoTime } from "../render.ts";
-import { IdempotencyHeaders, InputObject, SubscriptionIdParams, errorResponses } from "../schemas.ts";
-import { pageLimit, subscriptionId } from "./subscriptions.ts";
+import { IdempotencyHeaders, InputObject, PageQuery, SubscriptionIdParams, errorResponses } from "../schemas.ts";
+import { subscriptionId } from "./subscriptions.ts";
+import { queryPageLimit } from "../../common/page-token.ts";
 
 const TAGS = ["events"];
 const SECURITY = [{ bearer: [] }];
@@ -51,9 +52,9 @@ export const EventParams = t.Object({
 });
 
 const EventQuery = InputObject({
-  limit: t.Optional(t.Integer({ description: "1 to 200, default 50; above 200 is clamped to 200." })),
+  limit: PageQuery.properties.limit,
   status: t.Optional(t.Union([t.Literal("pending"), t.Literal("delivered"), t.Literal("failed")], { description: "Only events in this status." })),
-  nextPageToken: t.Optional(t.String({ description: "Opaque token from the previous page; empty or omitted for the first page." })),
+  nextPageToken: PageQuery.properties.nextPageToken,
 });
 
 const TestInput = t.Optional(
@@ -111,7 +112,7 @@ export function eventRoutes(deps: GatewayDeps) {
       async ({ params, body, request, set }) => {
         const ref = await owned(request, params.id);
         const idempotency = idempotencyFor(request, `/v1/subscriptions/${ref.subscriptionId}/test`);
-        const res = await rpc(() => delivery().createTestEvent({ ...ref, kind: body?.kind ?? "", idempotency }, RPC_OPTIONS));
+        const res = await rpc(() => delivery().createTestEvent({ ...ref, kind: body?.kind ?? "", idempotency }, WRITE_RPC_OPTIONS));
         Object.assign(set.headers, replayHeaders(res.idempotency));
         return renderEvent(res.event);
       },
@@ -135,7 +136,7 @@ export function eventRoutes(deps: GatewayDeps) {
         const ref = await owned(request, params.id);
         const res = await rpc(() =>
           delivery().listEvents(
-            { ...ref, limit: pageLimit(query.limit), status: query.status ?? "", pageToken: query.nextPageToken ?? "" },
+            { ...ref, limit: queryPageLimit(query.limit), status: query.status ?? "", pageToken: query.nextPageToken ?? "" },
             RPC_OPTIONS,
           ),
         );
@@ -170,7 +171,7 @@ export function eventRoutes(deps: GatewayDeps) {
         const ref = await owned(request, params.id);
         const id = eventId(params.eventId);
         const idempotency = idempotencyFor(request, `/v1/subscriptions/${ref.subscriptionId}/events/${id}/retry`);
-        const res = await rpc(() => delivery().retryEvent({ ...ref, eventId: id, idempotency }, RPC_OPTIONS));
+        const res = await rpc(() => delivery().retryEvent({ ...ref, eventId: id, idempotency }, WRITE_RPC_OPTIONS));
         Object.assign(set.headers, replayHeaders(res.idempotency));
         return renderEvent(res.event);
       },

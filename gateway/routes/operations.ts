@@ -7,9 +7,10 @@ import { principalOf } from "../context.ts";
 import { RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
 import { idempotencyFor, replayHeaders } from "../idempotency.ts";
 import { isoTime } from "../render.ts";
-import { IdempotencyHeaders, InputObject, SubscriptionIdParams, errorResponses } from "../schemas.ts";
+import { IdempotencyHeaders, InputObject, PageQuery, SubscriptionIdParams, errorResponses } from "../schemas.ts";
 import { EventPageSchema, EventParams, deliveryAccess, eventId, renderEvent, type EventViewJson } from "./events.ts";
-import { pageLimit, subscriptionId } from "./subscriptions.ts";
+import { subscriptionId } from "./subscriptions.ts";
+import { queryPageLimit } from "../../common/page-token.ts";
 
 const TAGS = ["events"];
 const SECURITY = [{ bearer: [] }];
@@ -36,11 +37,6 @@ const AttemptPageSchema = t.Object(
   { items: t.Array(AttemptSchema), nextPageToken: t.Optional(t.String({ description: "Absent on the last page." })) },
   { title: "AttemptPage" },
 );
-
-const PageQuery = InputObject({
-  limit: t.Optional(t.Integer({ description: "1 to 200, default 50; above 200 is clamped to 200." })),
-  nextPageToken: t.Optional(t.String({ description: "Opaque token from the previous page; empty or omitted for the first page." })),
-});
 
 const IsoTime = (description: string) => t.String({ description: `${description} ISO 8601 time, e.g. 2026-11-22T02:26:03.123Z.` });
 
@@ -142,7 +138,7 @@ export function operationRoutes(deps: GatewayDeps) {
         const ref = await owned(request, params.id);
         const id = eventId(params.eventId);
         const res = await rpc(() =>
-          delivery().listAttempts({ ...ref, eventId: id, limit: pageLimit(query.limit), pageToken: query.nextPageToken ?? "" }, RPC_OPTIONS),
+          delivery().listAttempts({ ...ref, eventId: id, limit: queryPageLimit(query.limit), pageToken: query.nextPageToken ?? "" }, RPC_OPTIONS),
         );
         const page: { items: AttemptJson[]; nextPageToken?: string } = { items: res.items.map(renderAttempt) };
         if (res.nextPageToken) page.nextPageToken = res.nextPageToken;
@@ -208,7 +204,7 @@ export function operationRoutes(deps: GatewayDeps) {
               status: query.status ?? "",
               sinceMs: query.since === undefined ? undefined : parseTime(query.since, "since"),
               untilMs: query.until === undefined ? undefined : parseTime(query.until, "until"),
-              limit: pageLimit(query.limit),
+              limit: queryPageLimit(query.limit),
               pageToken: query.nextPageToken ?? "",
             },
             RPC_OPTIONS,

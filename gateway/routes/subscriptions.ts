@@ -6,6 +6,7 @@ import { log } from "../../common/logger.ts";
 import { DeliveryService } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { ApiError } from "../../common/errors.ts";
 import { isId } from "../../common/ids.ts";
+import { queryPageLimit } from "../../common/page-token.ts";
 import { principalOf } from "../context.ts";
 import { RPC_OPTIONS, WRITE_RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
 import { notFound } from "../errors.ts";
@@ -28,17 +29,6 @@ import type { Subscription } from "../../gen/webhooks/registry/v1/registry_pb.ts
 
 const TAGS = ["subscriptions"];
 const SECURITY = [{ bearer: [] }];
-
-export const MAX_PAGE_LIMIT = 200;
-
-/** `limit` of every list: an integer from 1; above 200 is clamped (docs/CONTRACT.md "Limits"). 0 means the default. */
-export function pageLimit(limit: number | undefined): number {
-  if (limit === undefined) return 0;
-  if (!Number.isInteger(limit) || limit < 1) {
-    throw new ApiError("invalid_request", "limit must be an integer from 1 to 200.", { param: "limit" });
-  }
-  return Math.min(limit, MAX_PAGE_LIMIT);
-}
 
 /** A malformed id cannot exist: it is simply not found (docs/CONTRACT.md). */
 export function subscriptionId(id: string): string {
@@ -140,7 +130,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
       async ({ query, request }) => {
         const { keyId } = principalOf(request);
         const res = await rpc(() =>
-          subs.listSubscriptions({ keyId, limit: pageLimit(query.limit), pageToken: query.nextPageToken ?? "" }, RPC_OPTIONS),
+          subs.listSubscriptions({ keyId, limit: queryPageLimit(query.limit), pageToken: query.nextPageToken ?? "" }, RPC_OPTIONS),
         );
         const page: { items: SubscriptionJson[]; nextPageToken?: string } = {
           items: res.items.map((s) => renderSubscription(s, "summary")),

@@ -4,9 +4,6 @@
 // confirmed (successful) or failed (REVERT) event — none lost, none doubled. The expected set is computed from the
 // simulator's blocks, independently of the matcher's streams.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import type { Subprocess } from "bun";
-import { join } from "node:path";
-import { serveService, type ServedService } from "../../common/service.ts";
 import { decodeBlock } from "../../matcher/decode.ts";
 import { tryAcquireChainLease } from "../../matcher/lease.ts";
 import {
@@ -14,53 +11,25 @@ import {
   advanceSolidifiedCheckpoint,
   loadCheckpoint,
   loadSolidifiedCheckpoint,
-  openMatcherDatabase,
   type MatcherDb,
 } from "../../matcher/store.ts";
-import { startMatcherBed, type MatcherBed } from "./matcher-bed.ts";
+import type { MatcherBed } from "./matcher-bed.ts";
+import { startMatcherProcessBed, type MatcherProcessBed } from "./matcher-process.ts";
 import { until } from "../support/wait.ts";
 
-const ROOT = join(import.meta.dir, "../..");
 const CHAIN = "tron:mainnet" as const;
 const LAG = 3;
+let p: MatcherProcessBed;
 let t: MatcherBed;
-let served: ServedService;
 let db: MatcherDb;
-let proc: Subprocess | undefined;
 
 beforeAll(async () => {
-  t = await startMatcherBed({
-    chains: [CHAIN],
-    matcher: false,
-    sim: { txPerBlock: 20, poolSize: 100, recorded: false, startNumber: 41_000_000, solidLag: LAG },
-  });
-  served = await serveService(t.bed.deliverer!, 0);
-  db = await openMatcherDatabase(t.bed.env.DATABASE_URL!);
+  p = await startMatcherProcessBed(CHAIN, { sim: { txPerBlock: 20, poolSize: 100, recorded: false, startNumber: 41_000_000, solidLag: LAG } });
+  ({ t, db } = p);
 });
 afterAll(async () => {
-  proc?.kill("SIGKILL");
-  await served?.stop();
-  await db?.$client.close();
-  await t?.stop();
+  await p?.stop();
 });
-
-function spawnMatcher(): Subprocess {
-  return Bun.spawn([join(ROOT, "node_modules/.bin/bun"), join(ROOT, "matcher/main.ts")], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      ...t.bed.env,
-      DELIVERER_URL: `http://127.0.0.1:${served.http.port}`,
-      TRON_MAINNET_NODE_URL: t.sims[CHAIN]!.url,
-      MATCHER_CHAINS: CHAIN,
-      MATCHER_PORT: "0",
-      MATCHER_POLL_MS: "50",
-      LOG_LEVEL: "error",
-    },
-    stdout: "ignore",
-    stderr: "inherit",
-  });
-}
 
 const headAt = async () => (await loadCheckpoint(db, CHAIN))!.number;
 const solidAt = async () => (await loadSolidifiedCheckpoint(db, CHAIN))!.number;
@@ -82,7 +51,7 @@ test("SIGKILL between the two streams' checkpoints, twice → no confirmed or fa
     await lease.release();
   }
 
-  proc = spawnMatcher();
+  let proc = p.spawn();
   let produced = 0;
   const producer = setInterval(() => {
     // Every third block also carries a reverted USDT transfer from a watched address (a failed event to make).
@@ -98,7 +67,7 @@ test("SIGKILL between the two streams' checkpoints, twice → no confirmed or fa
       proc.kill("SIGKILL");
       await proc.exited;
       await Bun.sleep(300); // blocks pile up while it is down
-      proc = spawnMatcher();
+      proc = p.spawn();
     }
     // On a quiet machine the kills come quickly: keep the blocks coming until the run spans enough of them.
     await until("enough blocks", async () => (sim.chain.head().block.block_header.raw_data.number > startHead + LAG + 30 ? true : null));
@@ -110,7 +79,6 @@ test("SIGKILL between the two streams' checkpoints, twice → no confirmed or fa
   await until("the solidified stream to reach the solidified head", async () => ((await solidAt()) >= finalSolid ? true : null));
   proc.kill("SIGTERM");
   await proc.exited;
-  proc = undefined;
 
   // Independently: every transfer of the solidified blocks after the start that touches a watched address.
   const watchedSet = new Set(watched);

@@ -2,49 +2,23 @@
 // each time: every transfer that touched a watched address has exactly one event — none missed, none doubled.
 // The expected set is computed independently of the matcher's stream from the simulator's blocks.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import type { Subprocess } from "bun";
-import { join } from "node:path";
-import { serveService, type ServedService } from "../../common/service.ts";
 import { decodeBlock } from "../../matcher/decode.ts";
-import { loadCheckpoint, openMatcherDatabase, type MatcherDb } from "../../matcher/store.ts";
-import { startMatcherBed, type MatcherBed } from "./matcher-bed.ts";
+import { loadCheckpoint, type MatcherDb } from "../../matcher/store.ts";
+import type { MatcherBed } from "./matcher-bed.ts";
+import { startMatcherProcessBed, type MatcherProcessBed } from "./matcher-process.ts";
 import { until } from "../support/wait.ts";
 
-const ROOT = join(import.meta.dir, "../..");
+let p: MatcherProcessBed;
 let t: MatcherBed;
-let served: ServedService;
 let db: MatcherDb;
-let proc: Subprocess | undefined;
 
 beforeAll(async () => {
-  t = await startMatcherBed({ chains: ["tron:mainnet"], matcher: false, sim: { txPerBlock: 40, poolSize: 100, recorded: false, startNumber: 40_000_000 } });
-  served = await serveService(t.bed.deliverer!, 0);
-  db = await openMatcherDatabase(t.bed.env.DATABASE_URL!);
+  p = await startMatcherProcessBed("tron:mainnet", { sim: { txPerBlock: 40, poolSize: 100, recorded: false, startNumber: 40_000_000 } });
+  ({ t, db } = p);
 });
 afterAll(async () => {
-  proc?.kill("SIGKILL");
-  await served?.stop();
-  await db?.$client.close();
-  await t?.stop();
+  await p?.stop();
 });
-
-function spawnMatcher(): Subprocess {
-  return Bun.spawn([join(ROOT, "node_modules/.bin/bun"), join(ROOT, "matcher/main.ts")], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      ...t.bed.env,
-      DELIVERER_URL: `http://127.0.0.1:${served.http.port}`,
-      TRON_MAINNET_NODE_URL: t.sims["tron:mainnet"]!.url,
-      MATCHER_CHAINS: "tron:mainnet",
-      MATCHER_PORT: "0",
-      MATCHER_POLL_MS: "50",
-      LOG_LEVEL: "error",
-    },
-    stdout: "ignore",
-    stderr: "inherit",
-  });
-}
 
 test("SIGKILL mid-stream and restart, three times → no transfer missed, no duplicate event", async () => {
   const sim = t.sims["tron:mainnet"]!;
@@ -53,7 +27,7 @@ test("SIGKILL mid-stream and restart, three times → no transfer missed, no dup
   await t.watch(sub, "tron:mainnet", watched);
 
   const startHead = sim.chain.head().block.block_header.raw_data.number;
-  proc = spawnMatcher();
+  let proc = p.spawn();
   // The first start begins at the node's head.
   const first = await until("the first checkpoint", () => loadCheckpoint(db, "tron:mainnet"));
   expect(first.number).toBe(startHead);
@@ -68,7 +42,7 @@ test("SIGKILL mid-stream and restart, three times → no transfer missed, no dup
       proc.kill("SIGKILL");
       await proc.exited;
       await Bun.sleep(300); // blocks pile up while it is down
-      proc = spawnMatcher();
+      proc = p.spawn();
     }
   } finally {
     clearInterval(producer);
@@ -77,7 +51,6 @@ test("SIGKILL mid-stream and restart, three times → no transfer missed, no dup
   await until("the matcher to reach the head", async () => ((await loadCheckpoint(db, "tron:mainnet"))!.number >= finalHead ? true : null));
   proc.kill("SIGTERM");
   await proc.exited;
-  proc = undefined;
 
   // Independently: every transfer of blocks startHead..finalHead that touches a watched address.
   const watchedSet = new Set(watched);

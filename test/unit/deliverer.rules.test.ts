@@ -3,11 +3,10 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { Webhook } from "standardwebhooks";
-import { parseRetrySchedule } from "../../common/config.ts";
+import { nextDelay, parseRetryAfter, parseRetrySchedule } from "../../common/retry-policy.ts";
 import { renderPayload } from "../../deliverer/payload.ts";
-import { parseRetryAfter, truncateUtf8 } from "../../deliverer/send.ts";
+import { truncateUtf8 } from "../../deliverer/send.ts";
 import { deliveryHeaders } from "../../deliverer/sign.ts";
-import { nextDelay } from "../../deliverer/worker.ts";
 
 const DEFAULT = parseRetrySchedule("0,1s,5s,1m,5m,30m,90m");
 
