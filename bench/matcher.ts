@@ -1,18 +1,23 @@
-// `bun run bench matcher`: the matcher's two figures, each beside a baseline measured in the same run.
+// `bun run bench matcher`: the matcher's figures, each beside a baseline measured in the same run.
 //
 // Topology as in production: tools/tron-sim, the registry and the deliverer each in their own process; the matcher
 // runs in the benchmark's process, so its CPU time is measured alone.
-// 1. Catch-up throughput. tools/tron-sim (its own process) holds a backlog of generated mainnet-like blocks
-//    (300 transactions each, ~45% USDT, addresses from a 20,000-address pool); the watch index holds 1,000,000
-//    watched addresses (10 subscriptions × 100,000, written through the registry's PatchAddresses RPC, 400 of them
-//    from the pool so blocks really match). The real matcher (batches of blocks, one watch-index lookup per block,
-//    one Enqueue per block into the real deliverer, checkpoints in PostgreSQL) reads the backlog from a checkpoint.
-//    Baseline: a naive reader over the same node and index — one node request per block through tronweb (calldata
-//    decoding for USDT) and one watch-index lookup per address — over the first blocks of the same backlog.
+// 1. Catch-up throughput, whole stack. tools/tron-sim (its own process) holds a backlog of generated mainnet-like
+//    blocks (300 transactions each, ~45% USDT, addresses from a 20,000-address pool); the watch index holds 1,000,000
+//    watched addresses (10 subscriptions × 100,000, written through the registry's PatchAddresses RPC, 4,000 of them
+//    from the pool — BENCH_POOL_WATCHED — so ~0.4 events per transfer, the ratio of issue 11's measurement). Every
+//    event is delivered: the subscriptions point at a verifying HTTPS receiver in its own process
+//    (tools/receiver/main.ts). The real matcher (batches of blocks, one watch-index lookup per block, the run's
+//    events in Enqueue calls of ≤ 2,000 into the real deliverer, checkpoints in PostgreSQL) reads the backlog from a
+//    checkpoint. It prints transfers/s (until the checkpoint reaches the head) and deliveries/s (until the receiver
+//    acknowledged the last signed POST; and until PostgreSQL recorded the last one as delivered).
+//    Baselines: a naive reader over the same node and index — one node request per block through tronweb (calldata
+//    decoding for USDT) and one watch-index lookup per address — over the first blocks of the same backlog; for
+//    deliveries, a bare loop of signed POSTs to the same receiver at the deliverer's per-host concurrency (32).
 //    Then the same catch-up with both streams (head + solidified, sharing the block cache) from the same checkpoint:
 //    transfers/s beside the head stream alone, their ratio (goal ≥ 0.8×), and the node requests of each run by
 //    endpoint, which show the blocks were fetched once, not twice. The second run's broadcasted events already exist
-//    (the deliverer answers them as duplicates); its confirmed events are new.
+//    (the deliverer answers them as duplicates); its confirmed events are new and delivered.
 // 2. Block-to-webhook latency with a block every 3 s: from the block's timestamp (the moment the simulator makes it
 //    available) to the signed POST arriving at a local HTTPS receiver, the matcher polling on its own schedule.
 //    Baseline: a naive poller asking the node for its head about every 3 s (its phase sweeping over the run); its
@@ -21,12 +26,32 @@
 //    its timestamp, and block b is then solidified; lag 3 here so the run stays short) to the signed POST. Baseline:
 //    a naive poller of /walletsolidity/getnowblock about every 3 s, time until it sees the block solidified.
 //
-// Beside the catch-up figure it prints the CPU seconds every process on the path spent over the catch-up (simulator,
-// deliverer, registry, receiver from /proc; PostgreSQL as the backends serving the benchmark's database, Redis summed
-// over all its processes, so other users of the machine's Redis count too) and the load average before it: on a shared 2-core machine the run is CPU-bound and
-// its wall figure follows the machine's load.
+// Beside the catch-up figure it prints the CPU seconds every process on the path spent, over the catch-up and until
+// the last delivery (simulator, deliverer, registry, receiver from /proc; PostgreSQL as the backends serving the
+// benchmark's database — a backend that closes mid-run takes its seconds with it; Redis summed over all its
+// processes, so other users of the machine's Redis count too), the load average before it, and the deliverer's
+// attempt counters (one scrape: a scrape costs the deliverer ~25 ms of heap statistics, so deliveries are counted
+// from the receiver, which prints its count on SIGUSR1, and from PostgreSQL). On a shared 2-core machine the run is
+// CPU-bound and its wall figure follows the machine's load: compare CPU seconds per transfer and per delivery.
 //
-// Environment: BENCH_BACKLOG (blocks, default 300), BENCH_LATENCY_BLOCKS (default 20), BENCH_WATCHED (1000000),
+// Where the time goes (2026-11-24, 266,701 transfers, 96,281 deliveries; CPU seconds until the last delivery, runs at
+// load average 11–16 from other work on the machine, a private redis-server for the Redis figure):
+//   deliverer ~10 s (~100 µs per delivery): its worker's HTTPS POST (Bun fetch, ~37% of its samples) and Standard
+//     Webhooks signing (pure-JS SHA-256 in `standardwebhooks`, ~12%), claims, outcome writes; Enqueue (protobuf
+//     decode, payloads, the INSERT) ~10% since a run's events go in calls of 2,000 (it was one call per block).
+//   PostgreSQL ~11 s (the line below shows less: pool backends that close take their seconds with them; measured on
+//     a backend of its own: ~50 µs per event for the Enqueue INSERT, of which ~20 µs are the events table's 11
+//     secondary indexes at ~2.5 µs each, and ~62 µs per delivery for the outcome UPDATE, where the status change
+//     gives most indexes a new entry, plus its attempt row).
+//   matcher ~4.4 s (~16 µs per transfer): JSON parse of ~134 MB of node answers, decode, the lookup client
+//     (ioredis encodes ~1,100 arguments per block), Enqueue encoding (protobuf, ~7 µs per event).
+//   receiver ~3.3 s (34 µs per POST, verifying each signature), simulator 1–4 s, Redis ~2.9 s (one LOOKUP per
+//     block: ~550,000 HGETs; the schedule's sorted sets ~7 operations per delivery), registry 0.5 s.
+//   ~34 CPU-seconds in all: on two idle cores no less than ~17 s, i.e. ~15,700 transfers/s and ~5,700 deliveries/s
+//   at most (PostgreSQL and the worker are most of it); a loaded machine gives the run a fraction of that.
+//
+// Environment: BENCH_BACKLOG (blocks, default 1000), BENCH_LATENCY_BLOCKS (default 20), BENCH_WATCHED (1000000),
+// BENCH_POOL_WATCHED (4000), BENCH_PHASES (besides the head-stream catch-up: "both,latency" by default),
 // BENCH_BATCH / BENCH_CONCURRENCY (stream tuning), BENCH_PROFILE_DIR (child processes run with --cpu-prof into it;
 // profile the matcher itself with `bun --cpu-prof bench/run.ts matcher`).
 import { SQL } from "bun";
@@ -560,6 +585,12 @@ export default async function benchMatcher(): Promise<void> {
       console.log(`  node requests, both:       ${fmt(bothRequests)}`);
       console.log(`  solidified stream's block cache: ${cacheHits}`);
     }
+    // The deliverer's own account (one scrape at the end: a scrape costs it ~25 ms of heap statistics).
+    const delivererMetrics = await (await fetch(`${deliverer.url}/metrics`)).text();
+    const counters = [...delivererMetrics.matchAll(/^(deliverer_(?:attempts_total|events_finished_total|leases_reclaimed_total|waiting_released_total)(?:\{[^}]*\})?) (\d+)/gm)]
+      .map((m) => `${m[1]} ${m[2]}`)
+      .join(", ");
+    console.log(`  deliverer counters: ${counters}`);
     const received = await stopReceiver();
     if (received) {
       console.log(`  receiver: ${received.deliveries.toLocaleString()} POSTs received (bare floor's included), ${received.rejected} failed signature checks, ${received.cpuMicrosPerDelivery} µs CPU each`);
