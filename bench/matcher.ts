@@ -28,7 +28,7 @@
 //
 // Beside the catch-up figure it prints the CPU seconds every process on the path spent, over the catch-up and until
 // the last delivery (simulator, deliverer, registry, receiver from /proc; PostgreSQL as the backends serving the
-// benchmark's database — a backend that closes mid-run takes its seconds with it; Redis summed over all its
+// benchmark's database, each counted from its first sample, one closed mid-run not at all; Redis summed over all its
 // processes, so other users of the machine's Redis count too), the load average before it, and the deliverer's
 // attempt counters (one scrape: a scrape costs the deliverer ~25 ms of heap statistics, so deliveries are counted
 // from the receiver, which prints its count on SIGUSR1, and from PostgreSQL). On a shared 2-core machine the run is
@@ -39,10 +39,9 @@
 //   deliverer ~10 s (~100 µs per delivery): its worker's HTTPS POST (Bun fetch, ~37% of its samples) and Standard
 //     Webhooks signing (pure-JS SHA-256 in `standardwebhooks`, ~12%), claims, outcome writes; Enqueue (protobuf
 //     decode, payloads, the INSERT) ~10% since a run's events go in calls of 2,000 (it was one call per block).
-//   PostgreSQL ~11 s (the line below shows less: pool backends that close take their seconds with them; measured on
-//     a backend of its own: ~50 µs per event for the Enqueue INSERT, of which ~20 µs are the events table's 11
-//     secondary indexes at ~2.5 µs each, and ~62 µs per delivery for the outcome UPDATE, where the status change
-//     gives most indexes a new entry, plus its attempt row).
+//   PostgreSQL ~11 s (measured on a backend of its own: ~50 µs per event for the Enqueue INSERT, of which ~20 µs
+//     are the events table's 11 secondary indexes at ~2.5 µs each, and ~62 µs per delivery for the outcome UPDATE,
+//     where the status change gives most indexes a new entry, plus its attempt row).
 //   matcher ~4.4 s (~16 µs per transfer): JSON parse of ~134 MB of node answers, decode, the lookup client
 //     (ioredis encodes ~1,100 arguments per block), Enqueue encoding (protobuf, ~7 µs per event).
 //   receiver ~3.3 s (34 µs per POST, verifying each signature), simulator 1–4 s, Redis ~2.9 s (one LOOKUP per
@@ -208,15 +207,29 @@ async function pidsNamed(comm: string): Promise<number[]> {
   return out;
 }
 
-/** CPU seconds per role, so a run shows where the machine's time went (the matcher's own is process.cpuUsage). */
-async function cpuByRole(roles: Record<string, number[]>): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
+/** CPU seconds per role and process, so a run shows where the machine's time went (the matcher's own is process.cpuUsage). */
+async function cpuByRole(roles: Record<string, number[]>): Promise<Record<string, Map<number, number>>> {
+  const out: Record<string, Map<number, number>> = {};
   for (const [role, pids] of Object.entries(roles)) {
-    let sum = 0;
+    const m = new Map<number, number>();
     for (const pid of pids) {
       const v = await procCpuSeconds(pid);
-      if (Number.isFinite(v)) sum += v;
+      if (Number.isFinite(v)) m.set(pid, v);
     }
+    out[role] = m;
+  }
+  return out;
+}
+
+/**
+ * Per role, the CPU its processes spent between two samples: each process counted from its first sample (from zero
+ * when it started in between); one that exited in between is not counted (a pool may close an idle backend).
+ */
+function cpuDelta(a: Record<string, Map<number, number>>, b: Record<string, Map<number, number>>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [role, now] of Object.entries(b)) {
+    let sum = 0;
+    for (const [pid, v] of now) sum += v - (a[role]?.get(pid) ?? 0);
     out[role] = sum;
   }
   return out;
@@ -497,8 +510,8 @@ export default async function benchMatcher(): Promise<void> {
       "postgres (bench database)": ((await countDb`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`) as { pid: number }[]).map((r) => r.pid),
       "redis-server": await pidsNamed("redis-server"),
     });
-    const cpuText = (a: Record<string, number>, b: Record<string, number>) =>
-      Object.keys(b).map((k) => `${k} ${((b[k] ?? 0) - (a[k] ?? 0)).toFixed(2)} s`).join(", ");
+    const cpuText = (a: Record<string, Map<number, number>>, b: Record<string, Map<number, number>>) =>
+      Object.entries(cpuDelta(a, b)).map(([k, v]) => `${k} ${v.toFixed(2)} s`).join(", ");
     const roles0 = await roles();
     const others0 = await cpuByRole(roles0);
     const load0 = (await Bun.file("/proc/loadavg").text().catch(() => "")).split(" ").slice(0, 3).join(" ");
@@ -518,7 +531,6 @@ export default async function benchMatcher(): Promise<void> {
     const headOnlyRequests = requestDiff(await nodeRequestCounts(), requests0);
     const cpu = process.cpuUsage(cpu0);
     const cpuSeconds = (cpu.user + cpu.system) / 1e6;
-    // Backends that started during the run are missing from the first sample, so they count from zero.
     const others1 = await cpuByRole(await roles());
     const transfers = (await counterValue(metrics.transfersDecoded)) - transfers0;
     const events = (await counterValue(metrics.eventsEnqueued)) - events0;
