@@ -122,7 +122,7 @@ export default async function bench(): Promise<void> {
 
     // ---- 1,000,000 watched
     await load(10, SUBSCRIPTIONS);
-    // Measure one clean build: no watchdog rebuild running beside it, nothing left from the earlier generation.
+    // Measure one clean build: no upkeep rebuild running beside it, nothing left from the earlier generation.
     await registry.watchIndex.stop();
     await redis.flushdb();
     const mem0 = await usedMemory(redis);

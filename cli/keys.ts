@@ -5,11 +5,15 @@ import { parseArgs } from "node:util";
 import { TRON_CHAINS } from "../common/config.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
-import { openRedis } from "../common/redis.ts";
 import { checkKeyChains } from "../registry/rules.ts";
 import type { ApiKeyRow } from "../registry/schema.ts";
-import { changeThenHook, createWatchHooks } from "../registry/watch-hooks.ts";
+import type { Changed } from "../registry/store.ts";
+import { POLL_MS } from "../registry/watch-applier.ts";
+import { rowsLeft } from "../registry/watch-outbox.ts";
 import { runCli, UsageError, withSession, type Session } from "./registry-cli.ts";
+
+/** How long a key change waits for a registry to apply it to the watch index: a few of the appliers' polls. */
+const APPLY_WAIT_MS = 8 * POLL_MS;
 
 const USAGE = `Usage:
   bun run keys create [--name NAME] [--chains ${TRON_CHAINS.join(",")}]
@@ -41,24 +45,23 @@ function describeKey(row: ApiKeyRow): string {
 }
 
 /**
- * Revocation and chain changes must reach the watch index too (registry/watch-hooks.ts), announced before the change
- * like the registry's own, so a CLI killed between the COMMIT and the index write still leaves a trace the registry's
- * watchdog repairs.
+ * Revocation and chain changes reach the watch index through the outbox rows committed with them
+ * (registry/watch-outbox.ts); a running registry's applier takes them up within its poll interval, so the command
+ * waits for that (bounded) and says so when no registry took them: the first one that starts applies them. This CLI
+ * never touches Redis.
  */
-async function changeKey<T extends { id: string }>(session: Session, change: () => Promise<T | undefined>): Promise<T | undefined> {
-  const redis = openRedis(session.config.redisUrl);
-  redis.on("error", () => {});
-  const hooks = createWatchHooks({ config: session.config, store: session.store, redis });
-  try {
-    return await changeThenHook(hooks, change, (row) =>
-      hooks.keyChanged(row.id).catch((err: Error) => {
-        // PostgreSQL holds the change; the index catches up on its next rebuild.
-        console.error(`warning: the watch index was not updated (${err.message}); it catches up on its next rebuild`);
-      }),
-    );
-  } finally {
-    redis.disconnect();
+async function changeKey<T>(session: Session, change: () => Promise<Changed<T> | undefined>): Promise<T | undefined> {
+  const done = await change();
+  if (!done) return undefined;
+  const until = Date.now() + APPLY_WAIT_MS;
+  while ((await rowsLeft(session.store.db, done.ticket.ids)).size > 0) {
+    if (Date.now() > until) {
+      console.error("note: no running registry has applied this to the watch index yet; the next one to run will");
+      break;
+    }
+    await Bun.sleep(50);
   }
+  return done.row;
 }
 
 async function main(argv: string[]): Promise<number> {

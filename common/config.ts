@@ -9,7 +9,7 @@ export function isChainId(value: string): value is ChainId {
 }
 
 /** Parses "tron:mainnet,tron:nile" (the form of `keys create --chains` and MATCHER_CHAINS). */
-export function parseChainList(text: string): ChainId[] {
+function parseChainList(text: string): ChainId[] {
   const out: ChainId[] = [];
   for (const part of text.split(",").map((s) => s.trim()).filter(Boolean)) {
     if (!isChainId(part)) throw new Error(`unknown chain "${part}" (expected one of ${TRON_CHAINS.join(", ")})`);
@@ -19,7 +19,7 @@ export function parseChainList(text: string): ChainId[] {
 }
 
 /** The shortest INTERNAL_TOKEN accepted: a bearer credential guessable in fewer bytes is no credential. */
-export const MIN_INTERNAL_TOKEN_BYTES = 32;
+const MIN_INTERNAL_TOKEN_BYTES = 32;
 
 type Env = Record<string, string | undefined>;
 

@@ -4,7 +4,7 @@ import { SQL } from "bun";
 import { sql } from "drizzle-orm";
 import { drizzle, type BunSQLDatabase } from "drizzle-orm/bun-sql";
 import { migrate } from "drizzle-orm/bun-sql/migrator";
-import { COMMIT_SETTLE_MS, STORE_DEADLINE_MS } from "./deadlines.ts";
+import { COMMIT_SETTLE_MS, DB_CONNECT_TIMEOUT_MS, STORE_DEADLINE_MS } from "./deadlines.ts";
 import { ApiError } from "./errors.ts";
 import { log } from "./logger.ts";
 import { postgresReachable } from "./reachability.ts";
@@ -18,11 +18,11 @@ export interface DbOptions {
   max?: number;
 }
 
-export function openSql(url: string, opts: DbOptions = {}): SQL {
+function openSql(url: string, opts: DbOptions = {}): SQL {
   return new SQL(url, {
     max: opts.max ?? 20,
-    // A dead server must surface as an error quickly (503 within 5 s), never as a hang.
-    connectionTimeout: 3,
+    // A dead server must surface as an error (503), never as a hang: in whole seconds, as the driver takes it.
+    connectionTimeout: DB_CONNECT_TIMEOUT_MS / 1000,
     idleTimeout: 30,
   });
 }
@@ -63,6 +63,24 @@ export async function ensureDatabase(url: string): Promise<void> {
   }
 }
 
+/** A migrations folder and the journal table that records it (each service keeps its own journal). */
+export interface MigrationSet {
+  folder: string;
+  table: string;
+}
+
+/** Opens a service's database and brings each of its migration sets up to date, in order. */
+export async function openMigratedDatabase<TSchema extends Record<string, unknown>>(
+  url: string,
+  schema: TSchema,
+  sets: readonly MigrationSet[],
+  opts: DbOptions = {},
+): Promise<Database<TSchema>> {
+  const db = openDatabase(url, schema, opts);
+  for (const set of sets) await runMigrations(db as unknown as Database<Record<string, unknown>>, set.folder, set.table);
+  return db;
+}
+
 export async function runMigrations(
   db: Database<Record<string, unknown>>,
   migrationsFolder: string,
@@ -83,7 +101,7 @@ export async function runMigrations(
 // Connection-level failures (server down, refused, reset, timed out) as Bun's SQL driver reports them.
 const UNAVAILABLE = /ERR_POSTGRES_CONNECTION_(?:CLOSED|TIMEOUT|REFUSED|FAILED)|ERR_POSTGRES_LIFETIME_TIMEOUT|ECONNREFUSED|ECONNRESET|connection (?:closed|refused|timeout)|Connection closed|socket|ERR_POSTGRES_IDLE_TIMEOUT|the database system is (?:starting up|shutting down)|terminating connection|too many clients|remaining connection slots/i;
 
-export function isUnavailable(err: unknown): boolean {
+function isUnavailable(err: unknown): boolean {
   if (err instanceof ApiError) return false;
   const e = err as { code?: unknown; errno?: unknown; message?: unknown; cause?: unknown };
   const text = `${String(e?.code ?? "")} ${String(e?.errno ?? "")} ${String(e?.message ?? "")}`;
@@ -197,11 +215,11 @@ interface Transactional<Tx> {
 }
 
 /** Whether a transaction committed, asked on another connection until PostgreSQL answers (COMMIT_SETTLE_MS). */
-async function committed(client: SQL, txid: string, settleMs: number): Promise<boolean> {
+async function committed(client: SQL, txid: string, settleMs: number, onUnavailable: (() => void) | undefined): Promise<boolean> {
   const until = Date.now() + settleMs;
   for (;;) {
     try {
-      const rows = await guard(() => client`select txid_status(${txid}::bigint) as status`, { deadlineMs: 2_000 });
+      const rows = await guard(() => client`select txid_status(${txid}::bigint) as status`, { deadlineMs: 2_000, onUnavailable });
       return (rows as { status: string | null }[])[0]?.status === "committed";
     } catch (err) {
       if (Date.now() > until) throw err;
@@ -236,7 +254,7 @@ export function writeTransaction<Tx extends { execute: (query: ReturnType<typeof
           return value;
         });
       } catch (err) {
-        if (fence.sent && txid !== undefined && result !== undefined && (await committed(db.$client, txid, settleMs))) return result.value;
+        if (fence.sent && txid !== undefined && result !== undefined && (await committed(db.$client, txid, settleMs, opts.onUnavailable))) return result.value;
         throw err;
       }
     },

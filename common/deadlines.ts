@@ -8,7 +8,7 @@
 export const REQUEST_BUDGET_MS = 5_000;
 
 /** What each hop (gateway → service, service → database) keeps of the budget for itself. */
-export const HOP_MARGIN_MS = 500;
+const HOP_MARGIN_MS = 500;
 
 /**
  * Longest a write waits for the answer to a COMMIT it already sent once its deadline has passed (the database froze
@@ -18,7 +18,7 @@ export const HOP_MARGIN_MS = 500;
 export const COMMIT_SETTLE_MS = 30_000;
 
 /** The deadline of the gateway's RPC for a request with budget `budgetMs`. */
-export function rpcDeadline(budgetMs: number): number {
+function rpcDeadline(budgetMs: number): number {
   return budgetMs - HOP_MARGIN_MS;
 }
 
@@ -35,6 +35,12 @@ export function writeRpcDeadline(budgetMs: number): number {
 /** An ordinary call: the gateway's RPC (4.5 s) and the store's database work (4 s). */
 export const RPC_DEADLINE_MS = rpcDeadline(REQUEST_BUDGET_MS);
 export const STORE_DEADLINE_MS = storeDeadline(REQUEST_BUDGET_MS);
+
+/**
+ * Connecting to PostgreSQL: a refused or unreachable server gives its own error two margins before the store deadline
+ * would answer for it (whole seconds: the driver's unit).
+ */
+export const DB_CONNECT_TIMEOUT_MS = STORE_DEADLINE_MS - 2 * HOP_MARGIN_MS;
 
 /**
  * A PATCH or PUT of up to 10,000 addresses on a large subscription needs more than the ordinary budget before its

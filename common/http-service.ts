@@ -44,7 +44,7 @@ async function runChecks(checks: ReadinessChecks): Promise<Record<string, boolea
   return Object.fromEntries(entries);
 }
 
-export async function runReadiness(readiness: Readiness): Promise<ReadinessReport> {
+async function runReadiness(readiness: Readiness): Promise<ReadinessReport> {
   const [checks, informational] = await Promise.all([runChecks(readiness.checks), runChecks(readiness.informational ?? {})]);
   return { status: Object.values(checks).every(Boolean) ? "ready" : "not_ready", checks, informational };
 }

@@ -7,7 +7,7 @@ import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { decrypt, encrypt } from "./crypto.ts";
 import { ApiError } from "./errors.ts";
 
-export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
 /** The records table; each owning service has its own (its own name, in its own migrations). */
 export function idempotencyTable(name: string, expiresIndexName: string) {

@@ -19,7 +19,7 @@ export const peerAddress = createContextKey<string>("unknown", { description: "t
 export const verifiedClientCertificate = createContextKey<boolean>(false, { description: "mTLS client verified" });
 
 /** `package.Service/Method`, the name a public method is listed and logged under. */
-export function methodName(method: Pick<DescMethod, "name"> & { parent: { typeName: string } }): string {
+function methodName(method: Pick<DescMethod, "name"> & { parent: { typeName: string } }): string {
   return `${method.parent.typeName}/${method.name}`;
 }
 

@@ -7,7 +7,7 @@ const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 4
 // whsec_ signing secrets and whk_ API keys, wherever they appear inside a string.
 const SECRET_PATTERN = /\b(whsec|whk)_[A-Za-z0-9+/=_-]{8,}/g;
 
-export function redact(text: string): string {
+function redact(text: string): string {
   return text.replace(SECRET_PATTERN, "$1_[REDACTED]");
 }
 

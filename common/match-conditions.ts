@@ -40,7 +40,7 @@ export function assetKey(a: { standard: string; tokenId?: string | null; contrac
   return a.standard === "TRC10" ? `TRC10:${a.tokenId ?? ""}` : a.standard === "TRC20" ? `TRC20:${a.contract ?? ""}` : "TRX";
 }
 
-export function isDefaultMatch(m: MatchConditions): boolean {
+function isDefaultMatch(m: MatchConditions): boolean {
   return (
     m.assets === null &&
     !m.includeZeroValue &&

@@ -13,7 +13,7 @@ export interface PageScope {
 }
 
 export const DEFAULT_PAGE_LIMIT = 50;
-export const MAX_PAGE_LIMIT = 200;
+const MAX_PAGE_LIMIT = 200;
 
 /** How the public API describes `limit` (query parameter and OpenAPI). */
 export const PAGE_LIMIT_DESCRIPTION = `1 to ${MAX_PAGE_LIMIT}, default ${DEFAULT_PAGE_LIMIT}; above ${MAX_PAGE_LIMIT} is clamped to ${MAX_PAGE_LIMIT}.`;
@@ -48,6 +48,16 @@ function invalid(): ApiError {
 export function encodePageToken(key: Buffer, scope: PageScope, cursor: unknown): string {
   const body = Buffer.from(JSON.stringify({ l: scope.list, k: scope.keyId, p: scope.parent, c: cursor })).toString("base64url");
   return `${PREFIX}${body}.${hmac(key, PREFIX + body).toString("base64url")}`;
+}
+
+/**
+ * A page from the `limit + 1` rows a keyset query read: the first `limit`, and the token of the page after the
+ * last of them ("" when no further row was read).
+ */
+export function pageOf<R, C>(key: Buffer, scope: PageScope, rows: readonly R[], limit: number, cursorOf: (last: R) => C): { items: R[]; nextPageToken: string } {
+  const items = rows.slice(0, limit);
+  const last = items.at(-1);
+  return { items, nextPageToken: rows.length > limit && last !== undefined ? encodePageToken(key, scope, cursorOf(last)) : "" };
 }
 
 /**

@@ -9,7 +9,7 @@ export interface Endpoint {
 }
 
 /** Host and port of a postgres:// or redis:// URL (the scheme's default port when none is given). */
-export function endpointOf(url: string, defaultPort: number): Endpoint | undefined {
+function endpointOf(url: string, defaultPort: number): Endpoint | undefined {
   try {
     const u = new URL(url);
     if (!u.hostname) return undefined;
@@ -20,7 +20,7 @@ export function endpointOf(url: string, defaultPort: number): Endpoint | undefin
 }
 
 /** undefined when something accepts a TCP connection there, else why not. */
-export function tcpReason(endpoint: Endpoint, timeoutMs = 3_000): Promise<string | undefined> {
+function tcpReason(endpoint: Endpoint, timeoutMs = 3_000): Promise<string | undefined> {
   return new Promise((resolve) => {
     const socket = connect({ host: endpoint.host, port: endpoint.port });
     const finish = (reason: string | undefined) => {
@@ -34,8 +34,8 @@ export function tcpReason(endpoint: Endpoint, timeoutMs = 3_000): Promise<string
   });
 }
 
-export const POSTGRES_DEFAULT_PORT = 5432;
-export const REDIS_DEFAULT_PORT = 6379;
+const POSTGRES_DEFAULT_PORT = 5432;
+const REDIS_DEFAULT_PORT = 6379;
 
 /**
  * At start: PostgreSQL is the truth, so a service cannot run without it. When nothing answers at DATABASE_URL's
@@ -54,7 +54,7 @@ export async function postgresReachable(databaseUrl: string, log: Logger): Promi
   return false;
 }
 
-export const REDIS_REPORT_INTERVAL_MS = 60_000;
+const REDIS_REPORT_INTERVAL_MS = 60_000;
 const redisReports = new Map<string, number>();
 
 /**

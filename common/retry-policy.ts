@@ -10,7 +10,7 @@ export const DEFAULT_RETRY_SCHEDULE = "0,1s,5s,1m,5m,30m,90m";
 export const JITTER_FRACTION = 0.1;
 
 /** The answers whose Retry-After header sets the next delay. */
-export const RETRY_AFTER_STATUSES: readonly number[] = [429, 503];
+const RETRY_AFTER_STATUSES: readonly number[] = [429, 503];
 
 /** A Retry-After is honoured up to this multiple of the scheduled delay (and never below the scheduled delay). */
 export const RETRY_AFTER_MAX_FACTOR = 2;

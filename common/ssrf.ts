@@ -158,7 +158,7 @@ export function createSystemResolver(options: { timeoutMs?: number; servers?: st
   };
 }
 
-export const systemResolver: Resolver = createSystemResolver();
+const systemResolver: Resolver = createSystemResolver();
 
 /**
  * A resolver answering from a fixed table (for tests and fixed deployments): a name maps to its addresses, a missing
@@ -254,7 +254,7 @@ function stripBrackets(host: string): string {
 // ---------------------------------------------------------------------------------------------------------------
 // Destinations
 
-export const MAX_URL_LENGTH = 2048;
+const MAX_URL_LENGTH = 2048;
 const URL_PARAM = "/destination/url";
 
 /** Said with every ssrf_blocked answer: the one way to reach a non-public destination on purpose. */
@@ -407,7 +407,7 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
  * default port, dot segments and an empty path becoming "/". Anything the parser would drop or guess at is refused.
  * Throws invalid_request with detail.param /destination/url.
  */
-export function normalizeDestinationUrl(rawUrl: string): URL {
+function normalizeDestinationUrl(rawUrl: string): URL {
   if (rawUrl.length > MAX_URL_LENGTH) throw invalidUrl(`is longer than ${MAX_URL_LENGTH} characters`);
   if (rawUrl.trim() !== rawUrl) throw invalidUrl("must not start or end with white space");
   if (CONTROL.test(rawUrl)) throw invalidUrl("must not contain control characters (tab, newline, NUL)");

@@ -1,6 +1,7 @@
 // The Redis watch index: "which of these addresses are watched on this chain, and by whom". The registry writes it
-// through on every change (writer half below); the matcher reads it once per block (lookup). Both import this one
-// module so the key layout has a single home.
+// (writer half below) from its transactional outbox, after each change committed (registry/watch-outbox.ts,
+// registry/watch-applier.ts); the matcher reads it once per block (lookup). Both import this one module so the key
+// layout has a single home.
 //
 // Layout, per chain C, every key carrying the hash tag {C} so each script touches one Cluster slot:
 //   P wi:{C}:state          hash: cur (generation served), next (generation being built), stale, gens, dead
@@ -11,8 +12,6 @@
 //                           common/match-conditions.ts)
 //   P wi:{C}:<g>:keys       hash: key id -> "1" (key live and chain enabled on it) or "0" (revoked or chain off)
 //   P wi:{C}:<g>:seq        handle counter
-//   P wi:intents            hash: token -> Redis time (ms) a registry announced a write-through whose outcome in
-//                           PostgreSQL was not known yet (no {C} tag: only single-key commands touch it)
 // Addresses are spread over 32,768 small hashes so each stays in Redis' compact listpack encoding (about 30 entries
 // per hash at 1,000,000 addresses, under the default 128-entry limit; ~46 bytes per address measured by bench/index.ts,
 // against ~88 for a plain set of the same strings). A field holds the base58 string itself, so neither side decodes
@@ -25,19 +24,14 @@
 // the address fields that still name the dead handle are cleaned lazily (rewritten on the next write of that
 // address, and by sweepDeadHandles in batches).
 //
-// Generations and rebuilds: a rebuild builds generation g+1 (state.next) from PostgreSQL while writers keep writing
-// to both cur and next (each writer script reads state itself, atomically), then swaps cur := next. The index is
-// NOT READY when state.cur is missing (never built, or Redis restarted empty / FLUSHDB) or state.stale is set (a
-// write-through failed). Choice for lookups: WAIT. A lookup on a not-ready chain polls until the rebuild finishes
-// (or throws WatchIndexNotReadyError after `waitMs`), so it never answers "not watched" for a watched address; the
-// matcher treats the error as "retry this block later" and does not advance its checkpoint. An on-demand rebuild of
-// a ready index keeps serving the current generation, which writers keep up to date meanwhile.
-//
-// Write intents: a writer that dies between its Redis write and its COMMIT leaves the index holding a change
-// PostgreSQL never got, and nothing in the index itself shows it. So a writer records an intent first and removes it
-// once the outcome is known; an intent that outlives any transaction names such a death (registry/watch-index.ts).
-// Ages come from Redis' clock, so replicas with skewed clocks agree on them. A FLUSHDB takes the intents with the
-// index, and the index then comes back whole from PostgreSQL anyway.
+// Generations and rebuilds: a rebuild builds generation g+1 (state.next) from PostgreSQL, then swaps cur := next;
+// a writer script reads state itself, atomically, and writes cur and next (the registry's outbox applier pauses a
+// chain during its rebuild: registry/watch-index.ts). The index is NOT READY when state.cur is missing (never built,
+// or Redis restarted empty / FLUSHDB) or state.stale is set (markStale: the served generation is known to be wrong).
+// Choice for lookups: WAIT. A lookup on a not-ready chain polls until the rebuild finishes (or throws
+// WatchIndexNotReadyError after `waitMs`), so it never answers "not watched" for a watched address; the matcher
+// treats the error as "retry this block later" and does not advance its checkpoint. An on-demand rebuild of a ready
+// index keeps serving the current generation meanwhile.
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import { decodeMatch, encodeMatch, type MatchConditions } from "./match-conditions.ts";
@@ -87,10 +81,6 @@ export function chainBase(prefix: string, chainId: string): string {
 
 export function stateKey(prefix: string, chainId: string): string {
   return `${chainBase(prefix, chainId)}state`;
-}
-
-export function intentsKey(prefix: string): string {
-  return `${prefix}wi:intents`;
 }
 
 export function bucketOf(address: string): number {
@@ -291,27 +281,8 @@ if st == 'build:'..ARGV[1] then redis.call('HDEL', KEYS[1], 'stale') end
 return old or ''
 `;
 
-// ARGV: token. Stamps the intent with Redis' own clock (ms).
-const BEGIN_INTENT = `
-local t = redis.call('TIME')
-redis.call('HSET', KEYS[1], ARGV[1], t[1]..string.format('%03d', math.floor(tonumber(t[2]) / 1000)))
-return 1
-`;
-
-// ARGV: maxAgeMs. The tokens of intents older than that by Redis' clock.
-const OLD_INTENTS = `
-local t = redis.call('TIME')
-local cutoff = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - tonumber(ARGV[1])
-local all = redis.call('HGETALL', KEYS[1])
-local out = {}
-for i = 1, #all, 2 do
-  if tonumber(all[i+1]) <= cutoff then out[#out+1] = all[i] end
-end
-return out
-`;
-
 const sha = (s: string) => createHash("sha1").update(s).digest("hex");
-const SCRIPTS = { APPLY, SET_META, DROP_SUB, SET_KEY, LOOKUP, SWEEP, BEGIN_BUILD, FINISH_BUILD, BEGIN_INTENT, OLD_INTENTS } as const;
+const SCRIPTS = { APPLY, SET_META, DROP_SUB, SET_KEY, LOOKUP, SWEEP, BEGIN_BUILD, FINISH_BUILD } as const;
 const SHAS = Object.fromEntries(Object.entries(SCRIPTS).map(([k, v]) => [k, sha(v)])) as Record<keyof typeof SCRIPTS, string>;
 
 type Arg = string | number;
@@ -406,21 +377,6 @@ export async function readState(redis: Redis, prefix: string, chainId: string): 
 /** Marks a chain not ready (lookups wait) until the next rebuild finishes. */
 export async function markStale(redis: Redis, prefix: string, chainId: string): Promise<void> {
   await redis.hset(stateKey(prefix, chainId), "stale", `failed:${Date.now()}`);
-}
-
-/** Records that a write-through is about to happen whose transaction has not committed yet. */
-export async function beginIntent(redis: Redis, prefix: string, token: string): Promise<void> {
-  await run(redis, "BEGIN_INTENT", intentsKey(prefix), [token]);
-}
-
-/** Removes intents whose outcome is known (or, by the watchdog, whose repair is under way). */
-export async function endIntents(redis: Redis, prefix: string, tokens: readonly string[]): Promise<void> {
-  if (tokens.length > 0) await redis.hdel(intentsKey(prefix), ...tokens);
-}
-
-/** The tokens of intents recorded more than `maxAgeMs` ago. */
-export async function oldIntents(redis: Redis, prefix: string, maxAgeMs: number): Promise<string[]> {
-  return (await run(redis, "OLD_INTENTS", intentsKey(prefix), [maxAgeMs])) as string[];
 }
 
 /** Starts a build of a new generation; `stale` also makes lookups wait until it is finished. */

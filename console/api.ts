@@ -24,12 +24,22 @@ export function signOut(): void {
   sessionStorage.removeItem(KEY);
 }
 
+/** The body as JSON; a body that is not (a proxy's HTML error page, say) gives null, so the status text is shown. */
+function parseJson(text: string): Record<string, unknown> | null {
+  if (!text) return null;
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+}
+
 export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { authorization: `Bearer ${apiKey() ?? ""}` };
   if (body !== undefined) headers["content-type"] = "application/json";
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
-  const json = text ? (JSON.parse(text) as Record<string, unknown>) : null;
+  const json = parseJson(text);
   if (!res.ok) {
     // Shown as the API words it: the code and its sentence.
     throw new ApiFailure(res.status, String(json?.error ?? res.status), String(json?.message ?? res.statusText), json?.detail ?? null);
@@ -44,9 +54,33 @@ export function query(params: Record<string, string | number | undefined>): stri
   return s ? `?${s}` : "";
 }
 
+/** As the API returns it: `url` for https; `broker` and `exchange`/`routingKey` (amqp) or `subject` (nats). */
+export interface Destination {
+  type: string;
+  url?: string;
+  broker?: string;
+  exchange?: string;
+  routingKey?: string;
+  subject?: string;
+  secret?: string;
+}
+
+/** A destination in one line, for tables and read-only settings. */
+export function describeDestination(d: Destination): string {
+  if (d.type === "amqp") return `amqp: broker ${d.broker}, exchange "${d.exchange ?? ""}", routing key "${d.routingKey ?? ""}"`;
+  if (d.type === "nats") return `nats: broker ${d.broker}, subject ${d.subject}`;
+  return d.url ?? "";
+}
+
+/** The destination to send back on PUT, as stored: every field but the secret (which PUT does not take). */
+export function destinationForPut(d: Destination): Omit<Destination, "secret"> {
+  const { secret: _secret, ...rest } = d;
+  return rest;
+}
+
 export interface Subscription {
   id: string;
-  destination: { type: string; url: string; secret?: string };
+  destination: Destination;
   events: string[];
   filters: { addresses: { chainId: string; address: string }[]; hasMore?: boolean };
   status: "enabled" | "disabled";

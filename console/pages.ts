@@ -1,6 +1,6 @@
 // The console's pages. Each renders into `main` from the public API; nothing here knows a secret except the
 // create and rotate answers, which are shown once and never stored.
-import { api, CHAINS, EVENT_KINDS, query, type Attempt, type EventView, type Health, type Page, type Subscription } from "./api.ts";
+import { api, CHAINS, describeDestination, destinationForPut, EVENT_KINDS, query, type Attempt, type EventView, type Health, type Page, type Subscription } from "./api.ts";
 import { attempt, badge, errorText, field, h, notify, select, svg, time } from "./dom.ts";
 
 export type Render = (main: HTMLElement) => Promise<(() => void) | void>;
@@ -47,7 +47,7 @@ export const subscriptionsPage: Render = async (main) => {
       list.append(
         h("tr", {},
           h("td", {}, h("a", { href: `#/subscriptions/${s.id}` }, s.id)),
-          h("td", { class: "url" }, s.destination.url),
+          h("td", { class: "url" }, describeDestination(s.destination)),
           h("td", {}, badge(s.status)),
           h("td", {}, s.events.join(", ")),
           h("td", {}, s.description)),
@@ -180,12 +180,16 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
   const txId = h("input", { type: "text", name: "txId", autocomplete: "off" });
   const address = h("input", { type: "text", name: "address", autocomplete: "off" });
   const since = h("input", { type: "datetime-local", name: "since" });
+  const until = h("input", { type: "datetime-local", name: "until" });
+  // On the all-events page, one subscription's events (the subscription's own page is already scoped to it).
+  const subscription = h("input", { type: "text", name: "subscriptionId", autocomplete: "off", placeholder: "sub_…" });
   const rows = h("tbody");
   const detail = h("div", { class: "detail" });
   let open: string | undefined;
   const filters = () => ({
-    subscriptionId: subId, status: status.value, kind: kind.value, chainId: chain.value, txId: txId.value.trim(),
-    address: address.value.trim(), since: since.value ? new Date(since.value).toISOString() : undefined, limit: 50,
+    subscriptionId: subId ?? subscription.value.trim(), status: status.value, kind: kind.value, chainId: chain.value, txId: txId.value.trim(),
+    address: address.value.trim(), since: since.value ? new Date(since.value).toISOString() : undefined,
+    until: until.value ? new Date(until.value).toISOString() : undefined, limit: 50,
   });
   async function showDetail(e: EventView) {
     open = e.id;
@@ -223,8 +227,8 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
     if (current) await showDetail(current);
   }
   const form = h("form", { class: "filters", "aria-label": "Event filters" },
-    field("Status", status), field("Kind", kind), field("Chain", chain), field("Transaction id", txId), field("Address", address),
-    field("Since", since), h("button", { type: "submit" }, "Filter"));
+    subId ? null : field("Subscription", subscription), field("Status", status), field("Kind", kind), field("Chain", chain),
+    field("Transaction id", txId), field("Address", address), field("Since", since), field("Until", until), h("button", { type: "submit" }, "Filter"));
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     void attempt(refresh);
@@ -241,14 +245,21 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
 
 export const subscriptionPage = (id: string): Render => async (main) => {
   const sub = await api<Subscription>("GET", `/v1/subscriptions/${id}`);
-  const url = h("input", { type: "url", required: true, value: sub.destination.url });
+  const https = sub.destination.type === "https";
+  const url = h("input", { type: "url", required: true, value: sub.destination.url ?? "" });
   const description = h("input", { type: "text", maxlength: 512, value: sub.description });
   const kinds = eventsChooser(sub.events);
   const secretArea = h("div");
+  // A queue destination (amqp, nats) names an operator's broker: the console shows it and sends it back unchanged,
+  // so saving, enabling or disabling never turns it into an https one.
   const put = (status: string) => api<Subscription>("PUT", `/v1/subscriptions/${id}`, {
-    destination: { type: "https", url: url.value }, events: kinds.value(), description: description.value, status,
+    destination: https ? { type: "https", url: url.value } : destinationForPut(sub.destination),
+    events: kinds.value(), description: description.value, status,
   });
-  const edit = h("form", { "aria-label": "Edit subscription" }, h("h2", {}, "Settings"), field("Destination URL (https)", url), kinds.el,
+  const destinationField = https
+    ? field("Destination URL (https)", url)
+    : h("div", { class: "field" }, h("p", { class: "destination" }, "Destination: ", h("code", {}, describeDestination(sub.destination))));
+  const edit = h("form", { "aria-label": "Edit subscription" }, h("h2", {}, "Settings"), destinationField, kinds.el,
     field("Description", description), h("button", { type: "submit" }, "Save"));
   edit.addEventListener("submit", (e) => {
     e.preventDefault();

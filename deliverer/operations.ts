@@ -21,13 +21,15 @@ import { isChainId } from "../common/config.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
 import { isKeyed, type IdempotentOutcome } from "../common/idempotency.ts";
-import { decodePageToken, encodePageToken, pageLimit, type PageScope } from "../common/page-token.ts";
-import { toEventView } from "./payload.ts";
-import { afterEffect, beforeEffect, invalid, isPageCursor, notFound } from "./rpc-helpers.ts";
+import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
+import { PING_KIND, toEventView, TRANSFER_KINDS } from "./payload.ts";
+import { afterEffect, beforeEffect, eventCursor, invalid, isPageCursor, notFound } from "./rpc-helpers.ts";
 import { EVENT_STATUSES, type AttemptRow, type EventStatus } from "./schema.ts";
 import type { DeliveryServiceDeps } from "./service.ts";
 import type { EventSearch, PageCursor } from "./store.ts";
 
+/** The kinds an event can have: any other `kind` filter is a mistake, not an empty result. */
+const EVENT_KINDS: readonly string[] = [...TRANSFER_KINDS, PING_KIND];
 /** How far back recover reaches (the contract's bound on `since`). */
 export const RECOVER_MAX_AGE_MS = 14 * 24 * 3_600_000;
 /** Events re-queued per statement: each batch is one short UPDATE, so no transaction lasts long. */
@@ -108,12 +110,8 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       const event = await d.store.getEvent(req.subscriptionId, req.eventId);
       if (!event) throw notFound();
       const rows = await d.store.listAttempts(req.eventId, limit, cursor);
-      const page = rows.slice(0, limit);
-      const last = page[page.length - 1];
-      return create(ListAttemptsResponseSchema, {
-        items: page.map(toAttempt),
-        nextPageToken: rows.length > limit && last ? encodePageToken(d.tokenKey, scope, { t: last.attemptedAt.getTime(), id: last.id }) : "",
-      });
+      const page = pageOf(d.tokenKey, scope, rows, limit, (last): PageCursor => ({ t: last.attemptedAt.getTime(), id: last.id }));
+      return create(ListAttemptsResponseSchema, { items: page.items.map(toAttempt), nextPageToken: page.nextPageToken });
     },
 
     async recoverEvents(req: RecoverEventsRequest) {
@@ -124,6 +122,8 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       if (req.sinceMs < BigInt(now - RECOVER_MAX_AGE_MS)) throw invalid("/since", "since must be at most 14 days ago.");
       const since = new Date(Number(req.sinceMs));
       const until = new Date(req.untilMs === undefined ? now : Number(req.untilMs));
+      // With until left to default, a future since is the mistake (not the until nobody sent).
+      if (req.untilMs === undefined && since.getTime() >= now) throw invalid("/since", "since must be in the past.");
       if (until.getTime() <= since.getTime()) throw invalid("/until", "until must be after since.");
       const scope = `POST /v1/subscriptions/${req.subscriptionId}/events/recover`;
       const idem = req.idempotency;
@@ -157,6 +157,8 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       const limit = pageLimit(req.limit);
       if (req.subscriptionId !== "" && !isId("sub", req.subscriptionId)) throw notFound("subscription");
       if (req.chainId !== "" && !isChainId(req.chainId)) throw invalid("chainId", "chainId must be tron:mainnet, tron:nile or tron:shasta.");
+      if (req.kind !== "" && !EVENT_KINDS.includes(req.kind)) throw invalid("kind", `kind must be one of ${EVENT_KINDS.join(", ")}.`);
+      if (req.sinceMs !== undefined && req.untilMs !== undefined && req.untilMs <= req.sinceMs) throw invalid("until", "until must be after since.");
       const q: EventSearch = {
         keyId: req.keyId,
         subscriptionId: req.subscriptionId || undefined,
@@ -173,12 +175,8 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       const scope: PageScope = { list: `events:search:${JSON.stringify(filters)}`, keyId: req.keyId, parent: "" };
       const cursor = decodePageToken(d.tokenKey, scope, req.pageToken, isPageCursor);
       const rows = await d.store.searchEvents(q, limit, cursor);
-      const page = rows.slice(0, limit);
-      const last = page[page.length - 1];
-      return create(ListEventsResponseSchema, {
-        items: page.map(toEventView),
-        nextPageToken: rows.length > limit && last ? encodePageToken(d.tokenKey, scope, { t: last.createdAt.getTime(), id: last.id }) : "",
-      });
+      const page = pageOf(d.tokenKey, scope, rows, limit, eventCursor);
+      return create(ListEventsResponseSchema, { items: page.items.map(toEventView), nextPageToken: page.nextPageToken });
     },
 
     async getHealth(req: GetHealthRequest) {

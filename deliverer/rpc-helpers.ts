@@ -34,6 +34,11 @@ export async function afterEffect(op: () => Promise<void>): Promise<void> {
   }
 }
 
+/** The cursor after an event of a list (newest first on created_at, id). */
+export function eventCursor(last: { createdAt: Date; id: string }): PageCursor {
+  return { t: last.createdAt.getTime(), id: last.id };
+}
+
 /** The keyset cursor of the event and attempt lists, as a page token carries it. */
 export function isPageCursor(value: unknown): value is PageCursor {
   const c = value as PageCursor | null;

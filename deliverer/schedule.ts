@@ -19,6 +19,8 @@ export interface ClaimResult {
   ids: string[];
   /** How many of them were expired leases taken back (a worker died or stalled). */
   reclaimed: number;
+  /** Some shard handed out its whole share: more may be due right now. */
+  more: boolean;
 }
 
 // KEYS: due, lease. ARGV: now, leaseUntil, limit. Expired leases first (they are the oldest work), then due ids.
@@ -140,13 +142,15 @@ export class Schedule {
       pipe.claimDue(this.dueKey(s), this.leaseKey(s), nowMs, leaseUntilMs, per);
     }
     const results = (await pipe.exec()) ?? [];
+    let more = false;
     for (const [err, value] of results) {
       if (err) throw err;
       const [n, list] = value as [number, string[]];
       reclaimed += n;
       ids.push(...list);
+      if (list.length >= per) more = true;
     }
-    return { ids, reclaimed };
+    return { ids, reclaimed, more };
   }
 
   /** Puts ids into the due set (new events). */

@@ -20,13 +20,16 @@ function fail(body: string, failure = "broker"): Outcome {
   return { ok: false, status: null, body, retryAfterMs: null, failure };
 }
 
-/** nats://user:pass@host:port → the server address and the credentials as the client takes them. */
+/** nats://user:pass@host:port or nats://TOKEN@host:port → the server address and the credentials as the client takes them. */
 function connectOptions(brokerUrl: string, timeoutMs: number) {
   const url = new URL(brokerUrl);
   const port = url.port || "4222";
+  const user = decodeURIComponent(url.username);
+  // A user name without a password is a token, as NATS URLs write one (and as `brokers list` masks it).
+  const credentials = !user ? {} : url.password ? { user, pass: decodeURIComponent(url.password) } : { token: user };
   return {
     servers: `${url.hostname}:${port}`,
-    ...(url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : {}),
+    ...credentials,
     ...(url.protocol === "tls:" ? { tls: {} } : {}),
     timeout: timeoutMs,
     reconnect: true,

@@ -15,10 +15,10 @@ import { IdempotencyResultSchema } from "../gen/webhooks/common/v1/error_pb.ts";
 import { isChainId } from "../common/config.ts";
 import { ApiError } from "../common/errors.ts";
 import { firstDelay } from "../common/retry-policy.ts";
-import { afterEffect, beforeEffect, invalid, isPageCursor, notFound } from "./rpc-helpers.ts";
+import { afterEffect, beforeEffect, eventCursor, invalid, isPageCursor, notFound } from "./rpc-helpers.ts";
 import { operationHandlers } from "./operations.ts";
 import { isId, newId } from "../common/ids.ts";
-import { decodePageToken, encodePageToken, pageLimit, type PageScope } from "../common/page-token.ts";
+import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import type { Schedule } from "./schedule.ts";
 import { EVENT_STATUSES, type EventStatus, type NewEventRow } from "./schema.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
@@ -67,6 +67,18 @@ function withIdempotency(out: IdempotentOutcome<EventResponse>): EventResponse {
 
 export function deliveryRoutes(d: DeliveryServiceDeps) {
   const firstDueMs = () => Date.now() + firstDelay(d.retrySchedule);
+
+  /**
+   * After a test event or a retry committed: its reservation becomes due now and the worker wakes (a replayed
+   * answer changed nothing, so nothing is scheduled); then the answer, marked when it was replayed.
+   */
+  async function dueNow(out: IdempotentOutcome<EventResponse>, scheduled: string | undefined): Promise<EventResponse> {
+    if (scheduled && !out.replayedFrom) {
+      await afterEffect(() => d.schedule.moveToDue([{ id: scheduled, dueMs: firstDueMs() }]));
+      d.wake();
+    }
+    return withIdempotency(out);
+  }
 
   async function enqueue(req: EnqueueRequest) {
     req.events.forEach((e, i) => {
@@ -189,11 +201,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
             return create(EventResponseSchema, { event: toEventView(row) });
           },
         );
-        if (scheduled && !out.replayedFrom) {
-          await afterEffect(() => d.schedule.moveToDue([{ id: scheduled!, dueMs: firstDueMs() }]));
-          d.wake();
-        }
-        return withIdempotency(out);
+        return dueNow(out, scheduled);
       },
 
       async listEvents(req) {
@@ -209,12 +217,8 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
         const scope: PageScope = { list: `events:${status ?? ""}`, keyId: req.keyId, parent: req.subscriptionId };
         const cursor = decodePageToken(d.tokenKey, scope, req.pageToken, isPageCursor);
         const rows = await d.store.listEvents(req.subscriptionId, status, limit, cursor);
-        const page = rows.slice(0, limit);
-        const last = page[page.length - 1];
-        return create(ListEventsResponseSchema, {
-          items: page.map(toEventView),
-          nextPageToken: rows.length > limit && last ? encodePageToken(d.tokenKey, scope, { t: last.createdAt.getTime(), id: last.id }) : "",
-        });
+        const page = pageOf(d.tokenKey, scope, rows, limit, eventCursor);
+        return create(ListEventsResponseSchema, { items: page.items.map(toEventView), nextPageToken: page.nextPageToken });
       },
 
       async getEvent(req) {
@@ -246,11 +250,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
             return create(EventResponseSchema, { event: toEventView(updated) });
           },
         );
-        if (scheduled && !out.replayedFrom) {
-          await afterEffect(() => d.schedule.moveToDue([{ id: scheduled!, dueMs: firstDueMs() }]));
-          d.wake();
-        }
-        return withIdempotency(out);
+        return dueNow(out, scheduled);
       },
 
       async deleteSubscriptionEvents(req) {

@@ -5,8 +5,8 @@ import { and, arrayContains, desc, eq, gte, inArray, lt, or, sql, type SQL } fro
 import type { PgColumn } from "drizzle-orm/pg-core";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { IdempotencyLedger, type IdempotentOutcome } from "../common/idempotency.ts";
-import { migrateSettings } from "../common/settings/migrate.ts";
-import { openDatabase, runMigrations, withDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
+import { SETTINGS_MIGRATIONS } from "../common/settings/migrate.ts";
+import { openMigratedDatabase, withDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
 import {
   attempts,
   deliveryIdempotency,
@@ -27,10 +27,8 @@ export const DELIVERER_MIGRATIONS = new URL("./migrations", import.meta.url).pat
 export const DELIVERER_MIGRATIONS_TABLE = "__deliverer_migrations";
 
 export async function openDelivererDatabase(url: string, opts: DbOptions = {}): Promise<DelivererDb> {
-  const db = openDatabase(url, delivererSchema, opts) as DelivererDb;
-  await runMigrations(db as unknown as Database<Record<string, unknown>>, DELIVERER_MIGRATIONS, DELIVERER_MIGRATIONS_TABLE);
-  await migrateSettings(db.$client);
-  return db;
+  const own = { folder: DELIVERER_MIGRATIONS, table: DELIVERER_MIGRATIONS_TABLE };
+  return openMigratedDatabase(url, delivererSchema, [own, SETTINGS_MIGRATIONS], opts);
 }
 
 /** What a worker needs of a claimed event. */

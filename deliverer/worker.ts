@@ -61,6 +61,13 @@ export interface WorkerOptions {
 /** Time kept free at the end of a lease for writing an attempt's outcome. */
 const LEASE_MARGIN_MS = 5_000;
 
+/**
+ * wake() claims this long after the first call, so the events scheduled meanwhile share one claim (a claim is a
+ * script on every schedule shard). One claim per test event was a quarter of the process's CPU under a stream of
+ * POST …/test (bench api); a few milliseconds are nothing beside a delivery's own latency.
+ */
+const WAKE_COALESCE_MS = 5;
+
 interface Waiting {
   row: ClaimedEvent;
   target: DeliveryTarget;
@@ -74,6 +81,9 @@ export class DeliveryWorker {
   private running = false;
   private loopDone: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
+  /** A wake() came while the loop was not idle: its next idle() returns at once. */
+  private woken = false;
+  private wakeTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly inflight = new Map<string, Promise<void>>();
   private readonly perHost = new Map<string, number>();
   // Claimed events whose host is at its limit wait here for one of its slots. How many may wait follows the host's
@@ -132,7 +142,12 @@ export class DeliveryWorker {
 
   /** Wakes the claim loop at once (new events were scheduled in this process). */
   wake(): void {
-    this.wakeUp?.();
+    if (this.wakeTimer !== undefined) return;
+    this.wakeTimer = setTimeout(() => {
+      this.wakeTimer = undefined;
+      this.woken = true;
+      this.wakeUp?.();
+    }, WAKE_COALESCE_MS);
   }
 
   inFlight(): number {
@@ -147,7 +162,10 @@ export class DeliveryWorker {
     if (!this.running) return;
     this.running = false;
     for (const t of this.timers) clearInterval(t);
-    this.wake();
+    clearTimeout(this.wakeTimer);
+    this.wakeTimer = undefined;
+    this.woken = true;
+    this.wakeUp?.();
     await this.loopDone;
     await this.reconciling?.catch(() => {});
     // Claims that have not started go back to the schedule at once (not attempts).
@@ -189,6 +207,8 @@ export class DeliveryWorker {
         const deferred = await this.dispatch(claim.ids, now);
         // Every host in the batch was full: claiming again at once would only hand the next batch back too.
         if (deferred === claim.ids.length) await this.idle(this.o.deferMs);
+        // Nothing more was due: wait for a wake() (or the poll) instead of an empty claim after every claim.
+        else if (!claim.more) await this.idle(this.o.pollMs);
       } catch (err) {
         this.log.error("delivery loop error", { err });
         await this.idle(500);
@@ -197,12 +217,19 @@ export class DeliveryWorker {
   }
 
   private idle(ms: number): Promise<void> {
+    if (this.woken) {
+      this.woken = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
-      const t = setTimeout(done, ms);
-      function done() {
+      let t: ReturnType<typeof setTimeout> | undefined = undefined;
+      const done = () => {
         clearTimeout(t);
+        this.woken = false;
+        if (this.wakeUp === done) this.wakeUp = undefined;
         resolve();
-      }
+      };
+      t = setTimeout(done, ms);
       this.wakeUp = done;
     });
   }
@@ -365,8 +392,9 @@ export class DeliveryWorker {
       id: newId("att"),
       at: startedAt,
       durationMs: Math.round(result.durationMs),
-      // Without an HTTP response the body is the short reason (timeout, connection refused, TLS, SSRF block).
-      error: result.status === null ? result.body : null,
+      // A failure without an HTTP response: the body is the short reason (timeout, connection refused, TLS, SSRF
+      // block, a broker's refusal). A success has no error, also where no HTTP status exists (a broker's "acked").
+      error: !result.ok && result.status === null ? result.body : null,
     };
     // One line per attempt: failures at info (what an operator looks for), successes at debug (the bulk). The
     // destination's host only, never its path or query (they may carry the customer's tokens), nor response bodies.

@@ -188,6 +188,15 @@ export function createGatewayApp(opts: GatewayOptions) {
         gatewayLog.error("unhandled gateway error", { requestId, method: request.method, path: pathOf(request.url), err: error });
         apiErr = new ApiError("internal_error", "An unexpected error occurred.");
       }
+      if (apiErr.code === "not_found" && !extra.allow) {
+        // A literal path that shares its shape with a parameter route (GET …/events/recover reaches GET
+        // …/events/:eventId, a malformed event id): the literal route decides, so a method it does not serve is 405.
+        const allow = allowedMethods(pathOf(request.url));
+        if (allow.length > 0 && !allow.includes(request.method)) {
+          apiErr = methodNotAllowed(allow);
+          extra.allow = allow.join(", ");
+        }
+      }
       if (apiErr.code === "unauthorized") Object.assign(extra, UNAUTHORIZED_HEADERS);
       if (apiErr.status >= 500) {
         gatewayLog.warn("request failed", { requestId, method: request.method, path: pathOf(request.url), code: apiErr.code });

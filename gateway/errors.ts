@@ -37,6 +37,8 @@ interface ValueErrorLike {
   path: string;
   message: string;
   value?: unknown;
+  /** The schema that failed (TypeBox's ValueError carries it). */
+  schema?: unknown;
   /** A union's failure: each alternative's own errors. */
   errors?: Iterable<ValueErrorLike>[];
 }
@@ -83,7 +85,9 @@ export function fromValidationError(err: ValidationError): ApiError {
     return new ApiError("invalid_request", `The field ${pointer} ${describeProblem(first)}`, { param: pointer });
   }
   const name = pointer.replace(/^\//, "") || "query";
-  return new ApiError("invalid_request", `The ${WHERE[type] ?? type} "${name}" is invalid.`, { param: name });
+  const choices = literalChoices(first?.schema);
+  const what = `The ${WHERE[type] ?? type} "${name}"`;
+  return new ApiError("invalid_request", choices ? `${what} must be one of ${choices}.` : `${what} is invalid.`, { param: name });
 }
 
 function describeRoot(value: unknown, problem: ValueErrorLike | undefined): string {
@@ -92,8 +96,19 @@ function describeRoot(value: unknown, problem: ValueErrorLike | undefined): stri
   return `The request body must be a JSON ${shape}.`;
 }
 
+/** A union of literals (an enumeration such as status or destination.type): its values, for the message. */
+function literalChoices(schema: unknown): string | undefined {
+  const anyOf = (schema as { anyOf?: unknown } | undefined)?.anyOf;
+  if (!Array.isArray(anyOf) || anyOf.length === 0) return undefined;
+  const values = anyOf.map((s) => (s as { const?: unknown }).const);
+  if (values.some((v) => typeof v !== "string")) return undefined;
+  return values.join(", ");
+}
+
 function describeProblem(problem: ValueErrorLike | undefined): string {
   if (!problem || /required property|missing/i.test(problem.message)) return "is required.";
+  const choices = literalChoices(problem.schema);
+  if (choices) return `must be one of ${choices}.`;
   return `is invalid (${problem.message.replace(/\.$/, "").toLowerCase()}).`;
 }
 
@@ -104,7 +119,7 @@ export interface RoutePattern {
 }
 
 export function createMethodIndex(routes: () => readonly RoutePattern[]): (path: string) => string[] {
-  let index: { re: RegExp; methods: Set<string> }[] | undefined;
+  let index: { re: RegExp; params: number; methods: Set<string> }[] | undefined;
   const build = () => {
     const byPattern = new Map<string, Set<string>>();
     for (const r of routes()) {
@@ -115,6 +130,7 @@ export function createMethodIndex(routes: () => readonly RoutePattern[]): (path:
       set.add(m);
     }
     return [...byPattern].map(([pattern, methods]) => ({
+      params: pattern.split("/").filter((seg) => seg.startsWith(":") || seg === "*").length,
       re: new RegExp(
         "^" +
           pattern
@@ -128,8 +144,12 @@ export function createMethodIndex(routes: () => readonly RoutePattern[]): (path:
   };
   return (path) => {
     index ??= build();
+    // Only the most literal routes that match count: `/events/recover` (POST) is not also `/events/:eventId` (GET),
+    // as the router itself prefers the literal segment.
+    const matching = index.filter(({ re }) => re.test(path));
+    const fewest = Math.min(...matching.map((m) => m.params));
     const allowed = new Set<string>();
-    for (const { re, methods } of index) if (re.test(path)) for (const m of methods) allowed.add(m);
+    for (const { params, methods } of matching) if (params === fewest) for (const m of methods) allowed.add(m);
     // Elysia answers HEAD wherever it answers GET.
     if (allowed.has("GET")) allowed.add("HEAD");
     return [...allowed].sort();

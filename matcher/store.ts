@@ -3,7 +3,7 @@
 // chain's lease (see lease.ts), and fail when the lease is gone.
 import { and, desc, eq, gt, gte, lt, sql } from "drizzle-orm";
 import type { DecodedTransfer } from "./decode.ts";
-import { openDatabase, runMigrations, type Database, type DbOptions } from "../common/db.ts";
+import { openMigratedDatabase, type Database, type DbOptions } from "../common/db.ts";
 import { LOCK_CLASS, chainLockKey, type ChainLease } from "./lease.ts";
 import {
   matcherBlocks,
@@ -48,9 +48,7 @@ export class LeaseLostError extends Error {
 }
 
 export async function openMatcherDatabase(url: string, opts: DbOptions = {}): Promise<MatcherDb> {
-  const db = openDatabase(url, matcherSchema, opts) as MatcherDb;
-  await runMigrations(db as unknown as Database<Record<string, unknown>>, MATCHER_MIGRATIONS, MATCHER_MIGRATIONS_TABLE);
-  return db;
+  return openMigratedDatabase(url, matcherSchema, [{ folder: MATCHER_MIGRATIONS, table: MATCHER_MIGRATIONS_TABLE }], opts);
 }
 
 export async function loadCheckpoint(db: MatcherDb, chainId: string): Promise<BlockRef | null> {

@@ -1,7 +1,8 @@
 // Address filters (docs/CONTRACT.md "Address filters"): PATCH (per-item results), PUT (all or nothing), the keyset list,
 // and the watch-index rebuild RPC. Each change runs in one transaction under the subscription's row lock (so
-// concurrent PATCHes of one subscription serialize), in bulk SQL (unnest of arrays, never one INSERT per address),
-// and reaches the Redis watch index before COMMIT (registry/watch-index.ts explains the ordering).
+// concurrent PATCHes of one subscription serialize), in bulk SQL (unnest of arrays, never one INSERT per address).
+// Its index change is one outbox row per chain in the same transaction (registry/watch-outbox.ts), and the answer
+// waits until the applier wrote it to Redis (registry/watch-index.ts), so a 200 means the matcher matches them.
 import { create } from "@bufbuild/protobuf";
 import { eq, sql as dsql } from "drizzle-orm";
 import type { AddressEntry } from "../gen/webhooks/registry/v1/registry_pb.ts";
@@ -10,12 +11,14 @@ import { isChainId, TRON_CHAINS } from "../common/config.ts";
 import { ADDRESS_CHANGE_BUDGET_MS, storeDeadline } from "../common/deadlines.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
-import { decodePageToken, encodePageToken, pageLimit, type PageScope } from "../common/page-token.ts";
+import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import { isBase58Address } from "../common/tron-address.ts";
 import { subscriptions, type SubscriptionRow } from "./schema.ts";
 import { INLINE_ADDRESSES, notFound, subscriptionMessage, type AddressRpcs } from "./service.ts";
 import type { RegistryStore, RegistryTx } from "./store.ts";
-import { pgTextArray, subscriptionMeta, type KeyState, type WatchIndex } from "./watch-index.ts";
+import type { KeyState } from "./watch-applier.ts";
+import type { WatchIndex } from "./watch-index.ts";
+import { NO_TICKET, pgTextArray, recordIndexChanges, type IndexChange, type OutboxTicket } from "./watch-outbox.ts";
 
 /** Addresses per request: PATCH add and remove together, PUT (docs/CONTRACT.md "Limits"). */
 export const MAX_ADDRESSES_PER_REQUEST = 10_000;
@@ -31,7 +34,27 @@ interface Entry {
   address: string;
 }
 
-const entryKey = (e: Entry) => `${e.chainId}\n${e.address}`;
+/**
+ * A set of entries, kept per chain: no "chain + address" string is built per entry (for 10,000 entries that
+ * concatenation and its hashing were a visible part of a PATCH's CPU: bench api-addresses).
+ */
+class EntrySet {
+  private readonly byChain = new Map<string, Set<string>>();
+  constructor(entries: Iterable<Entry> = []) {
+    for (const e of entries) this.add(e);
+  }
+  has(e: Entry): boolean {
+    return this.byChain.get(e.chainId)?.has(e.address) ?? false;
+  }
+  /** Adds; false when it was there already. */
+  add(e: Entry): boolean {
+    let set = this.byChain.get(e.chainId);
+    if (!set) this.byChain.set(e.chainId, (set = new Set()));
+    if (set.has(e.address)) return false;
+    set.add(e.address);
+    return true;
+  }
+}
 
 /** The item's problem, or null when it may be applied. Chain first: an unknown chain makes the address moot. */
 export function checkEntry(entry: Entry, key: KeyState): { reason: SkipReason; detail: string } | null {
@@ -109,16 +132,24 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
       RETURNING a.chain_id AS "chainId", a.address`)) as unknown as Entry[];
   }
 
-  /** Inserts entries in the given order (seq follows it); returns those that were new. */
+  /**
+   * Inserts entries in the given order (seq follows it); returns those that were there already (not inserted).
+   * Usually none: the common answer is empty, where returning the inserted rows meant 10,000 rows back to parse.
+   */
   async function insertEntries(tx: RegistryTx, id: string, entries: readonly Entry[]): Promise<Entry[]> {
     if (entries.length === 0) return [];
     return (await tx.execute(dsql`
-      INSERT INTO subscription_addresses (subscription_id, chain_id, address)
-      SELECT ${id}, u.c, u.addr
-      FROM unnest(${pgTextArray(entries.map((e) => e.chainId))}::text[], ${pgTextArray(entries.map((e) => e.address))}::text[]) WITH ORDINALITY AS u(c, addr, ord)
-      ORDER BY u.ord
-      ON CONFLICT DO NOTHING
-      RETURNING chain_id AS "chainId", address`)) as unknown as Entry[];
+      WITH u AS (
+        SELECT * FROM unnest(${pgTextArray(entries.map((e) => e.chainId))}::text[], ${pgTextArray(entries.map((e) => e.address))}::text[])
+          WITH ORDINALITY AS u(c, addr, ord)
+      ), ins AS (
+        INSERT INTO subscription_addresses (subscription_id, chain_id, address)
+        SELECT ${id}, u.c, u.addr FROM u ORDER BY u.ord
+        ON CONFLICT DO NOTHING
+        RETURNING chain_id, address
+      )
+      SELECT u.c AS "chainId", u.addr AS address FROM u
+      WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.chain_id = u.c AND ins.address = u.addr)`)) as unknown as Entry[];
   }
 
   async function touch(tx: RegistryTx, id: string, count: number): Promise<SubscriptionRow> {
@@ -130,54 +161,31 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
     return fresh!;
   }
 
-  /** One request's index writes, made while its transaction is open. */
-  interface Written {
-    /** The index was written: if the transaction then fails to commit, the index must be rebuilt. */
-    index: boolean;
-    /** The write intent announced before the first write (null: not announced, the failure is recorded). */
-    intent: Promise<string | null> | undefined;
-    /** The writes so far, chained: a removal and a re-addition of the same entry must reach Redis in that order. */
-    queue: Promise<void>;
-  }
-
-  const newWritten = (): Written => ({ index: false, intent: undefined, queue: Promise.resolve() });
-
-  /** Queues one subscription's net change for the index, chain by chain; resolves once it and every earlier one are written. */
-  function writeIndex(written: Written, row: SubscriptionRow, key: KeyState, added: Entry[], removed: Entry[]): Promise<void> {
-    written.queue = written.queue.then(async () => {
-      written.intent ??= index.announce();
-      // Not announced: Redis is failing, the index is marked for a rebuild that will bring this change in.
-      if ((await written.intent) === null) return;
-      written.index = true;
-      const addedKeys = new Set(added.map(entryKey));
-      const netRemoved = removed.filter((e) => !addedKeys.has(entryKey(e)));
-      const adds = groupByChain(added);
-      const removes = groupByChain(netRemoved);
-      for (const chainId of new Set([...adds.keys(), ...removes.keys()])) {
-        await index.writeAddresses(subscriptionMeta(row), key, chainId, {
-          add: adds.get(chainId) ?? [],
-          remove: removes.get(chainId) ?? [],
-        });
-      }
-    });
-    return written.queue;
-  }
-
   /**
-   * Settles a request's index writes on the real outcome of its transaction, not on the deadline (which abandons a
-   * transaction that may still commit): a transaction that wrote the index and then did not commit leaves the index
-   * ahead of PostgreSQL, so the index is marked for a rebuild before the intent goes.
+   * The outbox rows of one subscription's net change (registry/watch-outbox.ts), one row per chain however many
+   * addresses: inserted last in the transaction, under the subscription's row lock. An entry both removed and added
+   * is present afterwards, so it is not removed from the index.
    */
-  async function guardIndex<T>(written: Written, work: Promise<T>): Promise<T> {
-    try {
-      return await work;
-    } catch (err) {
-      await written.queue.catch(() => {}); // a write still under way must land before the rebuild is asked for
-      if (written.index) await index.recordFailure("transaction failed after its index write", err);
-      throw err;
-    } finally {
-      if (written.intent) await index.withdraw(await written.intent);
+  function recordChange(tx: RegistryTx, id: string, added: readonly Entry[], removed: readonly Entry[]): Promise<OutboxTicket> {
+    const adds = groupByChain(added);
+    let netRemoved = removed;
+    if (removed.length > 0 && added.length > 0) {
+      const addedSet = new EntrySet(added);
+      netRemoved = removed.filter((e) => !addedSet.has(e));
     }
+    const removes = groupByChain(netRemoved);
+    const changes: IndexChange[] = [];
+    for (const chainId of new Set([...adds.keys(), ...removes.keys()])) {
+      changes.push({ kind: "addresses", subscriptionId: id, chainId, add: adds.get(chainId) ?? [], remove: removes.get(chainId) ?? [] });
+    }
+    return recordIndexChanges(tx, changes);
+  }
+
+  /** The response once the index reflects the committed change (bounded: WatchIndex.settle). */
+  async function settled<T>(work: Promise<{ response: T; ticket: OutboxTicket }>): Promise<T> {
+    const { response, ticket } = await work;
+    await index.settle(ticket);
+    return response;
   }
 
   async function inline(tx: RegistryTx, row: SubscriptionRow) {
@@ -201,23 +209,17 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
         });
       }
 
-      const written = newWritten();
-      return guardIndex(
-        written,
+      return settled(
         store.write(async (tx) => {
             const row = await lockSubscription(tx, req.keyId, req.id);
             const key = await keyState(tx, req.keyId);
             // Each side deduplicated in request order; an invalid item is skipped once.
             const dedupe = (list: readonly Entry[]) => {
-              const seen = new Set<string>();
+              const seen = new EntrySet();
               const out: Entry[] = [];
               for (const e of list) {
                 const entry = { chainId: e.chainId, address: e.address };
-                const k = entryKey(entry);
-                if (!seen.has(k)) {
-                  seen.add(k);
-                  out.push(entry);
-                }
+                if (seen.add(entry)) out.push(entry);
               }
               return out;
             };
@@ -225,49 +227,47 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             const additions = dedupe(req.add);
             const validRemove = removals.filter((i) => !i.problem).map((i) => i.entry);
 
-            // The index change follows from the request alone (adding a present entry or removing an absent one is a
-            // no-op there too), so it runs beside the SQL whenever the per-subscription limit cannot be crossed;
-            // otherwise only after the limit check, so a refused request never touches the index. Additions are
-            // validated in slices, each slice's INSERT sent before the next is checked, so PostgreSQL works while
-            // base58check runs here. Statements on the transaction run in the order they were sent.
-            const overlap = row.addressCount + additions.length <= deps.maxPerSubscription;
-            const queueIndex = (add: Entry[], remove: Entry[]) => void writeIndex(written, row, key, add, remove);
-            if (overlap && validRemove.length > 0) queueIndex([], validRemove);
+            // Additions are validated in slices, each slice's INSERT sent before the next is checked, so PostgreSQL
+            // works while base58check runs here. Statements on the transaction run in the order they were sent.
             const deletion = deleteEntries(tx, row.id, validRemove);
             deletion.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled
-            const addProblems = new Map<string, ReturnType<typeof checkEntry>>();
+            const addProblems = new Map<Entry, NonNullable<ReturnType<typeof checkEntry>>>();
             const validAdd: Entry[] = [];
             const insertions: Promise<Entry[]>[] = [];
             for (let i = 0; i < additions.length; i += VALIDATION_SLICE) {
               const slice: Entry[] = [];
               for (const entry of additions.slice(i, i + VALIDATION_SLICE)) {
                 const problem = checkEntry(entry, key);
-                if (problem) addProblems.set(entryKey(entry), problem);
+                if (problem) addProblems.set(entry, problem);
                 else slice.push(entry);
               }
               validAdd.push(...slice);
               const insertion = insertEntries(tx, row.id, slice);
               insertion.catch(() => {});
               insertions.push(insertion);
-              if (overlap && slice.length > 0) queueIndex(slice, []);
               await new Promise((resolve) => setImmediate(resolve)); // let the statement go out
             }
             const removed = await deletion;
-            const removedKeys = new Set(removed.map(entryKey));
+            // Every valid removal found (the usual case): no set needed to tell which.
+            const removedSet = removed.length === validRemove.length ? null : new EntrySet(removed);
+            const wasRemoved = (e: Entry) => removedSet === null || removedSet.has(e);
             // Skipped items in request order: removals first (they apply first), then additions.
             const skipped: { input: Entry; reason: SkipReason; detail: string }[] = [];
             for (const { entry, problem } of removals) {
               if (problem) skipped.push({ input: entry, ...problem });
-              else if (!removedKeys.has(entryKey(entry))) {
+              else if (!wasRemoved(entry)) {
                 skipped.push({ input: entry, reason: "not_found", detail: "This entry is not in the subscription's list." });
               }
             }
-            for (const entry of additions) {
-              const problem = addProblems.get(entryKey(entry));
-              if (problem) skipped.push({ input: entry, ...problem });
+            if (addProblems.size > 0) {
+              for (const entry of additions) {
+                const problem = addProblems.get(entry);
+                if (problem) skipped.push({ input: entry, ...problem });
+              }
             }
-            const insertedKeys = new Set((await Promise.all(insertions)).flat().map(entryKey));
-            const added = validAdd.filter((e) => insertedKeys.has(entryKey(e)));
+            const present = (await Promise.all(insertions)).flat();
+            const presentSet = present.length === 0 ? null : new EntrySet(present);
+            const added = presentSet === null ? validAdd : validAdd.filter((e) => !presentSet.has(e));
             const count = row.addressCount - removed.length + added.length;
             if (count > deps.maxPerSubscription) {
               throw limitExceeded(`A subscription may watch at most ${deps.maxPerSubscription} addresses.`, {
@@ -276,19 +276,20 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
               });
             }
             let current = row;
+            let ticket = NO_TICKET;
             if (removed.length > 0 || added.length > 0) {
               current = await touch(tx, row.id, count);
-              if (!overlap) await writeIndex(written, current, key, added, removed);
+              ticket = await recordChange(tx, row.id, added, removed);
             }
-            await written.queue;
             // Removals are listed in request order, like additions.
-            const removedInOrder = validRemove.filter((e) => removedKeys.has(entryKey(e)));
-            return create(PatchAddressesResponseSchema, {
+            const removedInOrder = removedSet === null ? validRemove : validRemove.filter(wasRemoved);
+            const response = create(PatchAddressesResponseSchema, {
               subscription: await inline(tx, current),
               added,
               removed: removedInOrder,
               skipped,
             });
+            return { response, ticket };
         }, CHANGE_DEADLINE_MS),
       );
     },
@@ -302,21 +303,17 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
           count: req.addresses.length,
         });
       }
-      const written = newWritten();
-      return guardIndex(
-        written,
+      return settled(
         store.write(async (tx) => {
             const row = await lockSubscription(tx, req.keyId, req.id);
             const key = await keyState(tx, req.keyId);
             // Duplicates collapse (the first occurrence keeps its place and its index for error details).
             const wanted: Entry[] = [];
             const firstIndex: number[] = [];
-            const seen = new Set<string>();
+            const wantedSet = new EntrySet();
             req.addresses.forEach((e: AddressEntry, i: number) => {
               const entry = { chainId: e.chainId, address: e.address };
-              const k = entryKey(entry);
-              if (!seen.has(k)) {
-                seen.add(k);
+              if (wantedSet.add(entry)) {
                 wanted.push(entry);
                 firstIndex.push(i);
               }
@@ -329,7 +326,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             }
             // "All existing addresses are removed, then the given list is applied": the new order is the body's.
             // The statements go out slice by slice while the next slice is validated; an invalid item throws and the
-            // transaction rolls back, so nothing changes (the index is written only once all items passed).
+            // transaction rolls back, so nothing changes (its outbox row is only inserted once all items passed).
             // Drizzle's query objects run again on every then(): turn each into one native promise right away.
             const quiet = <T>(query: PromiseLike<T>): Promise<T> => {
               const p = Promise.resolve(query);
@@ -352,25 +349,23 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
               await new Promise((resolve) => setImmediate(resolve)); // let the statement go out
             }
             const old = await oldRows;
-            const same = old.length === wanted.length && old.every((e, i) => entryKey(e) === entryKey(wanted[i]!));
+            const same =
+              old.length === wanted.length && old.every((e, i) => e.chainId === wanted[i]!.chainId && e.address === wanted[i]!.address);
             let current = row;
-            if (same) {
-              await Promise.all(steps); // the same rows again, in the same order: nothing changed
-            } else {
-              const oldKeys = new Set(old.map(entryKey));
-              const wantedKeys = new Set(wanted.map(entryKey));
-              const indexWrite = writeIndex(
-                written,
-                row,
-                key,
-                wanted.filter((e) => !oldKeys.has(entryKey(e))),
-                old.filter((e) => !wantedKeys.has(entryKey(e))),
-              );
-              await Promise.all(steps);
+            let ticket = NO_TICKET;
+            await Promise.all(steps);
+            if (!same) {
+              // Only the difference goes to the index: entries in both lists keep their place there.
+              const oldSet = new EntrySet(old);
               current = await touch(tx, row.id, wanted.length);
-              await indexWrite;
+              ticket = await recordChange(
+                tx,
+                row.id,
+                wanted.filter((e) => !oldSet.has(e)),
+                old.filter((e) => !wantedSet.has(e)),
+              );
             }
-            return create(SubscriptionResponseSchema, { subscription: await inline(tx, current) });
+            return { response: create(SubscriptionResponseSchema, { subscription: await inline(tx, current) }), ticket };
         }, CHANGE_DEADLINE_MS),
       );
     },
@@ -389,11 +384,8 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             WHERE subscription_id = ${req.id} AND seq > ${after}
             ORDER BY seq LIMIT ${limit + 1}`) as unknown as Promise<(Entry & { seq: number | string })[]>,
       );
-      const items = rows.slice(0, limit);
-      const last = items.at(-1);
-      const nextPageToken =
-        rows.length > limit && last ? encodePageToken(deps.tokenKey, scope, { s: Number(last.seq) } satisfies AddressCursor) : "";
-      return { items: items.map((r) => ({ chainId: r.chainId, address: r.address })), nextPageToken };
+      const page = pageOf(deps.tokenKey, scope, rows, limit, (last): AddressCursor => ({ s: Number(last.seq) }));
+      return { items: page.items.map((r) => ({ chainId: r.chainId, address: r.address })), nextPageToken: page.nextPageToken };
     },
 
     async rebuildWatchIndex(req) {

@@ -11,12 +11,12 @@
 //   "$SYS.…", "$KV.…" are the server's own API, which a customer must never reach through us — nor "_INBOX.").
 import { ApiError } from "../common/errors.ts";
 
-export const DESTINATION_TYPES = ["https", "amqp", "nats"] as const;
+const DESTINATION_TYPES = ["https", "amqp", "nats"] as const;
 export type DestinationType = (typeof DESTINATION_TYPES)[number];
-export const BROKER_TYPES = ["amqp", "nats"] as const;
+const BROKER_TYPES = ["amqp", "nats"] as const;
 export type BrokerType = (typeof BROKER_TYPES)[number];
 
-export const MAX_SHORT_STRING_BYTES = 255;
+const MAX_SHORT_STRING_BYTES = 255;
 
 const BROKER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const EXCHANGE = /^[A-Za-z0-9._:-]*$/;
@@ -28,7 +28,7 @@ function invalid(message: string, param: string): ApiError {
   return new ApiError("invalid_request", message, { param });
 }
 
-export function isDestinationType(type: string): type is DestinationType {
+function isDestinationType(type: string): type is DestinationType {
   return (DESTINATION_TYPES as readonly string[]).includes(type);
 }
 
@@ -92,11 +92,15 @@ export function parseBrokerUrl(text: string): ParsedBrokerUrl {
   return { type, masked: maskBrokerUrl(text) };
 }
 
-/** The URL with its password replaced by "***" (the user name stays: it tells operators which account is used). */
+/**
+ * The URL with its password replaced by "***" (the user name stays: it tells operators which account is used). A
+ * NATS URL with a user name and no password carries a token there (nats://TOKEN@host), so that is masked instead.
+ */
 export function maskBrokerUrl(text: string): string {
   try {
     const url = new URL(text);
     if (url.password) url.password = "***";
+    else if (url.username && SCHEMES[url.protocol] === "nats") url.username = "***";
     return url.toString();
   } catch {
     return "***";

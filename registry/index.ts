@@ -11,7 +11,6 @@ import { registryRoutes, type AddressRpcs, type RegistryContext } from "./servic
 import { openRegistryDatabase, openRegistryReadPool, RegistryStore } from "./store.ts";
 import { addressRpcs } from "./addresses.ts";
 import { WatchIndex } from "./watch-index.ts";
-import type { WatchHooks } from "./watch-hooks.ts";
 
 export interface RegistryDeps {
   /** DNS resolver for the request-time SSRF check (tests inject a static one). */
@@ -39,23 +38,21 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
   const store = new RegistryStore(db, { encryptionKey: appKeys.encryptionKey, readDb: openRegistryReadPool(config.databaseUrl) });
   const redis = openRedis(config.redisUrl);
   const policy = createSsrfPolicy({ allowCidrs: config.ssrfAllowCidrs, resolver: deps.resolver });
-  // The watch index: written through by the hooks and the address RPCs; rebuilt at start when missing or stale
-  // (in the background: lookups wait meanwhile) and by its watchdog after a Redis restart or outage.
+  // The watch index: fed by the outbox rows every index-changing write commits with, applied per chain in order;
+  // rebuilt at start when missing (in the background: lookups wait meanwhile) and when Redis lost it.
   const watchIndex = new WatchIndex(db, redis, config.redisPrefix, log.child({ service: "registry", part: "watch-index" }));
-  const hooks: WatchHooks = watchIndex.hooks();
   const addresses: AddressRpcs = addressRpcs({
     store,
     index: watchIndex,
     tokenKey: appKeys.tokenKey,
     maxPerSubscription: config.maxAddressesPerSubscription,
   });
-  void watchIndex.tick();
   watchIndex.start();
   const context: RegistryContext = {
     store,
     tokenKey: appKeys.tokenKey,
     checkDestination: async (url) => (await checkDestinationUrl(policy, url)).url.href,
-    hooks,
+    index: watchIndex,
     addresses,
     log: log.child({ service: "registry" }),
   };
@@ -75,8 +72,8 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
   return {
     routes: registryRoutes(context),
     internalToken,
-    // Keys and subscriptions live in PostgreSQL; without Redis every write still commits (the watch index is marked
-    // stale and rebuilt when Redis answers), so Redis is shown, not required.
+    // Keys and subscriptions live in PostgreSQL; without Redis every write still commits (its outbox rows are applied
+    // to the watch index when Redis answers), so Redis is shown, not required.
     checks: {
       postgres: () => store.ping(),
     },

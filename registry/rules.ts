@@ -18,19 +18,19 @@ import {
 import { isBase58Address } from "../common/tron-address.ts";
 import type { MatchConditions as MatchConditionsMessage } from "../gen/webhooks/registry/v1/registry_pb.ts";
 
-export const SUPPORTED_EVENTS = [
+const SUPPORTED_EVENTS = [
   "wallet.transfer.broadcasted",
   "wallet.transfer.confirmed",
   "wallet.transfer.failed",
   "service.ping",
 ] as const;
-export const MAX_EVENTS = 16;
-export const MAX_DESCRIPTION_CODE_POINTS = 512;
-export const STATUSES = ["enabled", "disabled"] as const;
+const MAX_EVENTS = 16;
+const MAX_DESCRIPTION_CODE_POINTS = 512;
+const STATUSES = ["enabled", "disabled"] as const;
 export type SubscriptionStatus = (typeof STATUSES)[number];
 
-export const DEFAULT_GRACE_SECONDS = 86_400;
-export const MAX_GRACE_SECONDS = 604_800;
+const DEFAULT_GRACE_SECONDS = 86_400;
+const MAX_GRACE_SECONDS = 604_800;
 
 
 function invalid(message: string, param: string): ApiError {

@@ -80,15 +80,35 @@ export const subscriptionAddresses = pgTable(
   ],
 );
 
+// The watch index's transactional outbox (registry/watch-outbox.ts): every change the Redis watch index must learn
+// is inserted here in the transaction that makes it, and one applier per chain writes the rows to Redis in id order
+// and deletes them. `kind`: "addresses" (add/remove of one subscription's entries), "meta" (status, kinds or match
+// changed: re-read when applied), "drop" (subscription deleted), "key" (key revoked or chains changed: re-read).
+export const watchOutbox = pgTable(
+  "watch_outbox",
+  {
+    id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    chainId: text("chain_id").notNull(),
+    kind: text("kind").notNull(),
+    subscriptionId: text("subscription_id"),
+    keyId: text("key_id"),
+    add: text("add").array().notNull().default([]),
+    remove: text("remove").array().notNull().default([]),
+    createdAt: ms("created_at").notNull().defaultNow(),
+  },
+  (t) => [index("watch_outbox_chain_idx").on(t.chainId, t.id)],
+);
+
 // Idempotency records of subscription creation and secret rotation, written in the effect's transaction.
 export const idempotencyRecords = idempotencyTable("idempotency_records", "idempotency_records_expires_idx");
 
-export const registrySchema = { apiKeys, brokers, subscriptions, subscriptionAddresses, idempotencyRecords };
+export const registrySchema = { apiKeys, brokers, subscriptions, subscriptionAddresses, idempotencyRecords, watchOutbox };
 export type RegistrySchema = typeof registrySchema;
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type SubscriptionRow = typeof subscriptions.$inferSelect;
 export type BrokerRow = typeof brokers.$inferSelect;
 export type SubscriptionAddressRow = typeof subscriptionAddresses.$inferSelect;
+export type WatchOutboxRow = typeof watchOutbox.$inferSelect;
 export type IdempotencyRow = typeof idempotencyRecords.$inferSelect;
 

@@ -22,7 +22,7 @@ import type { MatchConditions } from "../common/match-conditions.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
 import type { Logger } from "../common/logger.ts";
-import { decodePageToken, encodePageToken, pageLimit, type PageScope } from "../common/page-token.ts";
+import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import type { RegisterRoutes } from "../common/rpc.ts";
 import { checkDestinationType, checkExchange, checkRoutingKey, checkSubject, isBrokerName, type DestinationType } from "./destination.ts";
 import {
@@ -40,13 +40,14 @@ import type { ApiKeyRow, SubscriptionRow } from "./schema.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
 import type {
   AddressRef,
+  Changed,
   DestinationFields,
   RegistryStore,
   RegistryExecutor,
   SubscriptionCursor,
   SubscriptionFields,
 } from "./store.ts";
-import { changeThenHook, type WatchHooks } from "./watch-hooks.ts";
+import type { OutboxTicket } from "./watch-outbox.ts";
 
 /** Inlined addresses on GET and rotate (docs/CONTRACT.md "Subscriptions"). */
 export const INLINE_ADDRESSES = 200;
@@ -67,7 +68,11 @@ export interface RegistryContext {
    * normalized form, which is what is stored and returned.
    */
   checkDestination(url: string): Promise<string>;
-  hooks: WatchHooks;
+  /**
+   * The watch index: a change that touched it waits (bounded) until its outbox rows are applied, so the answer means
+   * the matcher sees it (registry/watch-index.ts).
+   */
+  index: { settle(ticket: OutboxTicket): Promise<void> };
   addresses: AddressRpcs;
   log: Logger;
 }
@@ -82,7 +87,7 @@ export interface SubscriptionView {
 }
 
 /** Stored conditions as the message every representation carries: every field set, `assets` unset for "every asset". */
-export function matchMessage(m: MatchConditions): MessageInitShape<typeof MatchConditionsSchema> {
+function matchMessage(m: MatchConditions): MessageInitShape<typeof MatchConditionsSchema> {
   return {
     assets: m.assets ? { items: m.assets.map((a) => ({ ...a })) } : undefined,
     directions: { items: [...m.directions] },
@@ -108,7 +113,7 @@ export function subscriptionMessage(row: SubscriptionRow, view: SubscriptionView
 /** The destination as it was given: only the fields of its type. */
 type DestinationInit = { type: string; url?: string; broker?: string; exchange?: string; routingKey?: string; subject?: string };
 
-export function destinationMessage(row: SubscriptionRow): DestinationInit {
+function destinationMessage(row: SubscriptionRow): DestinationInit {
   switch (row.destinationType) {
     case "amqp":
       return { type: "amqp", broker: row.broker ?? "", exchange: row.exchange ?? "", routingKey: row.routingKey ?? "" };
@@ -119,7 +124,7 @@ export function destinationMessage(row: SubscriptionRow): DestinationInit {
   }
 }
 
-export function apiKeyMessage(row: ApiKeyRow): MessageInitShape<typeof ApiKeySchema> {
+function apiKeyMessage(row: ApiKeyRow): MessageInitShape<typeof ApiKeySchema> {
   return {
     id: row.id,
     name: row.name,
@@ -173,7 +178,7 @@ async function checkBroker(ctx: RegistryContext, type: string, name: string): Pr
     throw new ApiError("invalid_request", `No ${type} broker named "${name}" is registered.`, { param: "/destination/broker" });
   }
   if (broker.type !== type) {
-    throw new ApiError("invalid_request", `The broker "${name}" is a ${broker.type} broker, not ${type}.`, { param: "/destination/broker" });
+    throw new ApiError("invalid_request", `The broker "${name}" is ${broker.type === "amqp" ? "an" : "a"} ${broker.type} broker, not ${type}.`, { param: "/destination/broker" });
   }
 }
 
@@ -202,25 +207,14 @@ async function checkSubscriptionFields(
   return { ...destination, url, events, status, description, match };
 }
 
-async function runHook(ctx: RegistryContext, name: string, fn: () => Promise<void>): Promise<void> {
-  try {
-    await fn();
-  } catch (err) {
-    ctx.log.warn("watch index hook failed; the index catches up later", { hook: name, err });
-  }
+/** The committed change's row once the watch index reflects it (undefined: nothing was there to change). */
+async function settled<T>(ctx: RegistryContext, change: Promise<Changed<T> | undefined>): Promise<T | undefined> {
+  const done = await change;
+  if (done) await ctx.index.settle(done.ticket);
+  return done?.row;
 }
 
-/** changeThenHook (watch-hooks.ts) with the hook's failure logged: the write stands, the index catches up later. */
-function changeThenRunHook<T>(
-  ctx: RegistryContext,
-  name: string,
-  change: () => Promise<T | undefined>,
-  hook: (row: T) => Promise<void>,
-): Promise<T | undefined> {
-  return changeThenHook(ctx.hooks, change, (row) => runHook(ctx, name, () => hook(row)));
-}
-
-export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof SubscriptionService> {
+function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof SubscriptionService> {
   const { store } = ctx;
   /**
    * Create and rotate: answer a finished request from its record before any validation or DNS lookup, then
@@ -263,13 +257,8 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
       const scope = subscriptionsScope(req.keyId);
       const cursor = decodePageToken(ctx.tokenKey, scope, req.pageToken, isCursor);
       const rows = await store.listSubscriptions(req.keyId, limit, cursor);
-      const items = rows.slice(0, limit);
-      const last = items.at(-1);
-      const nextPageToken =
-        rows.length > limit && last
-          ? encodePageToken(ctx.tokenKey, scope, { t: last.createdAt.getTime(), id: last.id } satisfies SubscriptionCursor)
-          : "";
-      return { items: items.map((row) => subscriptionMessage(row)), nextPageToken };
+      const page = pageOf(ctx.tokenKey, scope, rows, limit, (last): SubscriptionCursor => ({ t: last.createdAt.getTime(), id: last.id }));
+      return { items: page.items.map((row) => subscriptionMessage(row)), nextPageToken: page.nextPageToken };
     },
 
     async getSubscription(req) {
@@ -284,16 +273,14 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
       // A missing subscription is 404 even when the body is also wrong: look first (cheap), then validate.
       if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
       const fields = await checkSubscriptionFields(ctx, req);
-      const update = () => store.updateSubscription(req.keyId, req.id, fields);
-      const row = await changeThenRunHook(ctx, "subscriptionChanged", update, (r) => ctx.hooks.subscriptionChanged(r));
+      const row = await settled(ctx, store.updateSubscription(req.keyId, req.id, fields));
       if (!row) throw notFound();
       return { subscription: subscriptionMessage(row, { addresses: [], hasMore: false }) };
     },
 
     async deleteSubscription(req) {
       if (!isId("sub", req.id)) throw notFound();
-      const remove = () => store.deleteSubscription(req.keyId, req.id);
-      const row = await changeThenRunHook(ctx, "subscriptionDeleted", remove, (r) => ctx.hooks.subscriptionDeleted(r));
+      const row = await settled(ctx, store.deleteSubscription(req.keyId, req.id));
       if (!row) throw notFound();
       return {};
     },
@@ -345,7 +332,7 @@ export function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Su
   };
 }
 
-export function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeyService> {
+function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeyService> {
   const { store } = ctx;
   const keyNotFound = () => new ApiError("not_found", "No such API key.");
   return {
@@ -359,14 +346,14 @@ export function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeySe
     },
     async revokeApiKey(req) {
       if (!isId("key", req.id)) throw keyNotFound();
-      const row = await changeThenRunHook(ctx, "keyChanged", () => store.revokeApiKey(req.id), (r) => ctx.hooks.keyChanged(r.id));
+      const row = await settled(ctx, store.revokeApiKey(req.id));
       if (!row) throw keyNotFound();
       return { key: apiKeyMessage(row) };
     },
     async setApiKeyChains(req) {
       if (!isId("key", req.id)) throw keyNotFound();
       const chains = checkKeyChains(req.chains, false);
-      const row = await changeThenRunHook(ctx, "keyChanged", () => store.setApiKeyChains(req.id, chains), (r) => ctx.hooks.keyChanged(r.id));
+      const row = await settled(ctx, store.setApiKeyChains(req.id, chains));
       if (!row) throw keyNotFound();
       return { key: apiKeyMessage(row) };
     },
@@ -378,7 +365,7 @@ export function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeySe
   };
 }
 
-export function watchIndexService(ctx: RegistryContext): ServiceImpl<typeof WatchIndexService> {
+function watchIndexService(ctx: RegistryContext): ServiceImpl<typeof WatchIndexService> {
   return {
     rebuildWatchIndex: (req, c) => ctx.addresses.rebuildWatchIndex(req, c),
   };

@@ -1,13 +1,9 @@
-// Brings app_settings (common/settings/schema.ts) up to date on a service's database; migrations of several
-// services starting at once are serialized by runMigrations' advisory lock.
-import { drizzle } from "drizzle-orm/bun-sql";
-import type { SQL } from "bun";
-import { runMigrations, type Database } from "../db.ts";
+// The migrations of app_settings (common/settings/schema.ts): every service that reads the table applies them when
+// it opens its database (openMigratedDatabase in common/db.ts); runMigrations' advisory lock serializes services
+// starting at once.
+import type { MigrationSet } from "../db.ts";
 
-export const SETTINGS_MIGRATIONS = new URL("./migrations", import.meta.url).pathname;
-export const SETTINGS_MIGRATIONS_TABLE = "__settings_migrations";
-
-export async function migrateSettings(client: SQL): Promise<void> {
-  const db = drizzle({ client }) as Database<Record<string, unknown>>;
-  await runMigrations(db, SETTINGS_MIGRATIONS, SETTINGS_MIGRATIONS_TABLE);
-}
+export const SETTINGS_MIGRATIONS: MigrationSet = {
+  folder: new URL("./migrations", import.meta.url).pathname,
+  table: "__settings_migrations",
+};

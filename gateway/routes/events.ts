@@ -27,9 +27,12 @@ export const EventViewSchema = t.Object(
     status: t.Union([t.Literal("pending"), t.Literal("delivered"), t.Literal("failed")]),
     attempts: t.Integer({ description: "Attempts in the current dispatch cycle (a manual retry resets it to 0)." }),
     deliveryCount: t.Integer({ description: "Successful deliveries across all cycles; never decreases." }),
-    responseStatus: t.Union([t.Integer(), t.Null()], { description: "Last HTTP status; null until an attempt got an HTTP response." }),
+    responseStatus: t.Union([t.Integer(), t.Null()], {
+      description: "Last HTTP status; null until an attempt got an HTTP response, and always null for amqp and nats destinations.",
+    }),
     responseBody: t.Union([t.String(), t.Null()], {
-      description: "First 4,096 bytes of the last response (cut on a UTF-8 boundary), or a short reason when the attempt got no response.",
+      description:
+        "First 4,096 bytes of the last response (cut on a UTF-8 boundary), or a short reason when the attempt got no response. For amqp and nats destinations the broker's answer: acked, returned: NO_ROUTE, no stream, timeout, ….",
     }),
     payload: t.Record(t.String(), t.Unknown(), { description: "The webhook payload: {id, kind, date, subscriptionId, data}." }),
     dateCreated: t.String({ format: "date-time" }),

@@ -22,10 +22,12 @@ const AttemptSchema = t.Object(
     id: t.String({ description: "att_ + ULID." }),
     date: t.String({ format: "date-time", description: "When the attempt started." }),
     durationMs: t.Integer(),
-    responseStatus: t.Union([t.Integer(), t.Null()], { description: "The HTTP status; null when the attempt got no response." }),
-    responseBody: t.Union([t.String(), t.Null()], { description: "First 4,096 bytes of the response (cut on a UTF-8 boundary); null without a response." }),
+    responseStatus: t.Union([t.Integer(), t.Null()], { description: "The HTTP status; null when the attempt got no HTTP response (always null for amqp and nats)." }),
+    responseBody: t.Union([t.String(), t.Null()], {
+      description: "First 4,096 bytes of the response (cut on a UTF-8 boundary); acked for a message a broker accepted; null without a response.",
+    }),
     error: t.Union([t.String(), t.Null()], {
-      description: "Null, or a short reason when there was no HTTP response: timeout, connection refused, TLS error, SSRF block.",
+      description: "Null when the attempt succeeded or the destination answered with an HTTP status; else a short reason: timeout, connection refused, TLS error, SSRF block, or the broker's answer (returned: NO_ROUTE, no stream, nacked, …).",
     }),
     trigger: t.Union([t.Literal("automatic"), t.Literal("manual")], { description: "manual: in a cycle started by retry or recover." }),
   },
@@ -41,7 +43,7 @@ const AttemptPageSchema = t.Object(
 const IsoTime = (description: string) => t.String({ description: `${description} ISO 8601 time, e.g. 2026-11-22T02:26:03.123Z.` });
 
 const RecoverInput = InputObject({
-  since: IsoTime("Events created at or after this time; at most 14 days ago."),
+  since: IsoTime("Events created at or after this time; at most 14 days ago, not in the future."),
   until: t.Optional(IsoTime("Events created before this time; default now.")),
   status: t.Optional(t.Union([t.Literal("failed"), t.Literal("delivered")], { description: "Which events to re-queue; default failed." })),
 });
@@ -55,11 +57,13 @@ const SearchQuery = InputObject({
   txId: t.Optional(t.String({ description: "Transaction id." })),
   address: t.Optional(t.String({ description: "A TRON address, as sender or receiver." })),
   chainId: t.Optional(t.String({ description: "tron:mainnet, tron:nile or tron:shasta." })),
-  kind: t.Optional(t.String({ description: "Event kind, e.g. wallet.transfer.confirmed." })),
+  kind: t.Optional(t.String({
+    description: "Event kind: wallet.transfer.broadcasted, wallet.transfer.confirmed, wallet.transfer.failed or service.ping (another is invalid_request).",
+  })),
   status: t.Optional(t.Union([t.Literal("pending"), t.Literal("delivered"), t.Literal("failed")])),
   subscriptionId: t.Optional(t.String({ description: "Only this subscription's events (another key's is not_found)." })),
   since: t.Optional(IsoTime("Created at or after.")),
-  until: t.Optional(IsoTime("Created before.")),
+  until: t.Optional(IsoTime("Created before; after since when both are given.")),
   limit: PageQuery.properties.limit,
   nextPageToken: PageQuery.properties.nextPageToken,
 });
@@ -82,7 +86,7 @@ const HealthSchema = t.Object(
     durationMs: t.Object({
       p50: t.Union([t.Number(), t.Null()]),
       p99: t.Union([t.Number(), t.Null()]),
-    }, { description: "Attempt duration percentiles over the last 24 hours." }),
+    }, { description: "Attempt duration percentiles over the last 24 hours, in ms to 0.1 ms." }),
     pending: t.Integer({ description: "Events waiting for delivery (held ones included)." }),
     hourlySuccessRate: t.Array(t.Union([t.Number(), t.Null()]), {
       description: "Success rate of each of the last 24 hours, oldest first; null for an hour without attempts.",
@@ -115,6 +119,11 @@ function renderWindow(w: WindowStats | undefined): HealthJson["lastHour"] {
   return { attempts: Number(w?.attempts ?? 0n), succeeded: Number(w?.succeeded ?? 0n), successRate: w?.successRate ?? null };
 }
 
+/** A percentile interpolated between whole-millisecond attempts, to 0.1 ms (not 6.9399999999999995). */
+function tenthOfMs(ms: number | undefined): number | null {
+  return ms === undefined ? null : Math.round(ms * 10) / 10;
+}
+
 function renderHealth(h: HealthResponse): HealthJson {
   return {
     lastHour: renderWindow(h.lastHour),
@@ -122,7 +131,7 @@ function renderHealth(h: HealthResponse): HealthJson {
     lastSuccess: h.lastSuccessMs === undefined ? null : isoTime(h.lastSuccessMs),
     lastFailure: h.lastFailureMs === undefined ? null : { date: isoTime(h.lastFailureMs), reason: h.lastFailureReason ?? "" },
     consecutiveFailures: Number(h.consecutiveFailures),
-    durationMs: { p50: h.p50DurationMs ?? null, p99: h.p99DurationMs ?? null },
+    durationMs: { p50: tenthOfMs(h.p50DurationMs), p99: tenthOfMs(h.p99DurationMs) },
     pending: Number(h.pending),
     hourlySuccessRate: h.hourlySuccessRate.map((r) => (r < 0 ? null : r)),
   };

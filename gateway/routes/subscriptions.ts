@@ -61,6 +61,21 @@ const SubscriptionInput = {
   description: t.Optional(t.String({ description: "Free label, at most 512 characters. Empty when omitted." })),
   match: t.Optional(MatchInput),
 };
+const SubscriptionBody = InputObject(SubscriptionInput);
+
+/**
+ * A create or replace body as the registry's fields. An omitted status is `omittedStatus`: "" on create (the
+ * registry's default), "enabled" on a replacement, where whatever is omitted returns to its default.
+ */
+function subscriptionFields(body: Static<typeof SubscriptionBody>, omittedStatus: "" | "enabled") {
+  return {
+    destination: destinationRequest(body.destination),
+    events: body.events,
+    status: body.status ?? omittedStatus,
+    description: body.description ?? "",
+    match: matchRequest(body.match),
+  };
+}
 
 const RotateInput = t.Optional(
   InputObject({
@@ -97,15 +112,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
         const idempotency = idempotencyFor(request, "/v1/subscriptions");
         const res = await rpc(() =>
           subs.createSubscription(
-            {
-              keyId,
-              destination: destinationRequest(body.destination),
-              events: body.events,
-              status: body.status ?? "",
-              description: body.description ?? "",
-              match: matchRequest(body.match),
-              idempotency,
-            },
+            { keyId, ...subscriptionFields(body, ""), idempotency },
             WRITE_RPC_OPTIONS,
           ),
         );
@@ -114,7 +121,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
         return renderSubscription(present(res.subscription), "created", true);
       },
       {
-        body: InputObject(SubscriptionInput),
+        body: SubscriptionBody,
         headers: IdempotencyHeaders,
         response: { 201: SubscriptionSchema, ...errorResponses(400, 401, 409, 413, 415, 429, 503) },
         detail: {
@@ -165,16 +172,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
         const id = subscriptionId(params.id);
         const res = await rpc(() =>
           subs.updateSubscription(
-            {
-              keyId,
-              id,
-              destination: destinationRequest(body.destination),
-              events: body.events,
-              // A full replacement: what is omitted returns to its default.
-              status: body.status ?? "enabled",
-              description: body.description ?? "",
-              match: matchRequest(body.match),
-            },
+            { keyId, id, ...subscriptionFields(body, "enabled") },
             WRITE_RPC_OPTIONS,
           ),
         );
@@ -182,7 +180,7 @@ export function subscriptionRoutes(deps: GatewayDeps) {
       },
       {
         params: SubscriptionIdParams,
-        body: InputObject(SubscriptionInput),
+        body: SubscriptionBody,
         response: { 200: SubscriptionSchema, ...errorResponses(400, 401, 404, 413, 415, 429, 503) },
         detail: {
           summary: "Replace a subscription's destination, events, status, description and match conditions",

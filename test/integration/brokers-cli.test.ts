@@ -54,6 +54,15 @@ test("add stores the URL encrypted; list masks the password", async () => {
   expect(list.stdout).not.toContain("hunter2");
 });
 
+test("a NATS token (nats://TOKEN@host, a user name without a password) is masked too", async () => {
+  const add = await brokers("add", "nats-token", "nats://s3cr3t-token@127.0.0.1:4222");
+  expect([add.code, add.stdout]).toEqual([0, "Added nats broker nats-token: nats://***@127.0.0.1:4222\n"]);
+  const list = await brokers("list");
+  expect(list.lines.find((l) => l.startsWith("nats-token\t"))).toStartWith("nats-token\tnats\tnats://***@127.0.0.1:4222\t");
+  expect(list.stdout).not.toContain("s3cr3t-token");
+  expect((await brokers("remove", "nats-token")).code).toBe(0);
+});
+
 test("bad input exits 2 and changes nothing; a taken name or an unknown one exits 1", async () => {
   const before = await sql`SELECT count(*)::int AS n FROM brokers`;
   for (const args of [

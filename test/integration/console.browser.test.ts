@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Locator, type Page } from "playwright-core";
 import { hexToBase58 } from "../../common/tron-address.ts";
-import { startEventsStack, type EventsStack } from "../support/events.ts";
+import { NATS_URL, randomName } from "../support/brokers.ts";
+import { call, startEventsStack, type EventsStack } from "../support/events.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const SHOTS = join(import.meta.dir, "..", "..", "test-results", "console");
@@ -133,8 +134,41 @@ test.skipIf(!haveChromium)("sign in, subscribe, paste addresses, deliver, fail, 
   await page.getByRole("heading", { name: "Events" }).first().waitFor();
   await seeCount(page.locator("tr[data-event]"), 2);
   await shot(page, "07-events");
+  // The filters of GET /v1/events: an until before both events, then one subscription (another key's id is the API's 404).
+  await page.getByLabel("Until").fill(localInput(Date.now() - 60 * 60_000));
+  await page.getByRole("button", { name: "Filter" }).click();
+  await seeCount(page.locator("tr[data-event]"), 0);
+  await page.getByLabel("Until").fill("");
+  await page.getByLabel("Subscription").fill("sub_01HZZZZZZZZZZZZZZZZZZZZZZZ");
+  await page.getByRole("button", { name: "Filter" }).click();
+  await seeText(page.getByRole("alert"), "not_found: No such subscription.");
 
   await page.setViewportSize({ width: 390, height: 844 });
   await shot(page, "08-phone");
+  expect(errors).toEqual([]);
+}, 120_000);
+
+test.skipIf(!haveChromium)("a queue destination is shown as its broker and subject, and disabling it keeps it a queue destination", async () => {
+  const { key } = await env.stack.createKey();
+  const broker = randomName("console-nats");
+  if (!(await env.stack.registry.store.addBroker(broker, "nats", NATS_URL))) throw new Error(`broker ${broker} exists`);
+  const destination = { type: "nats", broker, subject: `${randomName("console")}.events` };
+  const created = await call<{ id: string }>(env.stack.baseUrl, key, "POST", "/v1/subscriptions", { destination, events: ["service.ping"] });
+  expect(created.status).toBe(201);
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto(`${env.stack.baseUrl}/console`);
+  await page.getByLabel("API key").fill(key);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await seeText(page.locator("td.url"), `nats: broker ${broker}, subject ${destination.subject}`);
+  await page.locator(`a[href='#/subscriptions/${created.body.id}']`).click();
+  await seeText(page.locator("p.destination"), `subject ${destination.subject}`);
+  await page.getByRole("button", { name: "Disable" }).click();
+  // Before, the console sent {"type": "https", "url": ""} here: an invalid_request, and the subscription stayed enabled.
+  await seeText(page.getByRole("status"), "Subscription disabled.");
+  const after = await call<{ status: string; destination: unknown }>(env.stack.baseUrl, key, "GET", `/v1/subscriptions/${created.body.id}`);
+  expect([after.body.status, after.body.destination]).toEqual(["disabled", destination]);
+  await shot(page, "09-queue-destination");
   expect(errors).toEqual([]);
 }, 120_000);

@@ -76,6 +76,11 @@ describe("unknown paths and methods", () => {
     ["POST", "/v1/subscriptions/sub_01HZZZZZZZZZZZZZZZZZZZZZZZ", "DELETE, GET, HEAD, PUT"],
     ["GET", "/v1/subscriptions/sub_01HZZZZZZZZZZZZZZZZZZZZZZZ/secrets/rotate", "POST"],
     ["POST", "/healthz", "GET, HEAD"],
+    // A literal route beside a parameter route of the same shape: the literal one decides (not "malformed event id").
+    ["GET", "/v1/subscriptions/sub_01HZZZZZZZZZZZZZZZZZZZZZZZ/events/recover", "POST"],
+    ["PUT", "/v1/subscriptions/sub_01HZZZZZZZZZZZZZZZZZZZZZZZ/events/recover", "POST"],
+    ["POST", "/v1/events", "GET, HEAD"],
+    ["POST", "/v1/subscriptions/sub_01HZZZZZZZZZZZZZZZZZZZZZZZ/events/evt_01HZZZZZZZZZZZZZZZZZZZZZZZ/attempts", "GET, HEAD"],
     ["OPTIONS", "/v1/subscriptions", "GET, HEAD, POST"],
   ])("%s %s → 405 method_not_allowed with Allow: %s", async (method, path, allow) => {
     const res = await api.request(method, path);

@@ -131,6 +131,28 @@ describe("operations", () => {
     );
   });
 
+  test("the delivery operations of issue 13: attempts, recover, the event search and health, with their shapes", () => {
+    const schemaOf = (op: Json, status: string) => deref(op.responses[status].content["application/json"].schema);
+    const attempts = doc.paths["/v1/subscriptions/{id}/events/{eventId}/attempts"].get;
+    const attempt = deref(schemaOf(attempts, "200").properties.items.items);
+    expect(Object.keys(attempt.properties).sort()).toEqual(["date", "durationMs", "error", "id", "responseBody", "responseStatus", "trigger"]);
+    expect(attempt.properties.trigger.enum).toEqual(["automatic", "manual"]);
+    const recover = doc.paths["/v1/subscriptions/{id}/events/recover"].post;
+    expect(Object.keys(schemaOf(recover, "202").properties)).toEqual(["recovered"]);
+    const recoverBody = deref(recover.requestBody.content["application/json"].schema);
+    expect([Object.keys(recoverBody.properties).sort(), recoverBody.required]).toEqual([["since", "status", "until"], ["since"]]);
+    expect(recover.parameters.map((p: Json) => p.name)).toContain("idempotency-key");
+    expect(Object.keys(recover.responses)).toEqual(expect.arrayContaining(["202", "400", "404", "409"]));
+    const search = doc.paths["/v1/events"].get;
+    expect(search.parameters.map((p: Json) => p.name).sort()).toEqual(
+      ["address", "chainId", "kind", "limit", "nextPageToken", "since", "status", "subscriptionId", "txId", "until"],
+    );
+    const health = schemaOf(doc.paths["/v1/subscriptions/{id}/health"].get, "200");
+    expect(Object.keys(health.properties).sort()).toEqual(
+      ["consecutiveFailures", "durationMs", "hourlySuccessRate", "last24Hours", "lastFailure", "lastHour", "lastSuccess", "pending"],
+    );
+  });
+
   test("limit's default is 50 on every list; servers is set", () => {
     const lists = operations().filter(([, op]) => (op.parameters as Json[] | undefined)?.some((p) => p.name === "limit"));
     expect(lists.map(([k]) => k)).toEqual(

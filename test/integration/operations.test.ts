@@ -134,11 +134,15 @@ describe("recover", () => {
       [{ since: new Date(Date.now() - 15 * 86_400_000).toISOString() }, "/since"],
       [{ since: new Date().toISOString(), until: "x" }, "/until"],
       [{ since: new Date(Date.now() - 1000).toISOString(), status: "pending" }, "/status"],
+      // A since in the future with until left to default names since, not the until nobody sent.
+      [{ since: new Date(Date.now() + 3_600_000).toISOString() }, "/since"],
     ];
     for (const [body, param] of cases) {
       const res = await call<Err>(base, s.key, "POST", path, body);
       expect([res.status, res.body.error, res.body.detail?.param]).toEqual([400, "invalid_request", param]);
     }
+    const pending = await call<{ message: string }>(base, s.key, "POST", path, { since: new Date(Date.now() - 1000).toISOString(), status: "pending" });
+    expect(pending.body.message).toBe("The field /status must be one of failed, delivered.");
     const since = new Date(Date.now() - 1_000).toISOString();
     expect((await call<Err>(base, other.key, "POST", path, { since })).body.error).toBe("not_found");
     expect((await call(base, s.key, "PUT", `/v1/subscriptions/${s.id}`, {
@@ -182,7 +186,10 @@ describe("GET /v1/events", () => {
     expect(foreign.body.error).toBe("invalid_pagination_token");
     // Another key's subscription as a filter: not_found.
     expect((await call<Err>(base, stranger.key, "GET", `/v1/events?subscriptionId=${a.id}`)).body.error).toBe("not_found");
-    for (const [q, param] of [["?since=soon", "since"], ["?status=lost", "status"], ["?limit=0", "limit"], ["?chainId=eth:1", "chainId"]]) {
+    const later = encodeURIComponent(new Date(Date.now() + 60_000).toISOString());
+    for (const [q, param] of [["?since=soon", "since"], ["?status=lost", "status"], ["?limit=0", "limit"], ["?chainId=eth:1", "chainId"],
+      // An unknown kind, and an until not after since, are mistakes, not empty results.
+      ["?kind=wallet.transfer", "kind"], [`?since=${later}&until=${later}`, "until"]]) {
       const res = await call<Err>(base, a.key, "GET", `/v1/events${q}`);
       expect([q, res.status, res.body.error, res.body.detail?.param]).toEqual([q, 400, "invalid_request", param]);
     }
@@ -247,6 +254,8 @@ describe("health", () => {
     expect(new Date(h.body.lastSuccess).getTime()).toBeLessThanOrEqual(new Date(h.body.lastFailure.date).getTime());
     expect(h.body.consecutiveFailures).toBe(3);
     expect(h.body.durationMs.p99).toBeGreaterThanOrEqual(h.body.durationMs.p50);
+    // Whole tenths of a millisecond, never an interpolation's float noise.
+    for (const v of [h.body.durationMs.p50, h.body.durationMs.p99]) expect(Math.round(v * 10) / 10).toBe(v);
     expect(h.body.pending).toBe(0);
     expect(h.body.hourlySuccessRate).toHaveLength(24);
     expect(h.body.hourlySuccessRate[23]).toBe(0.25);

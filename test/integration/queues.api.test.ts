@@ -96,6 +96,11 @@ describe("invalid destinations (nothing is created)", () => {
     });
   }
 
+  test("an unknown type's message names the types there are (was a schema library's \"expected union value\")", async () => {
+    const res = await api.post("/v1/subscriptions", { destination: { type: "sqs" }, events });
+    expect(res.json<{ message: string }>().message).toBe("The field /destination/type must be one of https, amqp, nats.");
+  });
+
   test("PUT with a bad queue destination keeps the old destination", async () => {
     const created = (await api.post("/v1/subscriptions", { destination: natsDest, events })).json<SubscriptionJson>();
     expectError(await api.put(`/v1/subscriptions/${created.id}`, { destination: { ...amqpDest, broker: "nats-main" }, events }), 400, "invalid_request", {

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
 import { enqueueTransfers, startDeliveryBed, waitForEvent, type DeliveryBed } from "../support/delivery.ts";
-import { addBroker, NATS_URL, natsStream, RABBIT_URL, rabbitRoute, randomName, subscribeTo } from "../support/brokers.ts";
+import { addBroker, NATS_URL, natsStream, RABBIT_URL, rabbitRoute, randomName, startPrivateNats, subscribeTo } from "../support/brokers.ts";
 import { until } from "../support/wait.ts";
 
 let bed: DeliveryBed;
@@ -29,6 +29,9 @@ test("AMQP: persistent, message_id = event id, application/json, signed headers;
       const ev = await waitForEvent(bed, { ...sub, eventId: id }, (e) => e.status === "delivered");
       expect(ev.responseStatus).toBeUndefined();
       expect(ev.responseBody).toBe("acked");
+      // The attempt: a success has no error, and the broker's answer is its response body (docs: issue 13's attempts).
+      const atts = await bed.delivery.listAttempts({ keyId: sub.keyId, subscriptionId: sub.subscriptionId, eventId: id, limit: 10, pageToken: "" });
+      expect(atts.items.map((a) => [a.responseStatus, a.responseBody, a.error])).toEqual([[undefined, "acked", undefined]]);
       const msg = route.received.find((m) => m.messageId === id)!;
       expect(msg.body).toBe(ev.payloadJson);
       expect(msg.contentType).toBe("application/json");
@@ -102,6 +105,9 @@ test("NATS: a subject no stream captures is a failed attempt: no stream", async 
   const ev = await waitForEvent(bed, { ...sub, eventId: res.event!.id }, (e) => e.attempts >= 1);
   expect(ev.responseBody).toBe("no stream");
   expect(ev.responseStatus).toBeUndefined();
+  const atts = await bed.delivery.listAttempts({ keyId: sub.keyId, subscriptionId: sub.subscriptionId, eventId: res.event!.id, limit: 10, pageToken: "" });
+  const first = atts.items.at(-1)!;
+  expect([first.responseStatus, first.responseBody, first.error]).toEqual([undefined, undefined, "no stream"]);
 });
 
 test("manual retry of a delivered queue event sends it again under the same message id", async () => {
@@ -118,5 +124,22 @@ test("manual retry of a delivered queue event sends it again under the same mess
     expect(route.received.map((m) => m.messageId)).toEqual([eventId, eventId]);
   } finally {
     await route.close();
+  }
+});
+
+test("NATS: a token in the broker URL (nats://TOKEN@host) is the token the server requires", async () => {
+  const server = await startPrivateNats({ token: randomName("tok") });
+  const stream = await natsStream(server.url);
+  try {
+    const name = randomName("nats-token");
+    await addBroker(bed, name, "nats", server.url);
+    const sub = await subscribeTo(bed, { type: "nats", broker: name, subject: stream.subject });
+    const res = await bed.delivery.createTestEvent({ keyId: sub.keyId, subscriptionId: sub.subscriptionId, kind: "" });
+    const ev = await waitForEvent(bed, { ...sub, eventId: res.event!.id }, (e) => e.attempts >= 1);
+    expect([ev.status, ev.responseBody]).toEqual(["delivered", "acked"]);
+    expect((await stream.messages()).map((m) => m.headers!.get("Nats-Msg-Id"))).toEqual([res.event!.id]);
+  } finally {
+    await stream.close();
+    await server.close();
   }
 });

@@ -4,7 +4,9 @@
 import { afterEach, beforeEach, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { loadAppKeys, loadInternalToken } from "../../common/app-secret.ts";
-import { SETTINGS_MIGRATIONS_TABLE } from "../../common/settings/migrate.ts";
+import { SETTINGS_MIGRATIONS } from "../../common/settings/migrate.ts";
+
+const SETTINGS_MIGRATIONS_TABLE = SETTINGS_MIGRATIONS.table;
 import { openDelivererDatabase } from "../../deliverer/store.ts";
 import { openRegistryDatabase } from "../../registry/store.ts";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";

@@ -1,19 +1,17 @@
-// A registry that dies between its Redis write and its COMMIT must not leave the watch index disagreeing with
-// PostgreSQL: the write intent it left behind is found by a watchdog, lookups wait, and the rebuild makes the index
-// equal to PostgreSQL again, address by address. The crash is real: the registry runs as its own process, its PATCH
-// is held before COMMIT by a row lock this test takes, and it is killed with SIGKILL once Redis shows its writes.
-// The watchdog that repairs runs in this process with a 1 s intent bound instead of INTENT_MAX_AGE_MS (30 s).
+// A registry killed at the worst moments of an index change (registry/watch-outbox.ts): after its COMMIT and before
+// its outbox row reached Redis, and before its COMMIT. The crash is real: the registry runs as its own process, is
+// held at the moment wanted by a lock this test takes, and is killed with SIGKILL. The stack's in-process registry
+// plays the surviving replica: its applier takes the row up. Throughout, a lookup loop checks that no lookup ever
+// names a watcher PostgreSQL has not committed, and that the index converges without a rebuild (same generation).
 // Real PostgreSQL and Redis (test/support/stack.ts).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { SQL, type Subprocess } from "bun";
 import fixtures from "../../fixtures/tron/addresses.json";
-import { log } from "../../common/logger.ts";
 import { networkTransport } from "../../common/rpc.ts";
-import { intentsKey, lookup } from "../../common/watch-index.ts";
+import { lookup, readState } from "../../common/watch-index.ts";
 import { SubscriptionService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
-import { WatchIndex } from "../../registry/watch-index.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";
 import { actualIndex, expectedIndex, waitUntilReady } from "../support/watch-index.ts";
 import { freePorts } from "../support/ports.ts";
@@ -22,8 +20,6 @@ import { until } from "../support/wait.ts";
 const ROOT = join(import.meta.dir, "..", "..");
 const MAINNET = "tron:mainnet";
 const VALID = fixtures.valid as string[];
-/** The intent bound of the repairing watchdog: short, so the test need not wait 30 s. */
-const BOUND_MS = 1_000;
 
 let stack: Stack;
 let key: TestKey;
@@ -43,22 +39,20 @@ afterAll(async () => {
   await stack?.stop();
 }, 60_000);
 
-async function api(method: string, path: string, body?: unknown, signal?: AbortSignal) {
+async function api(method: string, path: string, body?: unknown) {
   const res = await fetch(stack.baseUrl + path, {
     method,
     headers: { authorization: `Bearer ${key.key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
     body: body === undefined ? undefined : JSON.stringify(body),
-    signal,
   });
   const text = await res.text();
   return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : null };
 }
 
-async function subscribe(addresses: string[], status = "enabled"): Promise<string> {
+async function subscribe(addresses: string[]): Promise<string> {
   const created = await api("POST", "/v1/subscriptions", {
     destination: { type: "https", url: TEST_DESTINATION },
     events: ["wallet.transfer.broadcasted"],
-    status,
   });
   expect(created.status).toBe(201);
   const id = created.body!.id as string;
@@ -69,12 +63,44 @@ async function subscribe(addresses: string[], status = "enabled"): Promise<strin
   return id;
 }
 
-const intents = () => stack.registry.redis.hlen(intentsKey(stack.config.redisPrefix));
+const redis = () => stack.registry.redis;
+const prefix = () => stack.config.redisPrefix;
 
-/** Does the served index name `id` as an active watcher of `address`? Waits while the index is not ready. */
+/** Does the served index name `id` as a watcher of `address`? */
 async function watches(address: string, id: string): Promise<boolean> {
-  const found = await lookup(stack.registry.redis, stack.config.redisPrefix, MAINNET, [address], { waitMs: 20_000 });
+  const found = await lookup(redis(), prefix(), MAINNET, [address], { waitMs: 20_000, includeInactive: true });
   return found.get(address)?.some((w) => w.subscriptionId === id) ?? false;
+}
+
+async function committed(id: string, address: string): Promise<boolean> {
+  const rows = await sql`SELECT 1 FROM subscription_addresses WHERE subscription_id = ${id} AND chain_id = ${MAINNET} AND address = ${address}`;
+  return rows.length > 0;
+}
+
+const outboxRows = async () => ((await sql`SELECT count(*)::int AS n FROM watch_outbox`) as { n: number }[])[0]!.n;
+
+/**
+ * Looks `address` up until stopped; each time the index names `id` as its watcher, PostgreSQL must already have the
+ * entry committed (read right after the lookup: a commit can only have happened earlier, never be undone).
+ */
+function uncommittedWatch(address: string, id: string) {
+  let stop = false;
+  let lookups = 0;
+  const seenUncommitted: number[] = [];
+  const done = (async () => {
+    while (!stop) {
+      if ((await watches(address, id)) && !(await committed(id, address))) seenUncommitted.push(Date.now());
+      lookups++;
+      await Bun.sleep(5);
+    }
+  })();
+  return {
+    async end() {
+      stop = true;
+      await done;
+      return { lookups, seenUncommitted };
+    },
+  };
 }
 
 /** `bun run registry` on the stack's database and Redis, as a second replica would run. */
@@ -91,7 +117,7 @@ async function spawnRegistry(): Promise<{ proc: Subprocess; url: string }> {
       INTERNAL_TOKEN: stack.config.internalToken!,
       REGISTRY_PORT: String(port),
       REGISTRY_GRPC_PORT: String(grpcPort),
-      LOG_LEVEL: "warn",
+      LOG_LEVEL: "error",
     },
     stdout: "ignore",
     stderr: "ignore",
@@ -105,105 +131,119 @@ async function spawnRegistry(): Promise<{ proc: Subprocess; url: string }> {
   return { proc, url };
 }
 
-/** A registry's watchdog as it runs from start (tick at once, then every 100 ms), giving up on intents after 1 s. */
-function startWatchdog(): WatchIndex {
-  const { store, redis } = stack.registry;
-  const wi = new WatchIndex(store.db, redis, stack.config.redisPrefix, log.child({ part: "test-watchdog" }), undefined, { intentMaxAgeMs: BOUND_MS });
-  void wi.tick();
-  wi.start(100);
-  return wi;
-}
-
-describe("a write-through whose transaction never commits", () => {
-  test("PATCH killed after its Redis write and before COMMIT: the removal and the addition are undone", async () => {
+describe("a registry killed in the middle of an index change", () => {
+  test("killed after COMMIT, before its outbox row reached Redis: another replica applies it, no rebuild", async () => {
     const [x, y, ...rest] = VALID as [string, string, ...string[]];
     const id = await subscribe([x, ...rest.slice(0, 3)]);
-    await waitUntilReady(stack.registry.redis, stack.config.redisPrefix);
-    // Committed changes leave no intent behind: nothing for the watchdog to act on in normal operation.
-    expect(await intents()).toBe(0);
+    await waitUntilReady(redis(), prefix());
+    expect(await watches(x, id)).toBe(true);
+    const before = await readState(redis(), prefix(), MAINNET);
 
     const { proc, url } = await spawnRegistry();
-    // Hold the row the PATCH deletes: its DELETE waits on this lock, while its index writes (which run beside the
-    // SQL) reach Redis. The transaction can then only end in the crash.
-    const blocker = await sql.reserve();
-    await blocker`BEGIN`;
-    await blocker`SELECT 1 FROM subscription_addresses WHERE subscription_id = ${id} AND chain_id = ${MAINNET} AND address = ${x} FOR UPDATE`;
-    const subs = createClient(SubscriptionService, networkTransport(url, { token: stack.config.internalToken }));
-    const call = subs.patchAddresses({
-      keyId: key.id,
-      id,
-      add: [{ chainId: MAINNET, address: y }],
-      remove: [{ chainId: MAINNET, address: x }],
-    });
-    call.catch(() => {});
-    await until("the PATCH reached Redis", async () => !(await watches(x, id)) && (await watches(y, id)), 15_000, 25);
-    expect(await intents()).toBe(1);
-    proc.kill("SIGKILL");
-    await proc.exited;
-    await blocker`ROLLBACK`;
-    blocker.release();
-
-    // What the crash leaves: PostgreSQL still has x (and never got y), Redis says otherwise, and the index is
-    // served as ready, so without a repair the matcher would miss transfers to x.
-    const [row] = (await sql`SELECT count(*)::int AS n FROM subscription_addresses WHERE subscription_id = ${id} AND address IN (${x}, ${y})`) as { n: number }[];
-    expect(row!.n).toBe(1);
-    expect(await watches(x, id)).toBe(false);
-    expect(await actualIndex(stack.registry.redis, stack.config.redisPrefix)).not.toEqual(await expectedIndex(sql));
-
-    const watchdog = startWatchdog();
+    // Hold mainnet's applier lock (registry/watch-applier.ts): no replica can apply its rows until it is released,
+    // so the spawned registry's PATCH commits and then waits for an apply that cannot happen before the kill.
+    const holder = await sql.reserve();
+    await holder`SELECT pg_advisory_lock(hashtext('watch-outbox'), hashtext(${MAINNET}))`;
+    const watch = uncommittedWatch(y, id);
     try {
-      // Once the intent is taken up, lookups wait for the rebuild instead of answering "not watched".
-      await until("the watchdog took up the intent", async () => (await intents()) === 0, 15_000, 25);
+      const subs = createClient(SubscriptionService, networkTransport(url, { token: stack.config.internalToken }));
+      const call = subs.patchAddresses({ keyId: key.id, id, add: [{ chainId: MAINNET, address: y }], remove: [{ chainId: MAINNET, address: x }] });
+      call.catch(() => {});
+      await until("the PATCH committed", () => committed(id, y), 15_000, 10);
+      proc.kill("SIGKILL");
+      await proc.exited;
+
+      // What the crash leaves: PostgreSQL has the change and its outbox row; Redis does not have it yet (behind,
+      // never ahead).
+      expect(await committed(id, x)).toBe(false);
+      expect(await outboxRows()).toBe(1);
       expect(await watches(x, id)).toBe(true);
       expect(await watches(y, id)).toBe(false);
-      await waitUntilReady(stack.registry.redis, stack.config.redisPrefix, 15_000);
-      expect(await actualIndex(stack.registry.redis, stack.config.redisPrefix)).toEqual(await expectedIndex(sql));
     } finally {
-      await watchdog.stop();
+      await holder`SELECT pg_advisory_unlock(hashtext('watch-outbox'), hashtext(${MAINNET}))`;
+      holder.release();
     }
-  }, 30_000);
+    // The surviving replica (the stack's registry) takes the row up at its next poll.
+    await until("the row was applied", async () => (await outboxRows()) === 0, 15_000, 25);
+    expect(await watches(y, id)).toBe(true);
+    expect(await watches(x, id)).toBe(false);
+    expect(await actualIndex(redis(), prefix())).toEqual(await expectedIndex(sql));
+    const after = await readState(redis(), prefix(), MAINNET);
+    expect(after.cur).toBe(before.cur); // converged without a rebuild
+    const seen = await watch.end();
+    expect(seen.lookups).toBeGreaterThan(5);
+    expect(seen.seenUncommitted).toEqual([]);
+  }, 60_000);
 
-  test("a status change committed, its hook never ran: the enabled subscription is found", async () => {
-    const z = VALID[10]!;
-    const id = await subscribe([z], "disabled");
-    await waitUntilReady(stack.registry.redis, stack.config.redisPrefix);
-    expect(await watches(z, id)).toBe(false);
+  test("killed before COMMIT: nothing reaches the index, nothing is left in the outbox", async () => {
+    const [, , , , , , , x, y] = VALID as string[];
+    const id = await subscribe([x!]);
+    await waitUntilReady(redis(), prefix());
+    const before = await readState(redis(), prefix(), MAINNET);
 
-    // The registry commits the change, then stops before its hook writes Redis (as a process frozen, then killed).
-    const hooks = stack.registry.context.hooks;
-    const original = hooks.subscriptionChanged;
-    let thaw = () => {};
-    const frozen = new Promise<void>((resolve) => (thaw = resolve));
-    hooks.subscriptionChanged = async (r) => {
-      await frozen;
-      await original(r);
-    };
-    const abort = new AbortController();
-    const body = { destination: { type: "https", url: TEST_DESTINATION }, events: ["wallet.transfer.broadcasted"], status: "enabled" };
-    const put = api("PUT", `/v1/subscriptions/${id}`, body, abort.signal);
-    put.catch(() => {});
-    const watchdog = startWatchdog();
+    const { proc, url } = await spawnRegistry();
+    // Hold the row the PATCH deletes: its DELETE waits on this lock, so its transaction can only end in the crash.
+    const blocker = await sql.reserve();
+    await blocker`BEGIN`;
+    await blocker`SELECT 1 FROM subscription_addresses WHERE subscription_id = ${id} AND address = ${x!} FOR UPDATE`;
+    const watch = uncommittedWatch(y!, id);
     try {
-      await until("the change committed", async () => {
-        const [s] = (await sql`SELECT status FROM subscriptions WHERE id = ${id}`) as { status: string }[];
-        return s?.status === "enabled";
-      }, 15_000, 25);
-      // The watchdog repairs without the hook: the index comes to say what PostgreSQL says.
-      await until("the watchdog took up the intent", async () => (await intents()) === 0, 15_000, 25);
-      expect(await watches(z, id)).toBe(true);
-      await waitUntilReady(stack.registry.redis, stack.config.redisPrefix, 15_000);
-      expect(await actualIndex(stack.registry.redis, stack.config.redisPrefix)).toEqual(await expectedIndex(sql));
-      // The frozen request, let go late, still answers and changes nothing further.
-      hooks.subscriptionChanged = original;
-      thaw();
-      expect((await put).status).toBe(200);
-      expect(await intents()).toBe(0);
-      expect(await actualIndex(stack.registry.redis, stack.config.redisPrefix)).toEqual(await expectedIndex(sql));
+      const subs = createClient(SubscriptionService, networkTransport(url, { token: stack.config.internalToken }));
+      const call = subs.patchAddresses({ keyId: key.id, id, add: [{ chainId: MAINNET, address: y! }], remove: [{ chainId: MAINNET, address: x! }] });
+      call.catch(() => {});
+      // The PATCH is waiting on the lock (its transaction is open) ...
+      await until("the PATCH is blocked", async () => {
+        const rows = await sql`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM subscription_addresses%'`;
+        return rows.length > 0;
+      }, 15_000, 10);
+      await Bun.sleep(300); // lookups keep running meanwhile
+      proc.kill("SIGKILL");
+      await proc.exited;
     } finally {
-      hooks.subscriptionChanged = original;
-      thaw();
-      await watchdog.stop();
-      abort.abort();
+      await blocker`ROLLBACK`;
+      blocker.release();
     }
-  }, 30_000);
+    await Bun.sleep(500); // an applier's poll or two
+    const seen = await watch.end();
+    expect(seen.seenUncommitted).toEqual([]);
+    expect(await committed(id, y!)).toBe(false);
+    expect(await outboxRows()).toBe(0);
+    expect(await watches(x!, id)).toBe(true);
+    expect(await watches(y!, id)).toBe(false);
+    expect(await actualIndex(redis(), prefix())).toEqual(await expectedIndex(sql));
+    expect((await readState(redis(), prefix(), MAINNET)).cur).toBe(before.cur);
+  }, 60_000);
+
+  test("two registries taking turns on one subscription, rows applied in one go: the end state is the last commit's", async () => {
+    const [x, y] = (VALID as string[]).slice(20, 22) as [string, string];
+    const id = await subscribe([y]);
+    const { url } = await spawnRegistry();
+    const remote = createClient(SubscriptionService, networkTransport(url, { token: stack.config.internalToken }));
+    const local = createClient(SubscriptionService, networkTransport(stack.config.registryUrl, { token: stack.config.internalToken }));
+    // The chain's applier lock is held while 40 PATCHes commit, alternately through each registry, each swapping x and
+    // y: their rows pile up, and are then applied in one go by whichever registry gets the lock first. Applied in any
+    // order but commit order, the end state would differ (e.g. reversed: x watched, y not).
+    const holder = await sql.reserve();
+    await holder`SELECT pg_advisory_lock(hashtext('watch-outbox'), hashtext(${MAINNET}))`;
+    const answers: Promise<unknown>[] = [];
+    try {
+      for (let i = 0; i < 40; i++) {
+        const [add, remove] = i % 2 === 0 ? [x, y] : [y, x];
+        const call = (i % 2 === 0 ? remote : local).patchAddresses({ keyId: key.id, id, add: [{ chainId: MAINNET, address: add }], remove: [{ chainId: MAINNET, address: remove }] });
+        call.catch(() => {});
+        answers.push(call);
+        // Committed (its outbox row is there) before the next one is sent: the commit order is i's order.
+        await until(`PATCH ${i} committed`, async () => (await outboxRows()) === i + 1, 15_000, 5);
+      }
+    } finally {
+      await holder`SELECT pg_advisory_unlock(hashtext('watch-outbox'), hashtext(${MAINNET}))`;
+      holder.release();
+    }
+    await Promise.all(answers);
+    await until("the outbox drained", async () => (await outboxRows()) === 0, 15_000, 25);
+    expect(await committed(id, y)).toBe(true);
+    expect(await watches(y, id)).toBe(true);
+    expect(await watches(x, id)).toBe(false);
+    expect(await actualIndex(redis(), prefix())).toEqual(await expectedIndex(sql));
+  }, 60_000);
 });

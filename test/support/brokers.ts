@@ -101,7 +101,8 @@ export interface NatsStream {
 }
 
 export async function natsStream(url = NATS_URL, opts: { duplicateWindowMs?: number } = {}): Promise<NatsStream> {
-  const nc = await connect({ servers: new URL(url).host });
+  const u = new URL(url);
+  const nc = await connect({ servers: u.host, ...(u.username ? { token: decodeURIComponent(u.username) } : {}) });
   const jsm = await jetstreamManager(nc);
   const stream = randomName("st").replace(/-/g, "_");
   const subject = `${stream}.events`;
@@ -144,16 +145,18 @@ export interface PrivateNats {
   close(): Promise<void>;
 }
 
-export async function startPrivateNats(): Promise<PrivateNats> {
+/** `token`: the server requires it (`--auth`), and `url` carries it as NATS URLs do (nats://TOKEN@host:port). */
+export async function startPrivateNats(opts: { token?: string } = {}): Promise<PrivateNats> {
   const [port] = freePorts(1);
   const dir = mkdtempSync(join(tmpdir(), "nats-"));
   let proc: ReturnType<typeof Bun.spawn> | undefined;
-  const url = `nats://127.0.0.1:${port}`;
+  const url = opts.token ? `nats://${opts.token}@127.0.0.1:${port}` : `nats://127.0.0.1:${port}`;
+  const auth = opts.token ? ["--auth", opts.token] : [];
   const up = async () => {
-    proc = Bun.spawn(["/usr/sbin/nats-server", "-js", "-a", "127.0.0.1", "-p", String(port), "-sd", dir], { stdout: "ignore", stderr: "ignore" });
+    proc = Bun.spawn(["/usr/sbin/nats-server", "-js", "-a", "127.0.0.1", "-p", String(port), "-sd", dir, ...auth], { stdout: "ignore", stderr: "ignore" });
     await until(`nats-server on ${port}`, async () => {
       try {
-        const nc = await connect({ servers: `127.0.0.1:${port}`, timeout: 500 });
+        const nc = await connect({ servers: `127.0.0.1:${port}`, timeout: 500, ...(opts.token ? { token: opts.token } : {}) });
         await nc.close();
         return true;
       } catch {

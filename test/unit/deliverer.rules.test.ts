@@ -3,7 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { Webhook } from "standardwebhooks";
-import { nextDelay, parseRetryAfter, parseRetrySchedule } from "../../common/retry-policy.ts";
+import { describeSchedule, nextDelay, parseRetryAfter, parseRetrySchedule, retryAfterOf } from "../../common/retry-policy.ts";
 import { renderPayload } from "../../deliverer/payload.ts";
 import { truncateUtf8 } from "../../deliverer/send.ts";
 import { deliveryHeaders } from "../../deliverer/sign.ts";
@@ -38,6 +38,18 @@ describe("retry delays", () => {
         return d >= DEFAULT[n]! && d <= 2 * DEFAULT[n]!;
       }),
     );
+  });
+
+  test("only 429 and 503 carry a Retry-After", () => {
+    expect(retryAfterOf(429, "7")).toBe(7_000);
+    expect(retryAfterOf(503, "7")).toBe(7_000);
+    expect(retryAfterOf(500, "7")).toBeNull();
+    expect(retryAfterOf(302, "7")).toBeNull();
+  });
+
+  test("the schedule in words, as the OpenAPI description states it", () => {
+    expect(describeSchedule(DEFAULT)).toBe("at once, 1 s, 5 s, 1 min, 5 min, 30 min and 90 min");
+    expect(describeSchedule(parseRetrySchedule("250ms,3h"))).toBe("250 ms and 3 h");
   });
 
   test("Retry-After: seconds or an HTTP date", () => {

@@ -54,6 +54,18 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
+/** Whether any of `signers` (one per secret of the subscription) verifies the delivery. */
+function verifiedBy(signers: readonly Webhook[], body: string, headers: Record<string, string>): boolean {
+  return signers.some((w) => {
+    try {
+      w.verify(body, headers);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
 function headerRecord(req: IncomingMessage): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") out[k] = v;
@@ -141,17 +153,7 @@ export async function startReceiver(opts: ReceiverOptions): Promise<Receiver> {
       const headers = headerRecord(req);
       const body = Buffer.concat(chunks).toString("utf8");
       const signers = secrets.get(path);
-      let verified: boolean | null = null;
-      if (signers) {
-        verified = signers.some((w) => {
-          try {
-            w.verify(body, headers);
-            return true;
-          } catch {
-            return false;
-          }
-        });
-      }
+      const verified = signers ? verifiedBy(signers, body, headers) : null;
       if (record) received.push({ path, headers, body, receivedAt: Date.now(), verified });
       act(behaviours.get(path) ?? { kind: "ok" }, path, res, req);
     });
@@ -234,15 +236,7 @@ export function startFastReceiver(opts: {
       received++;
       let verified: boolean | null = null;
       if (signers.length > 0) {
-        const headers = Object.fromEntries(req.headers);
-        verified = signers.some((w) => {
-          try {
-            w.verify(body, headers);
-            return true;
-          } catch {
-            return false;
-          }
-        });
+        verified = verifiedBy(signers, body, Object.fromEntries(req.headers));
         if (!verified) bad++;
       }
       opts.onDelivery?.({ headers: Object.fromEntries(req.headers), body, verified });

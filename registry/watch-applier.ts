@@ -1,0 +1,300 @@
+// The applier of the watch index's outbox (rows written by registry/watch-outbox.ts): one loop per chain reads the
+// chain's rows in id order, writes them to Redis through common/watch-index.ts and deletes them, batch by batch.
+//
+// One applier per chain across all registry replicas: each batch runs in a transaction that first takes
+// pg_try_advisory_xact_lock(hashtext('watch-outbox'), hashtext(chain)); a replica that does not get it leaves the
+// batch to the one that has it. The rebuild (registry/watch-index.ts) holds the same lock while it copies
+// PostgreSQL, so nothing is applied to a chain while its new generation is built.
+//
+// A batch's rows are deleted in the transaction that read them, after their Redis writes: a crash or a Redis failure
+// in between rolls the deletion back and the whole batch is applied again, in the same order, later. Applying a batch
+// twice ends in the same state as once: an address row adds and removes its subscription's handle (the last row
+// touching an address decides), meta and key rows write the state PostgreSQL holds when they are applied, and a drop
+// row comes after every other row of its subscription (rows of a deleted subscription are skipped: its state is gone).
+//
+// A request that changed the index waits (settle) until its rows are deleted by an applier (this process, another
+// replica, or a rebuild that took them in), bounded; an applier failure after the request committed (Redis down)
+// ends the wait at once. Either way PostgreSQL holds the change and the row stays until it is applied.
+import { sql } from "drizzle-orm";
+import type { Logger } from "../common/logger.ts";
+import type { Redis } from "../common/redis.ts";
+import {
+  applyAddresses,
+  dropSubscription,
+  setKeyState,
+  setSubscriptionMeta,
+  type SubscriptionMeta,
+} from "../common/watch-index.ts";
+import type { MatchConditions } from "../common/match-conditions.ts";
+import type { RegistryDb } from "./store.ts";
+import { pgTextArray, rowsLeft, type AddressPayload, type OutboxTicket } from "./watch-outbox.ts";
+
+/** Rows applied per transaction. */
+const BATCH = 200;
+/** A Redis call that takes longer is treated as failed (the batch is rolled back and applied again later). */
+const REDIS_TIMEOUT_MS = 3_000;
+/** How often a chain's outbox is looked at without a kick (rows of other replicas and of `bun run keys`). */
+export const POLL_MS = 250;
+/** After a failure (Redis down), the pause before the next try. */
+const RETRY_MS = 500;
+
+export interface KeyState {
+  chains: string[];
+  revoked: boolean;
+}
+
+export function keyActiveOn(key: KeyState, chainId: string): boolean {
+  return !key.revoked && key.chains.includes(chainId);
+}
+
+/** The columns the index carries per subscription; `match` as drizzle reads it or as a raw query returns jsonb. */
+export interface IndexedSubscription {
+  id: string;
+  keyId: string;
+  status: string;
+  events: string[];
+  match: MatchConditions | string;
+}
+
+export function subscriptionMeta(row: IndexedSubscription): SubscriptionMeta {
+  const match = typeof row.match === "string" ? (JSON.parse(row.match) as MatchConditions) : row.match;
+  return { id: row.id, keyId: row.keyId, enabled: row.status === "enabled", events: row.events, match };
+}
+
+export function withTimeout<T>(p: Promise<T>, ms = REDIS_TIMEOUT_MS): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const t = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error("redis call timed out")), ms);
+  });
+  p.catch(() => {});
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+}
+
+/** The lock of a chain's applier (and of its rebuild), as SQL arguments of the two-int advisory lock functions. */
+const applierLock = (chainId: string) => sql`hashtext('watch-outbox'), hashtext(${chainId})`;
+
+/** A row of the batch statement: the outbox row and its subject's state (null when it is gone). */
+interface BatchRow {
+  id: number | string;
+  kind: string;
+  subscriptionId: string | null;
+  keyId: string | null;
+  add: string[] | null;
+  remove: string[] | null;
+  subId: string | null;
+  subKeyId: string | null;
+  status: string | null;
+  events: string[] | null;
+  match: IndexedSubscription["match"] | null;
+  chains: string[] | null;
+  revoked: boolean | null;
+  foundKeyId: string | null;
+}
+
+type BatchResult = { status: "busy" } | { status: "done"; ids: number[]; missing: boolean };
+
+export interface ApplierOptions {
+  pollMs?: number;
+  /** A write found no generation of the chain (never built, or Redis emptied): it needs a rebuild. */
+  onMissing?: (chainId: string) => void;
+}
+
+export class OutboxApplier {
+  private stopped = true;
+  private readonly wakers = new Map<string, () => void>();
+  private readonly kicked = new Set<string>();
+  private readonly loops: Promise<void>[] = [];
+  /** Failed batches per chain: a waiter that sees one after its commit stops waiting. */
+  private readonly failures = new Map<string, number>();
+  private readonly failing = new Set<string>();
+  private readonly waiters = new Map<number, () => void>();
+  /** Address arrays of rows this process wrote and waits for (OutboxTicket.payloads). */
+  private readonly payloads = new Map<number, AddressPayload>();
+  private readonly pollMs: number;
+
+  constructor(
+    private readonly db: RegistryDb,
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly log: Logger,
+    private readonly chains: readonly string[],
+    private readonly opts: ApplierOptions = {},
+  ) {
+    this.pollMs = opts.pollMs ?? POLL_MS;
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    for (const chainId of this.chains) this.loops.push(this.loop(chainId));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const wake of this.wakers.values()) wake();
+    await Promise.all(this.loops.splice(0));
+  }
+
+  /** Look at the chain's outbox now (a row was just committed). */
+  kick(chainId: string): void {
+    this.kicked.add(chainId);
+    this.wakers.get(chainId)?.();
+  }
+
+  /** Rows now in Redis (applied here, or taken in by a rebuild): their waiters are done. */
+  settled(ids: readonly number[]): void {
+    for (const id of ids) {
+      this.waiters.get(id)?.();
+      this.waiters.delete(id);
+    }
+  }
+
+  /**
+   * Waits until every row of `ticket` has been applied (true), or the budget ran out or an applier of one of its
+   * chains failed after the call began (false: the rows stay and are applied later).
+   */
+  async settle(ticket: OutboxTicket, budgetMs: number): Promise<boolean> {
+    if (ticket.ids.length === 0) return true;
+    for (const [id, payload] of ticket.payloads ?? []) this.payloads.set(id, payload);
+    const pending = new Set(ticket.ids);
+    const failuresAtStart = ticket.chains.map((c) => this.failures.get(c) ?? 0);
+    const done = ticket.ids.map(
+      (id) =>
+        new Promise<void>((resolve) =>
+          this.waiters.set(id, () => {
+            pending.delete(id);
+            resolve();
+          }),
+        ),
+    );
+    for (const chainId of ticket.chains) this.kick(chainId);
+    const deadline = Date.now() + budgetMs;
+    const all = Promise.all(done);
+    try {
+      let checks = 0;
+      while (pending.size > 0) {
+        const left = deadline - Date.now();
+        if (left <= 0) return false;
+        await Promise.race([all, Bun.sleep(Math.min(left, 50))]);
+        if (pending.size === 0) break;
+        if (ticket.chains.some((c, i) => (this.failures.get(c) ?? 0) > failuresAtStart[i]!)) return false;
+        // Another replica (or a rebuild elsewhere) may have applied them: ask PostgreSQL now and then.
+        if (++checks % 4 === 0) {
+          const still = await rowsLeft(this.db, [...pending]);
+          for (const id of [...pending]) if (!still.has(id)) pending.delete(id);
+        }
+      }
+      return true;
+    } finally {
+      for (const id of ticket.ids) {
+        this.waiters.delete(id);
+        this.payloads.delete(id);
+      }
+    }
+  }
+
+  private async loop(chainId: string): Promise<void> {
+    while (!this.stopped) {
+      this.kicked.delete(chainId);
+      let pause = this.pollMs;
+      try {
+        await this.drain(chainId);
+        if (this.failing.delete(chainId)) this.log.info("watch index outbox: applying again", { chainId });
+      } catch (err) {
+        this.failures.set(chainId, (this.failures.get(chainId) ?? 0) + 1);
+        // Said once per outage, not at every retry.
+        const level = this.failing.has(chainId) ? "debug" : "warn";
+        this.failing.add(chainId);
+        this.log[level]("watch index outbox: applying failed; the rows stay and are applied later", { chainId, err });
+        pause = RETRY_MS;
+      }
+      if (this.stopped) break;
+      if (this.kicked.has(chainId) && pause === this.pollMs) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, pause);
+        this.wakers.set(chainId, () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      this.wakers.delete(chainId);
+    }
+  }
+
+  /** Applies the chain's rows until none are left (or another replica holds the chain). */
+  async drain(chainId: string): Promise<void> {
+    for (;;) {
+      const result = await this.applyBatch(chainId);
+      if (result.status === "busy") return;
+      if (result.missing) this.opts.onMissing?.(chainId);
+      if (result.ids.length < BATCH) return;
+    }
+  }
+
+  /**
+   * One batch in one transaction: the chain's lock; its first rows with the state PostgreSQL holds now for them (meta
+   * and key rows are applied from it, address rows carry it along) in one statement; then the Redis writes; then the
+   * deletion. The waiters of the rows are let go as soon as Redis holds them, before the deletion commits: should
+   * that fail, the rows are applied again, which changes nothing (see the header).
+   */
+  private applyBatch(chainId: string): Promise<BatchResult> {
+    return this.db.transaction(async (tx): Promise<BatchResult> => {
+      // Taken now: a waiter that gives up drops its payloads, and this batch must still have the ones it did not read.
+      const known = new Map(this.payloads);
+      const cached = [...known.keys()].map(String);
+      // The lock first, in its own statement: the rows are then read with a snapshot taken while it is held. Read in
+      // the same statement, they would come from a snapshot taken before the lock was granted, and could include
+      // rows another replica applied and deleted in between (and re-apply them over its newer writes).
+      const [lock] = (await tx.execute(sql`SELECT pg_try_advisory_xact_lock(${applierLock(chainId)}) AS ok`)) as unknown as { ok: boolean }[];
+      if (!lock?.ok) return { status: "busy" };
+      const rows = (await tx.execute(sql`
+        SELECT o.id, o.kind, o.subscription_id AS "subscriptionId", o.key_id AS "keyId",
+               CASE WHEN o.id = ANY(${pgTextArray(cached)}::bigint[]) THEN NULL ELSE o."add" END AS "add",
+               CASE WHEN o.id = ANY(${pgTextArray(cached)}::bigint[]) THEN NULL ELSE o."remove" END AS "remove",
+               s.id AS "subId", s.key_id AS "subKeyId", s.status, s.events, s.match,
+               k.chains, k.revoked_at IS NOT NULL AS revoked, k.id AS "foundKeyId"
+        FROM (SELECT * FROM watch_outbox WHERE chain_id = ${chainId} ORDER BY id LIMIT ${BATCH}) o
+        LEFT JOIN subscriptions s ON s.id = o.subscription_id
+        LEFT JOIN api_keys k ON k.id = COALESCE(s.key_id, o.key_id)
+        ORDER BY o.id`)) as unknown as BatchRow[];
+      if (rows.length === 0) return { status: "done", ids: [], missing: false };
+
+      const target = { prefix: this.prefix, chainId };
+      let missing = false;
+      for (const row of rows) {
+        // The subscription (or key) as PostgreSQL holds it now; absent: deleted since, and its drop row follows.
+        const sub: (IndexedSubscription & KeyState) | null =
+          row.subId === null
+            ? null
+            : { id: row.subId, keyId: row.subKeyId!, status: row.status!, events: row.events!, match: row.match!, chains: row.chains!, revoked: row.revoked! };
+        let wrote = true;
+        if (row.kind === "addresses") {
+          if (!sub) continue;
+          const payload = known.get(Number(row.id)) ?? { add: row.add ?? [], remove: row.remove ?? [] };
+          const size = payload.add.length + payload.remove.length;
+          wrote = await withTimeout(
+            applyAddresses(this.redis, target, subscriptionMeta(sub), keyActiveOn(sub, chainId), payload),
+            REDIS_TIMEOUT_MS + Math.ceil(size / 10),
+          );
+        } else if (row.kind === "meta") {
+          if (!sub) continue;
+          wrote = await withTimeout(setSubscriptionMeta(this.redis, target, subscriptionMeta(sub)));
+        } else if (row.kind === "drop") {
+          wrote = await withTimeout(dropSubscription(this.redis, target, row.subscriptionId!));
+        } else if (row.kind === "key") {
+          if (row.foundKeyId === null) continue;
+          wrote = await withTimeout(setKeyState(this.redis, target, row.keyId!, keyActiveOn({ chains: row.chains!, revoked: row.revoked! }, chainId)));
+        } else {
+          this.log.error("watch index outbox: unknown row kind; dropped", { chainId, id: row.id, kind: row.kind });
+        }
+        // No generation to write to: the chain must be rebuilt, and that rebuild reads PostgreSQL after this
+        // transaction (it waits for this chain's lock), so the row may go.
+        if (!wrote) missing = true;
+      }
+      const ids = rows.map((r) => Number(r.id));
+      this.settled(ids);
+      await tx.execute(sql`DELETE FROM watch_outbox WHERE id = ANY(${pgTextArray(ids.map(String))}::bigint[])`);
+      return { status: "done", ids, missing };
+    });
+  }
+}
