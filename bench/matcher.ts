@@ -35,11 +35,11 @@
 // CPU-bound and its wall figure follows the machine's load: compare CPU seconds per transfer and per delivery.
 //
 // Where the time goes (2026-11-24, 266,701 transfers, 96,281 deliveries; CPU seconds until the last delivery, runs at
-// load average 11–16 from other work on the machine, a private redis-server for the Redis figure):
-//   deliverer ~10 s (~100 µs per delivery): its worker's HTTPS POST (Bun fetch, ~37% of its samples) and Standard
+// load average 9–16 from other work on the machine, a private redis-server for the Redis commandstats):
+//   deliverer ~9–10 s (~100 µs per delivery): its worker's HTTPS POST (Bun fetch, ~37% of its samples) and Standard
 //     Webhooks signing (pure-JS SHA-256 in `standardwebhooks`, ~12%), claims, outcome writes; Enqueue (protobuf
 //     decode, payloads, the INSERT) ~10% since a run's events go in calls of 2,000 (it was one call per block).
-//   PostgreSQL ~11 s (measured on a backend of its own: ~50 µs per event for the Enqueue INSERT, of which ~20 µs
+//   PostgreSQL ~12.6 s (and on a backend of its own: ~50 µs per event for the Enqueue INSERT, of which ~20 µs
 //     are the events table's 11 secondary indexes at ~2.5 µs each, and ~62 µs per delivery for the outcome UPDATE,
 //     where the status change gives most indexes a new entry, plus its attempt row).
 //   matcher ~4.4 s (~16 µs per transfer): JSON parse of ~134 MB of node answers, decode, the lookup client
@@ -311,14 +311,17 @@ async function deliveredCount(db: SQL): Promise<number> {
   return row?.n ?? 0;
 }
 
-/** Polls `count` until it reaches `target`; the time (performance.now()) it did, or null on timeout. */
-async function waitCount(count: () => Promise<number>, target: number, timeoutMs: number): Promise<{ at: number | null; count: number }> {
+/**
+ * Polls `count` every `everyMs` until it reaches `target`; the time (performance.now()) it did, or null on timeout.
+ * PostgreSQL's count reads every delivered row, so it is polled seldom (it would add to the CPU being measured).
+ */
+async function waitCount(count: () => Promise<number>, target: number, timeoutMs: number, everyMs = 50): Promise<{ at: number | null; count: number }> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const n = await count();
     if (n >= target) return { at: performance.now(), count: n };
     if (performance.now() > deadline) return { at: null, count: n };
-    await Bun.sleep(50);
+    await Bun.sleep(everyMs);
   }
 }
 
@@ -539,7 +542,7 @@ export default async function benchMatcher(): Promise<void> {
     const acked = await waitCount(() => bulkReceiver.received(), received0 + events, 600_000);
     const deliverySeconds = ((acked.at ?? performance.now()) - started) / 1000;
     const delivered = Math.min(events, acked.count - received0);
-    const recorded = await waitCount(() => deliveredCount(countDb), delivered0 + events, 600_000);
+    const recorded = await waitCount(() => deliveredCount(countDb), delivered0 + events, 600_000, 500);
     const recordedSeconds = ((recorded.at ?? performance.now()) - started) / 1000;
     const others2 = await cpuByRole(await roles());
     const stages = await metrics.stageSeconds.get();
