@@ -3,7 +3,7 @@
 // round trips and a commit) whatever its size, so in catch-up the per-call cost, not the events, was what the
 // deliverer spent its time on (README "Benchmarks", bench/matcher.ts). Events are sent as soon as MAX_EVENTS_PER_CALL
 // of them are ready, while the other blocks of the run are still matched; the caller moves its checkpoint only after
-// done() resolved, i.e. after every call was accepted. A failed call fails done(): the caller retries the whole run,
+// around() resolved, i.e. after every call was accepted. A failed call fails around(): the caller retries the whole run,
 // and the deliverer's one event per (subscription, kind, transfer) makes the calls that did succeed harmless to repeat.
 import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 
@@ -21,6 +21,20 @@ export class EnqueueBatch {
     private readonly maxEvents: number = MAX_EVENTS_PER_CALL,
   ) {}
 
+  /**
+   * Runs `match` (which add()s each block's events) and resolves once every call was accepted; when `match` fails,
+   * waits for the calls already sent and rethrows (the caller retries the run).
+   */
+  async around(match: () => Promise<void>): Promise<void> {
+    try {
+      await match();
+    } catch (err) {
+      await this.settle();
+      throw err;
+    }
+    await this.done();
+  }
+
   /** Adds a block's events; sends a call once enough are buffered. */
   add(events: readonly NewEvent[]): void {
     for (const e of events) this.buffer.push(e);
@@ -28,13 +42,13 @@ export class EnqueueBatch {
   }
 
   /** Sends what is left and resolves once every call was accepted; rejects with the first failure. */
-  async done(): Promise<void> {
+  private async done(): Promise<void> {
     if (this.buffer.length > 0) this.send(this.buffer.splice(0));
     await Promise.all(this.calls);
   }
 
   /** Waits for the calls already sent without sending the rest (after the run failed elsewhere). */
-  async settle(): Promise<void> {
+  private async settle(): Promise<void> {
     this.buffer = [];
     await Promise.allSettled(this.calls);
   }

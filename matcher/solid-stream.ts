@@ -260,18 +260,14 @@ export class SolidifiedStream {
     };
     // The run's events go to the deliverer in few calls (enqueue-batch.ts), sent while later blocks are still matched.
     const out = new EnqueueBatch(enqueue, undefined, this.opts.enqueueEvents);
-    try {
-      await mapLimit(batch, this.concurrency, async (block) => {
+    await out.around(() =>
+      mapLimit(batch, this.concurrency, async (block) => {
         const ctx: BlockContext = { chainId, number: block.number, blockId: block.blockId, timestampMs: block.timestampMs };
         const made = await matchFinal(ctx, block.transfers, lookup, finality);
         out.add(made);
         count(made);
-      });
-    } catch (err) {
-      await out.settle();
-      throw err;
-    }
-    await out.done();
+      }).then(() => {}),
+    );
     const settled = await this.settleDrops(batch, solidifiedHead);
     for (const d of settled.dropped) count(d);
     if (signal.aborted) return;

@@ -271,8 +271,8 @@ export class ChainStream {
     const stage = (name: string, since: number) => this.stage(name, since);
     // The run's events go to the deliverer in few calls (enqueue-batch.ts), sent while later blocks are still matched.
     const out = new EnqueueBatch(this.opts.enqueue, (since) => stage("enqueue", since), this.opts.enqueueEvents);
-    try {
-      await mapLimit(accepted, this.concurrency, async (block) => {
+    await out.around(() =>
+      mapLimit(accepted, this.concurrency, async (block) => {
         transfers += block.transfers.length;
         const t = performance.now();
         const made = await matchBroadcasted(
@@ -283,12 +283,8 @@ export class ChainStream {
         stage("lookup", t);
         out.add(made);
         events += made.length;
-      });
-    } catch (err) {
-      await out.settle();
-      throw err;
-    }
-    await out.done();
+      }).then(() => {}),
+    );
     if (signal.aborted) return;
     const refs = accepted.map(blockRef);
     const link = this.opts.link;
