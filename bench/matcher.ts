@@ -34,20 +34,21 @@
 // from the receiver, which prints its count on SIGUSR1, and from PostgreSQL). On a shared 2-core machine the run is
 // CPU-bound and its wall figure follows the machine's load: compare CPU seconds per transfer and per delivery.
 //
-// Where the time goes (2026-11-24, 266,701 transfers, 96,281 deliveries; CPU seconds until the last delivery, runs at
-// load average 9–16 from other work on the machine, a private redis-server for the Redis commandstats):
-//   deliverer ~9–10 s (~100 µs per delivery): its worker's HTTPS POST (Bun fetch, ~37% of its samples) and Standard
+// Where the time goes (2026-11-24, 266,701 transfers, 96,281 deliveries; CPU seconds until the last delivery in a
+// run at load average 4.9 from other work — 16,744 transfers/s, 5,966 deliveries/s; Redis commandstats from a run on
+// a private redis-server):
+//   PostgreSQL 10.7 s (and on a backend of its own: ~50 µs per event for the Enqueue INSERT, of which ~20 µs are the
+//     events table's 11 secondary indexes at ~2.5 µs each, and ~62 µs per delivery for the outcome UPDATE, where the
+//     status change gives most indexes a new entry, plus its attempt row).
+//   deliverer 8.2 s (~85 µs per delivery): its worker's HTTPS POST (Bun fetch, ~37% of its samples) and Standard
 //     Webhooks signing (pure-JS SHA-256 in `standardwebhooks`, ~12%), claims, outcome writes; Enqueue (protobuf
 //     decode, payloads, the INSERT) ~10% since a run's events go in calls of 2,000 (it was one call per block).
-//   PostgreSQL ~12.6 s (and on a backend of its own: ~50 µs per event for the Enqueue INSERT, of which ~20 µs
-//     are the events table's 11 secondary indexes at ~2.5 µs each, and ~62 µs per delivery for the outcome UPDATE,
-//     where the status change gives most indexes a new entry, plus its attempt row).
-//   matcher ~4.4 s (~16 µs per transfer): JSON parse of ~134 MB of node answers, decode, the lookup client
-//     (ioredis encodes ~1,100 arguments per block), Enqueue encoding (protobuf, ~7 µs per event).
-//   receiver ~3.3 s (34 µs per POST, verifying each signature), simulator 1–4 s, Redis ~2.9 s (one LOOKUP per
-//     block: ~550,000 HGETs; the schedule's sorted sets ~7 operations per delivery), registry 0.5 s.
-//   ~34 CPU-seconds in all: on two idle cores no less than ~17 s, i.e. ~15,700 transfers/s and ~5,700 deliveries/s
-//   at most (PostgreSQL and the worker are most of it); a loaded machine gives the run a fraction of that.
+//   matcher 3.6 s (~14 µs per transfer): JSON parse of ~134 MB of node answers, decode, the lookup client (ioredis
+//     encodes ~1,100 arguments per block), Enqueue encoding (protobuf, ~7 µs per event).
+//   receiver 2.9 s (~30 µs per POST, verifying each signature), Redis 1.9 s (one LOOKUP per block: ~550,000 HGETs;
+//     the schedule's sorted sets ~7 operations per delivery), simulator 0.8 s, registry 0.35 s.
+//   ~28 CPU-seconds in all: on two idle cores no less than ~14 s, i.e. ~19,000 transfers/s and ~6,800 deliveries/s
+//   at most (PostgreSQL and the worker are two thirds of it); load from elsewhere comes off that.
 //
 // Environment: BENCH_BACKLOG (blocks, default 1000), BENCH_LATENCY_BLOCKS (default 20), BENCH_WATCHED (1000000),
 // BENCH_POOL_WATCHED (4000), BENCH_PHASES (besides the head-stream catch-up: "both,latency" by default),
