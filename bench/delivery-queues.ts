@@ -5,6 +5,23 @@
 // StreamEvents to one Connect consumer beside a bare keyset read of the same rows. Goals (issue 12): AMQP and NATS
 // each ≥ 10,000 deliveries/s and ≥ 0.5× their floor; StreamEvents ≥ 50,000 events/s.
 // Its own PostgreSQL database, Redis DB, exchanges, queues and stream, all removed at the end.
+// BENCH_QUEUE_ONLY=<regex> runs only the figures whose label matches (StreamEvents alone enqueues its own events);
+// BENCH_WORKER='{"queuePerDestinationConcurrency":64}' passes worker options (deliverer/worker.ts) for experiments.
+//
+// Where the time goes (2026-11-24, bun --cpu-prof of this process, per-phase timers in the worker, Redis
+// INFO commandstats): the bench process spends 55-75 µs of CPU per queue delivery — claim (one pipelined Lua call
+// per shard, ~140 claims for 20,000 events), the row load, signing (the standardwebhooks library hashes in pure JS:
+// the largest single item of an attempt), the client library's publish, and the outcome write; a bare publish costs
+// the client library alone. On a shared machine the outcome write is the critical path: PostgreSQL updates the
+// event row (a status change touches every index of `events`) and inserts the attempt row, and a batch of ~200
+// outcomes took 25-190 ms depending on the load. Hence writes overlap (4 at once) and grow while PostgreSQL is busy,
+// and a queue destination has 128 publishes in flight (one destination at 32 left the broker idle between
+// confirms). The deliverer's own CPU ran at 20-60% of a core in these runs: the rest is waiting on PostgreSQL and
+// the brokers, which share the same two cores.
+// StreamEvents: a page is one index range read with sorting off (before statistics exist the planner sorted every
+// remaining row of the key on each page, O(n²) for a consumer far behind) and the next page is read while this one
+// is encoded; the rate is then bound by the transfer and the consumer's decoding (the same process here), and by any
+// long transaction in the cluster (rows newer than the oldest running transaction wait for it).
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
@@ -24,6 +41,8 @@ import { transfer } from "./transfers.ts";
 const RABBIT = process.env.BENCH_AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672/";
 const NATS = process.env.BENCH_NATS_URL ?? "nats://127.0.0.1:4222";
 const WINDOW = 256;
+// BENCH_QUEUE_ONLY=<regex>: only the figures whose label matches (profiling one of them).
+const ONLY = process.env.BENCH_QUEUE_ONLY ? new RegExp(process.env.BENCH_QUEUE_ONLY, "i") : undefined;
 
 function rate(n: number, ms: number): number {
   return Math.round((n / ms) * 1000);
@@ -100,13 +119,14 @@ export async function queueBench(events: number): Promise<void> {
     const natsFloor = rate(events, performance.now() - t0);
 
     const measure = async (label: string, subIds: string[], floor: number) => {
+      if (ONLY && !ONLY.test(label)) return;
       const ours = await runFresh(subIds);
       line(label, fmt(ours), fmt(floor), `ratio ${(ours / floor).toFixed(2)}× of the floor (goal ≥ 10,000/s and ≥ 0.5×)`);
     };
 
     // Each run gets a fresh deliverer (a stopped worker does not start again).
     async function runFresh(subIds: string[]): Promise<number> {
-      const d = await createDeliverer(config, { registry: registryTransport, startWorker: false });
+      const d = await createDeliverer(config, { registry: registryTransport, startWorker: false, worker: JSON.parse(process.env.BENCH_WORKER ?? "{}") as Record<string, number> });
       const client = createClient(DeliveryService, inProcessTransport(d.routes));
       try {
         for (let i = 0; i < events; i += 1_000) {
@@ -116,11 +136,17 @@ export async function queueBench(events: number): Promise<void> {
           await client.enqueue({ events: batch });
         }
         const start = performance.now();
+        const cpu0 = process.cpuUsage();
         d.worker.start();
         const deadline = Date.now() + 600_000;
         for (;;) {
           const [row] = (await sql`SELECT count(*)::int AS n FROM events WHERE subscription_id IN ${sql(subIds)} AND status = 'delivered'`) as [{ n: number }];
-          if (row.n >= events) return rate(events, performance.now() - start);
+          if (row.n >= events) {
+            const cpu = process.cpuUsage(cpu0);
+            const ms = performance.now() - start;
+            console.log(`  cpu ${(((cpu.user + cpu.system) / 1000 / ms) * 100).toFixed(0)}% of one core, ${Math.round((cpu.user + cpu.system) / events)} µs per delivery`);
+            return rate(events, ms);
+          }
           const failed = (await sql`SELECT response_body AS b FROM events WHERE subscription_id IN ${sql(subIds)} AND attempts > 0 AND status <> 'delivered' LIMIT 1`) as { b: string }[];
           if (failed[0]) throw new Error(`an attempt failed: ${failed[0].b}`);
           if (Date.now() > deadline) throw new Error(`only ${row.n} of ${events} delivered`);
@@ -140,34 +166,60 @@ export async function queueBench(events: number): Promise<void> {
     await measure("NATS deliveries/s, 32 subjects", nats32, natsFloor);
 
     // ---- StreamEvents: every event of the key (4 runs' worth) to one Connect consumer ----
-    const [{ n: total }] = (await sql`SELECT count(*)::int AS n FROM events`) as [{ n: number }];
+    if (ONLY && !ONLY.test("StreamEvents")) return;
     const streamer = await createDeliverer(config, { registry: registryTransport, startWorker: false });
     const served = await serveService(streamer, 0, 0);
     try {
-      const client = createClient(DeliveryService, createConnectTransport({ baseUrl: `http://127.0.0.1:${served.http.port}`, useBinaryFormat: true }));
-      const abort = new AbortController();
-      let got = 0;
-      t0 = performance.now();
-      try {
-        for await (const r of client.streamEvents({}, { headers: { authorization: `Bearer ${key.secret}` }, signal: abort.signal })) {
-          got += r.events.length;
-          if (got >= total) abort.abort();
+      // Runs skipped (BENCH_QUEUE_ONLY): the key gets the same 4 runs' worth of events, left pending.
+      const [{ n: had }] = (await sql`SELECT count(*)::int AS n FROM events`) as [{ n: number }];
+      if (had < 4 * events) {
+        const sub = await newSub({ type: "nats", broker: "bench-nats", subject: `bench.${tag}.stream` });
+        const enqueue = createClient(DeliveryService, inProcessTransport(streamer.routes));
+        for (let i = had; i < 4 * events; i += 1_000) {
+          const n = Math.min(1_000, 4 * events - i);
+          await enqueue.enqueue({ events: Array.from({ length: n }, (_, j) => create(NewEventSchema, { subscriptionId: sub, kind: "wallet.transfer.broadcasted", transfer: transfer(i + j) })) });
         }
-      } catch (err) {
-        if (!abort.signal.aborted) throw err;
       }
-      const streamRate = rate(got, performance.now() - t0);
+      const [{ n: total }] = (await sql`SELECT count(*)::int AS n FROM events`) as [{ n: number }];
       // Floor: the same rows read by the same keyset, 2,000 at a time, straight from PostgreSQL.
+      const bareRead = async (): Promise<number> => {
+        let read = 0;
+        let after = { xid: "0", seq: 0 };
+        for (;;) {
+          // ORDER BY names the table's columns (a bare "xid" is the text alias) and sorting is off as in
+          // store.streamPage: either way the fresh, unanalysed table gets a sort of every remaining row of the key on
+          // each page (an earlier floor of 9,267/s measured exactly that).
+          const rows = (await sql.begin(async (tx) => {
+            await tx`SET LOCAL enable_sort = off`;
+            return tx`SELECT id, payload, xid::text AS xid, seq FROM events WHERE key_id = ${key.key!.id}
+              AND (events.xid, events.seq) > (${after.xid}::xid8, ${after.seq}::bigint) ORDER BY events.xid, events.seq LIMIT 2000`;
+          })) as { xid: string; seq: number }[];
+          if (rows.length === 0) return read;
+          read += rows.length;
+          after = { xid: rows.at(-1)!.xid, seq: Number(rows.at(-1)!.seq) };
+        }
+      };
+      // One unmeasured read first: the first scan of freshly written rows sets their hint bits (page writes), a
+      // cost that would otherwise fall on whichever of the two reads came first.
+      await bareRead();
+      const client = createClient(DeliveryService, createConnectTransport({ baseUrl: `http://127.0.0.1:${served.http.port}`, useBinaryFormat: true }));
+      const streamAll = async (): Promise<number> => {
+        const abort = new AbortController();
+        let got = 0;
+        const t = performance.now();
+        try {
+          for await (const r of client.streamEvents({}, { headers: { authorization: `Bearer ${key.secret}` }, signal: abort.signal })) {
+            got += r.events.length;
+            if (got >= total) abort.abort();
+          }
+        } catch (err) {
+          if (!abort.signal.aborted) throw err;
+        }
+        return rate(got, performance.now() - t);
+      };
+      const streamRate = await streamAll();
       t0 = performance.now();
-      let read = 0;
-      let after = { xid: "0", seq: 0 };
-      for (;;) {
-        const rows = (await sql`SELECT id, payload, xid::text AS xid, seq FROM events WHERE key_id = ${key.key!.id}
-          AND (xid, seq) > (${after.xid}::xid8, ${after.seq}::bigint) ORDER BY xid, seq LIMIT 2000`) as { xid: string; seq: number }[];
-        if (rows.length === 0) break;
-        read += rows.length;
-        after = { xid: rows.at(-1)!.xid, seq: Number(rows.at(-1)!.seq) };
-      }
+      const read = await bareRead();
       const floor = rate(read, performance.now() - t0);
       line(`StreamEvents to one consumer (${total} events)`, fmt(streamRate), fmt(floor), `bare keyset SELECT of the same rows; goal ≥ 50,000/s`);
     } finally {

@@ -123,7 +123,13 @@ export function renderPayload(payload: unknown): string {
   return JSON.stringify(ordered({ ...p, data: shapedData }, ENVELOPE_ORDER));
 }
 
-export function toEventView(row: EventRow): EventView {
+/** The fields of an event its view shows. */
+export type EventViewRow = Pick<
+  EventRow,
+  "id" | "subscriptionId" | "kind" | "chainId" | "status" | "attempts" | "deliveryCount" | "responseStatus" | "responseBody" | "payload" | "createdAt"
+>;
+
+export function toEventView(row: EventViewRow): EventView {
   return create(EventViewSchema, {
     id: row.id,
     subscriptionId: row.subscriptionId,

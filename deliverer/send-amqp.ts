@@ -93,14 +93,19 @@ export class AmqpSender {
     const deadline = new Promise<Outcome>((resolve) => {
       timer = setTimeout(() => resolve(fail("timeout", "timeout")), this.timeoutMs);
     });
+    let onAbort: (() => void) | undefined;
     const aborted = new Promise<Outcome>((resolve) => {
       if (signal.aborted) resolve(fail("attempt aborted by shutdown", "aborted"));
-      signal.addEventListener("abort", () => resolve(fail("attempt aborted by shutdown", "aborted")), { once: true });
+      onAbort = () => resolve(fail("attempt aborted by shutdown", "aborted"));
+      signal.addEventListener("abort", onAbort, { once: true });
     });
     try {
       return await Promise.race([this.publish(req, q), deadline, aborted]);
     } finally {
       clearTimeout(timer);
+      // The signal is the worker's, shared by every attempt of its life: a listener left behind per attempt would
+      // pile up by the million.
+      if (onAbort) signal.removeEventListener("abort", onAbort);
     }
   }
 

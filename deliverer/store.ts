@@ -64,6 +64,12 @@ export interface OverdueCursor {
   dueMs: number;
 }
 
+/** What StreamEvents reads of an event: its view (payload.ts toEventView) and its stream position. */
+export type StreamRow = Pick<
+  EventRow,
+  "id" | "subscriptionId" | "kind" | "chainId" | "status" | "attempts" | "deliveryCount" | "responseStatus" | "responseBody" | "payload" | "createdAt" | "xid" | "seq"
+>;
+
 /** A position in a key's event stream: the inserting transaction's id (xid8, decimal) and the row's seq. */
 export interface StreamPosition {
   xid: string;
@@ -576,22 +582,84 @@ export class DelivererStore {
     return this.ledger.purgeExpired(this.db);
   }
 
+  private streamConditions(filter: StreamFilter) {
+    const client = this.db.$client;
+    return {
+      subs: filter.subscriptionIds.length > 0 ? client`AND subscription_id IN ${client(filter.subscriptionIds)}` : client``,
+      kinds: filter.kinds.length > 0 ? client`AND kind IN ${client(filter.kinds)}` : client``,
+      chains: filter.chainIds.length > 0 ? client`AND chain_id IN ${client(filter.chainIds)}` : client``,
+    };
+  }
+
+  /**
+   * Whether the key has events after `after` that streamPage does not return yet: rows of transactions newer than
+   * one still running somewhere in the cluster (one index probe).
+   */
+  async streamHeldBack(filter: StreamFilter, after: StreamPosition): Promise<boolean> {
+    const client = this.db.$client;
+    const { subs, kinds, chains } = this.streamConditions(filter);
+    const rows = (await withDatabase(() => client`
+      SELECT 1 FROM events
+      WHERE key_id = ${filter.keyId} AND (events.xid, events.seq) > (${after.xid}::xid8, ${after.seq}::bigint) ${subs} ${kinds} ${chains}
+      LIMIT 1`)) as unknown[];
+    return rows.length > 0;
+  }
+
   /**
    * The key's events after `after`, in stream order (xid, seq), at most `limit`. Only rows whose transaction is older
    * than every transaction still running are read: a row committed later always lands after every position already
    * handed out, so a reader that resumes from its last position misses nothing.
+   *
+   * The hot read of StreamEvents: raw SQL of only the columns an event view shows (no ORM row mapping, no address
+   * arrays), one index range of events_stream_idx (key_id, xid, seq).
    */
-  streamPage(filter: StreamFilter, after: StreamPosition, limit: number): Promise<EventRow[]> {
-    const conds = [
-      eq(events.keyId, filter.keyId),
-      sql`(${events.xid}, ${events.seq}) > (${after.xid}::xid8, ${after.seq}::bigint)`,
-      sql`${events.xid} < pg_snapshot_xmin(pg_current_snapshot())`,
-    ];
-    if (filter.subscriptionIds.length > 0) conds.push(inArray(events.subscriptionId, filter.subscriptionIds));
-    if (filter.kinds.length > 0) conds.push(inArray(events.kind, filter.kinds));
-    if (filter.chainIds.length > 0) conds.push(inArray(events.chainId, filter.chainIds));
-    return withDatabase(() =>
-      this.db.select().from(events).where(and(...conds)).orderBy(events.xid, events.seq).limit(limit),
-    );
+  async streamPage(filter: StreamFilter, after: StreamPosition, limit: number): Promise<StreamRow[]> {
+    const client = this.db.$client;
+    const { subs, kinds, chains } = this.streamConditions(filter);
+    // The page must come off events_stream_idx in order. Before the table has statistics (fresh rows, autovacuum
+    // not yet run) the planner guesses a handful of rows and picks a bitmap scan and a sort of every remaining row
+    // of the key, on every page: a consumer far behind would read in O(n²). Sorting is therefore off for this one
+    // statement (SET LOCAL ends with its transaction).
+    const rows = (await withDatabase(() =>
+      client.begin(async (tx) => {
+        await tx`SET LOCAL enable_sort = off`;
+        return tx`
+          SELECT id, subscription_id, kind, chain_id, status, attempts, delivery_count, response_status, response_body,
+            payload, created_at, xid::text AS xid, seq
+          FROM events
+          WHERE key_id = ${filter.keyId} AND (events.xid, events.seq) > (${after.xid}::xid8, ${after.seq}::bigint)
+            AND events.xid < pg_snapshot_xmin(pg_current_snapshot()) ${subs} ${kinds} ${chains}
+          ORDER BY events.xid, events.seq LIMIT ${limit}`;
+      }),
+    )) as {
+      id: string;
+      subscription_id: string;
+      kind: string;
+      chain_id: string | null;
+      status: EventStatus;
+      attempts: number;
+      delivery_count: number;
+      response_status: number | null;
+      response_body: string | null;
+      payload: Record<string, unknown> | string;
+      created_at: Date;
+      xid: string;
+      seq: string | number;
+    }[];
+    return rows.map((r) => ({
+      id: r.id,
+      subscriptionId: r.subscription_id,
+      kind: r.kind,
+      chainId: r.chain_id,
+      status: r.status,
+      attempts: r.attempts,
+      deliveryCount: r.delivery_count,
+      responseStatus: r.response_status,
+      responseBody: r.response_body,
+      payload: typeof r.payload === "string" ? (JSON.parse(r.payload) as Record<string, unknown>) : r.payload,
+      createdAt: r.created_at,
+      xid: r.xid,
+      seq: Number(r.seq),
+    }));
   }
 }

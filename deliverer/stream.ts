@@ -18,7 +18,7 @@ import { bearerToken } from "../common/internal-auth.ts";
 import { StreamEventsResponseSchema, type StreamEventsRequest, type StreamEventsResponse } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { ApiKeyService } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import { toEventView } from "./payload.ts";
-import type { DelivererStore, StreamFilter, StreamPosition } from "./store.ts";
+import type { DelivererStore, StreamFilter, StreamPosition, StreamRow } from "./store.ts";
 
 export interface StreamOptions {
   /** Poll interval for events made elsewhere (default 200 ms). */
@@ -54,6 +54,8 @@ export class StreamWaker {
 }
 
 const START: StreamPosition = { xid: "0", seq: 0 };
+/** First wait before looking again for rows held back by a running transaction. */
+const HELD_MIN_MS = 10;
 const CURSOR = /^(\d{1,20})\.(\d{1,19})$/;
 
 export function formatCursor(p: StreamPosition): string {
@@ -104,20 +106,36 @@ export function streamEventsHandler(store: DelivererStore, registry: Transport, 
       const filter = checkFilter(req, keyId);
       let position = parseCursor(req.cursor);
       let checkedAt = Date.now();
+      let next: Promise<StreamRow[]> | undefined;
+      let heldMs = 0;
       while (!ctx.signal.aborted) {
-        const rows = await store.streamPage(filter, position, batch);
+        const rows = await (next ?? store.streamPage(filter, position, batch));
+        next = undefined;
         if (rows.length > 0) {
-          // A page per message: one frame (and one flush) per page instead of per event.
-          const events = rows.map((row) => ({ cursor: formatCursor({ xid: row.xid, seq: row.seq }), event: toEventView(row) }));
           const last = rows.at(-1)!;
           position = { xid: last.xid, seq: last.seq };
+          // A full page means the reader is behind: the next page is read while this one is encoded and sent, so
+          // PostgreSQL (another process) works beside this one instead of in turn with it.
+          if (rows.length === batch) {
+            next = store.streamPage(filter, position, batch);
+            // Observed here and awaited on the next turn; a stream that ends first leaves no unhandled rejection.
+            next.catch(() => {});
+          }
+          // A page per message: one frame (and one flush) per page instead of per event.
+          const events = rows.map((row) => ({ cursor: formatCursor({ xid: row.xid, seq: row.seq }), event: toEventView(row) }));
           yield create(StreamEventsResponseSchema, { events });
         }
         if (Date.now() - checkedAt >= recheckMs) {
           await keyIdOf(secret);
           checkedAt = Date.now();
         }
-        if (rows.length < batch) await waker.wait(pollMs, ctx.signal);
+        if (rows.length < batch) {
+          // A short page is the end of the log, or rows held back behind a transaction still running (the horizon
+          // above is the cluster's oldest one): those show the moment it ends, so they are looked for again soon,
+          // backing off from 10 ms to the poll interval while it lasts.
+          heldMs = (await store.streamHeldBack(filter, position)) ? Math.min(pollMs, Math.max(HELD_MIN_MS, heldMs * 2)) : 0;
+          await waker.wait(heldMs || pollMs, ctx.signal);
+        }
       }
     } catch (err) {
       // A streaming handler's errors surface while the stream is read, past the router's ApiError interceptor.

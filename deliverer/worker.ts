@@ -32,6 +32,12 @@ export interface WorkerOptions {
   concurrency?: number;
   /** Attempts in flight per destination host in this process. */
   perHostConcurrency?: number;
+  /**
+   * Attempts in flight per queue destination (broker + exchange / subject) in this process. Higher than a host's:
+   * a broker the operator registered is built for many unconfirmed publishes on one channel / connection (confirms
+   * and JetStream acks come back in bulk), and its throughput grows with the publishes in flight.
+   */
+  queuePerDestinationConcurrency?: number;
   /** Most events claimed per round. */
   claimBatch?: number;
   /** Idle poll interval when nothing is due. */
@@ -51,9 +57,13 @@ export interface WorkerOptions {
   reconcileGraceMs?: number;
   /** Most events one reconciliation pass reads (the next pass continues after them). */
   reconcileLimit?: number;
-  /** Outcomes written per statement / longest wait before writing. */
+  /** Outcomes that start a write at once / longest wait before writing fewer. */
   flushSize?: number;
   flushMs?: number;
+  /** Writes of outcomes running at once (default 4). */
+  flushConcurrency?: number;
+  /** Most outcomes in one write (default 2,000). */
+  flushMax?: number;
   random?: () => number;
   logger?: Logger;
 }
@@ -97,7 +107,9 @@ export class DeliveryWorker {
   private readonly aborter = new AbortController();
   private pending: { outcome: Outcome; host: string }[] = [];
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
-  private flushing: Promise<void> = Promise.resolve();
+  private readonly writes = new Set<Promise<void>>();
+  /** Outcomes were due to be written while every write slot was busy: the next write to end starts the next one. */
+  private flushDue = false;
   private timers: ReturnType<typeof setInterval>[] = [];
   private lastRebuildCheck = 0;
   private reconciling: Promise<ReconcileResult> | undefined;
@@ -117,6 +129,7 @@ export class DeliveryWorker {
       timeoutMs: opts.timeoutMs,
       concurrency: opts.concurrency ?? 256,
       perHostConcurrency: opts.perHostConcurrency ?? 32,
+      queuePerDestinationConcurrency: opts.queuePerDestinationConcurrency ?? 128,
       claimBatch: opts.claimBatch ?? 256,
       pollMs: opts.pollMs ?? 50,
       deferMs: opts.deferMs ?? 250,
@@ -127,6 +140,8 @@ export class DeliveryWorker {
       reconcileLimit: opts.reconcileLimit ?? 20_000,
       flushSize: opts.flushSize ?? 256,
       flushMs: opts.flushMs ?? 20,
+      flushConcurrency: opts.flushConcurrency ?? 4,
+      flushMax: opts.flushMax ?? 2_000,
       random: opts.random ?? Math.random,
     };
     this.log = opts.logger ?? createLogger({ service: "deliverer" });
@@ -179,8 +194,10 @@ export class DeliveryWorker {
       this.aborter.abort();
       await all;
     }
-    await this.flush();
-    await this.flushing;
+    while (this.pending.length > 0 || this.writes.size > 0) {
+      await this.flush();
+      await this.written();
+    }
   }
 
   private async loop(): Promise<void> {
@@ -286,13 +303,14 @@ export class DeliveryWorker {
       }
       // The "host" of fairness: the URL's host, or the broker and exchange / subject of a queue destination.
       const host = destinationKey(target);
+      const slots = queueTarget(target) ? this.o.queuePerDestinationConcurrency : this.o.perHostConcurrency;
       const busy = this.perHost.get(host) ?? 0;
-      if (busy < this.o.perHostConcurrency) {
+      if (busy < slots) {
         this.launch(row, target, host);
         continue;
       }
       const queue = this.waiting.get(host) ?? [];
-      if (queue.length < this.waitCap(host)) {
+      if (queue.length < this.waitCap(host, slots)) {
         queue.push({ row, target, startBy });
         this.waiting.set(host, queue);
         this.waitingCount++;
@@ -319,10 +337,10 @@ export class DeliveryWorker {
    * Events allowed to wait for a host's slots: as many as its slots can start in about one delivery timeout at its
    * recent pace (so a fast host keeps a deep queue), never fewer than one round of slots nor more than 16 rounds.
    */
-  private waitCap(host: string): number {
+  private waitCap(host: string, slots: number): number {
     const ms = this.hostMs.get(host);
     const rounds = ms === undefined ? 1 : Math.min(16, Math.max(1, Math.floor(this.o.timeoutMs / Math.max(ms, 1))));
-    return this.o.perHostConcurrency * rounds;
+    return slots * rounds;
   }
 
   /** The next waiting event of a host that can still start inside its lease; later ones' claims are released. */
@@ -422,35 +440,57 @@ export class DeliveryWorker {
     else this.flushTimer ??= setTimeout(() => void this.flush(), this.o.flushMs);
   }
 
-  /** Writes buffered outcomes in one statement, then updates the schedule. Flushes run one at a time. */
+  /**
+   * Writes buffered outcomes in one statement, then updates the schedule. Up to `flushConcurrency` writes run at
+   * once; while all are busy, outcomes keep collecting and the next write to finish takes them as one bigger batch
+   * (up to `flushMax`), so the statement count falls as the delivery rate rises. Writes never share an event: an
+   * event has one attempt in flight in this process, and it is only claimed again after its write.
+   */
   private flush(): Promise<void> {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
-    const batch = this.pending;
-    this.pending = [];
-    if (batch.length === 0) return this.flushing;
-    this.flushing = this.flushing.then(async () => {
-      try {
-        const applied = await this.store.recordOutcomes(batch.map((b) => b.outcome));
-        const finished: string[] = [];
-        const again: ScheduleEntry[] = [];
-        for (const { outcome } of batch) {
-          // Not applied: the event moved on elsewhere (deleted, or recorded by another worker); its lease, if still
-          // ours, expires and the claim path sorts it out from PostgreSQL.
-          if (!applied.has(outcome.id)) continue;
-          if (outcome.nextAttemptAt) again.push({ id: outcome.id, dueMs: outcome.nextAttemptAt.getTime() });
-          else {
-            finished.push(outcome.id);
-            eventsFinished.inc({ status: outcome.status });
-          }
-        }
-        await Promise.all([this.schedule.complete(finished), this.schedule.moveToDue(again)]);
-      } catch (err) {
-        // Nothing is lost: the leases expire and the events are attempted again (at least once).
-        this.log.error("recording delivery outcomes failed", { err, count: batch.length });
-      }
+    if (this.pending.length === 0) return this.written();
+    if (this.writes.size >= this.o.flushConcurrency) {
+      this.flushDue = true;
+      return this.written();
+    }
+    this.flushDue = false;
+    const batch = this.pending.splice(0, this.o.flushMax);
+    const write: Promise<void> = this.write(batch).finally(() => {
+      this.writes.delete(write);
+      if (this.pending.length === 0) return;
+      if (this.flushDue || this.pending.length >= this.o.flushSize) void this.flush();
+      else this.flushTimer ??= setTimeout(() => void this.flush(), this.o.flushMs);
     });
-    return this.flushing;
+    this.writes.add(write);
+    return write;
+  }
+
+  /** Resolves once the writes running now have ended. */
+  private written(): Promise<void> {
+    return Promise.all(this.writes).then(() => {});
+  }
+
+  private async write(batch: { outcome: Outcome; host: string }[]): Promise<void> {
+    try {
+      const applied = await this.store.recordOutcomes(batch.map((b) => b.outcome));
+      const finished: string[] = [];
+      const again: ScheduleEntry[] = [];
+      for (const { outcome } of batch) {
+        // Not applied: the event moved on elsewhere (deleted, or recorded by another worker); its lease, if still
+        // ours, expires and the claim path sorts it out from PostgreSQL.
+        if (!applied.has(outcome.id)) continue;
+        if (outcome.nextAttemptAt) again.push({ id: outcome.id, dueMs: outcome.nextAttemptAt.getTime() });
+        else {
+          finished.push(outcome.id);
+          eventsFinished.inc({ status: outcome.status });
+        }
+      }
+      await Promise.all([this.schedule.complete(finished), this.schedule.moveToDue(again)]);
+    } catch (err) {
+      // Nothing is lost: the leases expire and the events are attempted again (at least once).
+      this.log.error("recording delivery outcomes failed", { err, count: batch.length });
+    }
   }
 
   /** Rebuilds the schedule from PostgreSQL when Redis lost it (restart without persistence, FLUSHDB). */

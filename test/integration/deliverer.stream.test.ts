@@ -108,6 +108,28 @@ test("gRPC: a key's events in creation order with cursors; resumes after the las
   await closeGrpc(s2);
 });
 
+test("a transaction still running holds later events back (none overtakes its position); they come once it ends", async () => {
+  const k = await keyWithSubscription();
+  const before = await enqueueTransfers(bed, k.subscriptionId, 3, 7000);
+  const s = openGrpc(k.secret);
+  await until("the events made before", async () => s.events.length >= 3, 10_000);
+  // A transaction with an xid, open while the next events commit: their rows lie beyond the stream's horizon.
+  const held = await bed.sql.reserve();
+  try {
+    await held`BEGIN`;
+    await held`SELECT pg_current_xact_id()`;
+    const after = await enqueueTransfers(bed, k.subscriptionId, 4, 7100);
+    await Bun.sleep(500);
+    expect(s.events.map((e) => e.event!.id)).toEqual(before.ids);
+    await held`ROLLBACK`;
+    await until("the held-back events", async () => s.events.length >= 7, 10_000);
+    expect(s.events.map((e) => e.event!.id)).toEqual([...before.ids, ...after.ids]);
+  } finally {
+    held.release();
+    await closeGrpc(s);
+  }
+});
+
 test("filters by subscription, kind and chain; another key's events never appear", async () => {
   const k = await keyWithSubscription();
   const other = await bed.subscriptions.createSubscription({
