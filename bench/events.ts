@@ -1,9 +1,24 @@
 // `bun run bench events`: GET /v1/events with a txId or an address filter on a large events table, p99 through HTTP
 // beside a primary-key lookup (GET one event) measured in the same run; then recover of 100,000 failed events: the
-// time to re-queue them and the API's p99 while it runs against its idle p99. Rows are made with one
-// INSERT … SELECT generate_series (BENCH_EVENTS, default 10,000,000; the time it took is printed). The deliverer's
-// worker does not run, so nothing is sent anywhere. BENCH_SECONDS sets each load phase (default 10 s).
-// Targets: filtered p99 ≤ 20 ms; recover ≤ 30 s; API p99 during recover ≤ 2× idle.
+// time to re-queue them and the API's p99 while it runs against its idle p99. The deliverer's worker does not run,
+// so nothing is sent anywhere. BENCH_EVENTS sets the table's size (default 10,000,000), BENCH_SECONDS each load
+// phase (default 10 s). Targets: filtered p99 ≤ 20 ms; recover ≤ 30 s; API p99 during recover ≤ 2× idle.
+//
+// The rows span the last 29 days (inside the default 30-day retention), one daily partition each, as a deployment
+// keeps them. They are made fast the way a bulk load is: each day's events and address rows are written into a
+// plain table with INSERT … SELECT generate_series, which is then attached as that day's partition (PostgreSQL builds
+// the partition's indexes in one sorted pass on ATTACH instead of ten index inserts per row). Ids are ULIDs of their
+// created_at, as the deliverer mints them. 1 event in 100 is the benchmark key's (one subscription); the newest
+// 100,000 events are a second subscription's, failed (the recover phase). The rest spread over 999 other keys.
+//
+// Where the time goes (EXPLAIN ANALYZE, printed by the run): a txId page is one index probe per daily partition on
+// events_tx_idx (tx_id, created_at DESC, id DESC) under a Merge Append; an address page is a range of
+// event_addresses_page_idx (key, address, created_at DESC, event id DESC) in page order, each row joined to its
+// event in one partition (run-time pruning on created_at). Neither sorts, so a page costs the same for an address
+// with 10 events or 10,000. The rest of a request is the gateway → deliverer hop and JSON. Measured 2026-11-24 at
+// 10,000,000 rows (warm): txId 1.9 ms planning, 0.19 ms execution; address 0.5 ms planning, 0.2 ms execution for a
+// rare and for a busy address alike. Planning over 30 partitions × 10 indexes outweighs execution, which is why the
+// address search is two single-table statements (the join of two partitioned tables planned in 10–60 ms).
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
@@ -13,6 +28,8 @@ import type { LoadResult, LoadSpec } from "./load-generator.ts";
 
 const CONCURRENCY = 16;
 const RECOVER_EVENTS = 100_000;
+const DAY = 86_400_000;
+const SPAN_DAYS = 29;
 
 async function load(spec: LoadSpec): Promise<LoadResult> {
   const child = Bun.spawn([process.execPath, join(import.meta.dir, "load-generator.ts"), JSON.stringify(spec)], { stdout: "pipe", stderr: "inherit" });
@@ -22,14 +39,35 @@ async function load(spec: LoadSpec): Promise<LoadResult> {
 }
 
 function line(label: string, r: LoadResult, target = ""): string {
-  return `${label.padEnd(40)} p50 ${r.p50Ms.toFixed(1).padStart(6)} ms   p99 ${r.p99Ms.toFixed(1).padStart(6)} ms   ${Math.round(r.rps)} req/s, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ""}   ${target}`;
+  return `${label.padEnd(44)} p50 ${r.p50Ms.toFixed(1).padStart(6)} ms   p99 ${r.p99Ms.toFixed(1).padStart(6)} ms   ${Math.round(r.rps)} req/s, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ""}   ${target}`;
 }
+
+/**
+ * A ULID in SQL: 10 Crockford base32 characters of the time in ms, then 16 of a per-row number (unique, not random).
+ * One expression with no FROM, so PostgreSQL inlines it instead of calling a function per row.
+ */
+const ULID_FUNCTION = `
+CREATE FUNCTION bench_ulid(ms bigint, n bigint) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((ms >> 45) & 31)::int + 1, 1) || substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((ms >> 40) & 31)::int + 1, 1) || 
+    substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((ms >> 35) & 31)::int + 1, 1) || substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((ms >> 30) & 31)::int + 1, 1) || 
+    substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((ms >> 25) & 31)::int + 1, 1) || substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((ms >> 20) & 31)::int + 1, 1) || 
+    substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((ms >> 15) & 31)::int + 1, 1) || substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((ms >> 10) & 31)::int + 1, 1) || 
+    substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((ms >> 5) & 31)::int + 1, 1) || substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((ms >> 0) & 31)::int + 1, 1) || 
+    '0' || '0' || 
+    '0' || '0' || 
+    '0' || '0' || 
+    substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((n >> 45) & 31)::int + 1, 1) || substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((n >> 40) & 31)::int + 1, 1) || 
+    substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((n >> 35) & 31)::int + 1, 1) || substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((n >> 30) & 31)::int + 1, 1) || 
+    substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((n >> 25) & 31)::int + 1, 1) || substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((n >> 20) & 31)::int + 1, 1) || 
+    substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((n >> 15) & 31)::int + 1, 1) || substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((n >> 10) & 31)::int + 1, 1) || 
+    substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((n >> 5) & 31)::int + 1, 1) || substr('0123456789ABCDEFGHJKMNPQRSTVWXYZ', ((n >> 0) & 31)::int + 1, 1)
+$$`;
 
 export default async function main(): Promise<void> {
   setLogLevel("warn");
   const total = Number(process.env.BENCH_EVENTS ?? 10_000_000);
   const seconds = Number(process.env.BENCH_SECONDS ?? 10);
-  console.log(`events bench: ${total} events; ${cpus().length} cores, load ${loadavg()[0]!.toFixed(1)} (a shared machine)`);
+  console.log(`events bench: ${total} events over ${SPAN_DAYS} days; ${cpus().length} cores, load ${loadavg()[0]!.toFixed(1)} (a shared machine)`);
   // No deliveries in a benchmark: the deliverer serves its RPCs without a worker.
   const stack = await startStack({ deliverer: { startWorker: false }, env: { RATE_LIMIT_RPS: "1000000", RATE_LIMIT_BURST: "1000000" } });
   // 100,000 at 10,000,000 events; a smaller run recovers what its 1 % share holds.
@@ -38,44 +76,100 @@ export default async function main(): Promise<void> {
   try {
     const { key, id: keyId } = await stack.createKey();
     const auth = { authorization: `Bearer ${key}` };
-    const created = await fetch(`${stack.baseUrl}/v1/subscriptions`, {
-      method: "POST", headers: { ...auth, "content-type": "application/json" },
-      body: JSON.stringify({ destination: { type: "https", url: "https://hooks.example.com/webhooks" }, events: ["wallet.transfer.broadcasted"] }),
-    });
-    const sub = ((await created.json()) as { id: string }).id;
-    // 1 event in 100 is the benchmark key's (the rest spread over 999 other keys); the newest RECOVER_EVENTS of its
-    // events are failed, the rest delivered.
-    const started = performance.now();
-    await db.unsafe(`
-      INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, status, created_at, updated_at)
-      SELECT 'evt_' || lpad(upper(to_hex(g)), 26, '0'),
-        CASE WHEN g % 100 = 0 THEN '${sub}' ELSE 'sub_O' || (g % 1000) END,
-        CASE WHEN g % 100 = 0 THEN '${keyId}' ELSE 'key_O' || (g % 999) END,
-        ARRAY['TF' || (g % 1000003), 'TT' || g], 'wallet.transfer.broadcasted', 'tron:mainnet', md5(g::text), 0,
-        '{"id":"x","kind":"wallet.transfer.broadcasted","data":{}}'::jsonb,
-        CASE WHEN g % 100 = 0 AND g > ${total} - ${recoverEvents * 100} THEN 'failed' ELSE 'delivered' END,
-        now() - (${total} - g) * interval '10 ms', now()
-      FROM generate_series(1, ${total}) g`);
-    await db.unsafe("ANALYZE events");
-    console.log(`generated ${total} events in ${((performance.now() - started) / 1000).toFixed(1)} s (one INSERT … SELECT generate_series, all indexes in place)`);
+    const subscribe = async () => {
+      const created = await fetch(`${stack.baseUrl}/v1/subscriptions`, {
+        method: "POST", headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ destination: { type: "https", url: "https://hooks.example.com/webhooks" }, events: ["wallet.transfer.broadcasted"] }),
+      });
+      return ((await created.json()) as { id: string }).id;
+    };
+    const sub = await subscribe();
+    const recSub = await subscribe();
 
-    const g = total - (total % 100);
-    const [probe] = (await db`SELECT id, tx_id, addresses[1] AS addr FROM events WHERE subscription_id = ${sub} AND id = ${"evt_" + g.toString(16).toUpperCase().padStart(26, "0")}`) as {
-      id: string; tx_id: string; addr: string;
-    }[];
+    const started = performance.now();
+    const now = Date.now();
+    const stepMs = Math.max(1, Math.floor((SPAN_DAYS * DAY) / total));
+    const startMs = now - total * stepMs;
+    await db.unsafe(ULID_FUNCTION);
+    await db.unsafe("SET maintenance_work_mem = '256MB'");
+    const timing = { insert: 0, attach: 0 };
+    for (let dayStart = Math.floor(startMs / DAY) * DAY; dayStart <= now; dayStart += DAY) {
+      const lo = Math.max(1, Math.ceil((dayStart - startMs) / stepMs));
+      const hi = Math.min(total, Math.ceil((dayStart + DAY - startMs) / stepMs) - 1);
+      if (hi < lo) continue;
+      const day = new Date(dayStart).toISOString().slice(0, 10);
+      const suffix = day.replaceAll("-", "");
+      const bounds = `FROM ('${day} 00:00:00+00') TO ('${new Date(dayStart + DAY).toISOString().slice(0, 10)} 00:00:00+00')`;
+      // The deliverer made today's partition already (empty): it is replaced by the loaded one.
+      await db.unsafe(`DROP TABLE IF EXISTS events_p${suffix}, event_addresses_p${suffix}`);
+      await db.unsafe(`CREATE TABLE events_p${suffix} (LIKE events INCLUDING DEFAULTS)`);
+      await db.unsafe(`CREATE TABLE event_addresses_p${suffix} (LIKE event_addresses INCLUDING DEFAULTS)`);
+      await db.unsafe(`
+        INSERT INTO events_p${suffix} (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, status, created_at, updated_at, seq)
+        SELECT tt.id, s.sub, s.key, s.addrs, 'wallet.transfer.broadcasted', 'tron:mainnet', md5(g::text), -1,
+          jsonb_build_object('id', tt.id, 'kind', 'wallet.transfer.broadcasted', 'date', to_timestamp(t / 1000.0),
+            'data', jsonb_build_object('chainId', 'tron:mainnet', 'txId', md5(g::text), 'blockNumber', 60000000 + g / 10,
+              'from', s.addrs[1], 'to', s.addrs[2], 'amount', (g * 1000)::text, 'asset', jsonb_build_object('type', 'trx', 'decimals', 6))),
+          s.status, to_timestamp(t / 1000.0), to_timestamp(t / 1000.0), g
+        FROM generate_series(${lo}::bigint, ${hi}::bigint) g,
+          LATERAL (SELECT ${startMs}::bigint + g * ${stepMs} AS t, 'evt_' || bench_ulid(${startMs}::bigint + g * ${stepMs}, g) AS id) tt,
+          LATERAL (SELECT
+            CASE WHEN g > ${total - recoverEvents} THEN '${recSub}' WHEN g % 100 = 0 THEN '${sub}' ELSE 'sub_O' || (g % 1000) END AS sub,
+            CASE WHEN g > ${total - recoverEvents} OR g % 100 = 0 THEN '${keyId}' ELSE 'key_O' || (g % 999) END AS key,
+            CASE WHEN g > ${total - recoverEvents} THEN 'failed' ELSE 'delivered' END AS status,
+            -- The benchmark key's "to" is one of 10 busy addresses (about 10,000 events each); every other address is rare.
+            ARRAY['TF' || (g % 1000003), CASE WHEN g % 100 = 0 THEN 'THOT' || (g / 100 % 10) ELSE 'TT' || g END] AS addrs) s`);
+      await db.unsafe(`INSERT INTO event_addresses_p${suffix} (key_id, address, created_at, event_id)
+        SELECT e.key_id, a, e.created_at, e.id FROM events_p${suffix} e, unnest(e.addresses) a`);
+      const attachAt = performance.now();
+      await db.unsafe(`ALTER TABLE events ATTACH PARTITION events_p${suffix} FOR VALUES ${bounds}`);
+      await db.unsafe(`ALTER TABLE event_addresses ATTACH PARTITION event_addresses_p${suffix} FOR VALUES ${bounds}`);
+      timing.attach += performance.now() - attachAt;
+    }
+    timing.insert = performance.now() - started - timing.attach;
+    await db.unsafe(`SELECT setval(pg_get_serial_sequence('events', 'seq'), ${total + 1}, false)`);
+    // What autovacuum does to a day's partition once it stops changing: statistics, and the visibility map that lets
+    // an index-only scan skip the heap.
+    await db.unsafe("VACUUM ANALYZE events");
+    await db.unsafe("VACUUM ANALYZE event_addresses");
+    const [{ n, parts }] = (await db`SELECT count(*)::int AS n, count(DISTINCT tableoid)::int AS parts FROM events`) as [{ n: number; parts: number }];
+    console.log(`generated ${n} events in ${parts} daily partitions in ${((performance.now() - started) / 1000).toFixed(1)} s (rows ${(timing.insert / 1000).toFixed(1)} s, ATTACH with its index builds ${(timing.attach / 1000).toFixed(1)} s)`);
+
+    const [probe] = (await db`SELECT id, tx_id, addresses[1] AS addr, addresses[2] AS hot FROM events WHERE subscription_id = ${sub}
+      ORDER BY created_at DESC LIMIT 1 OFFSET ${Math.floor(total / 100 / 20)}`) as { id: string; tx_id: string; addr: string; hot: string }[];
     if (!probe) throw new Error("probe event not found");
+    const searches = { txId: { keyId, txId: probe.tx_id }, address: { keyId, address: probe.addr }, busyAddress: { keyId, address: probe.hot } };
+    for (const [name, q] of Object.entries(searches)) {
+      const plan: string[] = [];
+      for (const { sql: text, params } of stack.deliverer!.store.searchSql(q, 50, undefined)) {
+        // The second run is the one shown: the first reads the pages into the cache.
+        await db.unsafe(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, params as never[]);
+        plan.push(...((await db.unsafe(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, params as never[])) as { "QUERY PLAN": string }[]).map((r) => r["QUERY PLAN"]));
+      }
+      if (process.env.BENCH_PLANS) console.log(plan.join("\n"));
+      const scans = new Set(
+        plan.map((l) => /(?:->\s+|^\s*)(Sort|Incremental Sort|Merge Append|Nested Loop|Index Only Scan|Index Scan|Bitmap Heap Scan|Seq Scan on \S+)/.exec(l)?.[1]).filter(Boolean),
+      );
+      console.log(`EXPLAIN ANALYZE ${name}: ${[...scans].join(", ")}; ${plan.filter((l) => /Execution Time|Planning Time/.test(l)).map((l) => l.trim()).join(", ")}`);
+    }
+
     const spec = (path: string): LoadSpec => ({ url: stack.baseUrl + path, method: "GET", headers: auth, concurrency: CONCURRENCY, seconds, expectStatus: 200 });
     const pk = await load(spec(`/v1/subscriptions/${sub}/events/${probe.id}`));
     const byTx = await load(spec(`/v1/events?txId=${probe.tx_id}`));
     const byAddr = await load(spec(`/v1/events?address=${probe.addr}&limit=50`));
+    const byHot = await load(spec(`/v1/events?address=${probe.hot}&limit=50`));
+    // A full page of 50 events costs more to carry than one: the same page size without the address filter.
+    const page50 = await load(spec(`/v1/subscriptions/${sub}/events?limit=50`));
     console.log(line("GET one event (primary key), baseline", pk));
     console.log(line("GET /v1/events?txId=", byTx, "target p99 ≤ 20 ms"));
-    console.log(line("GET /v1/events?address=", byAddr, "target p99 ≤ 20 ms"));
+    console.log(line("GET /v1/events?address= (a rare address)", byAddr, "target p99 ≤ 20 ms"));
+    console.log(line("GET /v1/events?address= (10,000 events)", byHot, "target p99 ≤ 20 ms"));
+    console.log(line("GET …/events?limit=50 (a 50-event page), baseline", page50));
 
-    const since = new Date(Date.now() - 13 * 86_400_000).toISOString();
+    const since = new Date(Date.now() - 13 * DAY).toISOString();
     const during = load(spec(`/v1/events?txId=${probe.tx_id}`));
     const t0 = performance.now();
-    const rec = await fetch(`${stack.baseUrl}/v1/subscriptions/${sub}/events/recover`, {
+    const rec = await fetch(`${stack.baseUrl}/v1/subscriptions/${recSub}/events/recover`, {
       method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ since }),
     });
     const recoverMs = performance.now() - t0;

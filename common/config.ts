@@ -93,6 +93,8 @@ export interface Config {
   /** MATCHER_CONFIRMATIONS: finality = head − this many blocks, instead of the node's solidified head. */
   matcherConfirmations: number | undefined;
   maxAddressesPerSubscription: number;
+  /** EVENT_RETENTION_DAYS: events (and their attempts) older than this many days go, a whole day at a time. */
+  eventRetentionDays: number;
   matcherChains: ChainId[];
   logLevel: string;
 }
@@ -116,6 +118,10 @@ export function loadConfig(env: Env = process.env): Config {
   const tlsFiles = [env.GRPC_TLS_CERT_FILE, env.GRPC_TLS_KEY_FILE, env.GRPC_TLS_CLIENT_CA_FILE].filter(Boolean);
   if (tlsFiles.length !== 0 && tlsFiles.length !== 3) {
     throw new Error("GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE and GRPC_TLS_CLIENT_CA_FILE go together: set all three or none");
+  }
+  const eventRetentionDays = int(env, "EVENT_RETENTION_DAYS", 30);
+  if (!Number.isInteger(eventRetentionDays) || eventRetentionDays < 1) {
+    throw new Error(`EVENT_RETENTION_DAYS must be a whole number of days, at least 1, got "${env.EVENT_RETENTION_DAYS}"`);
   }
   const allRpc = env.INTERNAL_RPC === "1" || env.INTERNAL_RPC === "true";
   const isSet = (name: string) => env[name] !== undefined && env[name] !== "";
@@ -161,6 +167,7 @@ export function loadConfig(env: Env = process.env): Config {
     matcherPollMs: env.MATCHER_POLL_MS ? int(env, "MATCHER_POLL_MS", 0) : undefined,
     matcherConfirmations: env.MATCHER_CONFIRMATIONS ? int(env, "MATCHER_CONFIRMATIONS", 19) : undefined,
     maxAddressesPerSubscription: int(env, "MAX_ADDRESSES_PER_SUBSCRIPTION", 1_000_000),
+    eventRetentionDays,
     matcherChains: env.MATCHER_CHAINS ? parseChainList(env.MATCHER_CHAINS) : [...TRON_CHAINS],
     logLevel: str(env, "LOG_LEVEL", "info"),
   };

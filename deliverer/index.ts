@@ -9,6 +9,8 @@ import { openRedis, type Redis } from "../common/redis.ts";
 import type { ServiceHandle } from "../common/service.ts";
 import { createSsrfPolicy, type Resolver } from "../common/ssrf.ts";
 import { watchSchedule } from "./metrics.ts";
+import { EventPartitions } from "./partitions.ts";
+import { EventPurger, type PurgeOptions } from "./purge.ts";
 import { Schedule } from "./schedule.ts";
 import { createRoutingSender } from "./senders.ts";
 import { DeliveryService } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
@@ -33,6 +35,8 @@ export interface DelivererDeps {
   targetTtlMs?: number;
   /** StreamEvents tuning (poll interval, page size, key re-check). */
   stream?: StreamOptions;
+  /** Background purge of deleted subscriptions' events (batch size, poll interval). */
+  purge?: Partial<PurgeOptions>;
 }
 
 export interface DelivererHandle extends ServiceHandle {
@@ -41,10 +45,14 @@ export interface DelivererHandle extends ServiceHandle {
   store: DelivererStore;
   schedule: Schedule;
   worker: DeliveryWorker;
+  partitions: EventPartitions;
+  purger: EventPurger;
   redis: Redis;
 }
 
 const PURGE_INTERVAL_MS = 10 * 60_000;
+/** Partition upkeep (next days made, expired days dropped): hourly, and once at start. */
+const PARTITION_INTERVAL_MS = 60 * 60_000;
 
 export async function createDeliverer(config: Config, deps: DelivererDeps): Promise<DelivererHandle> {
   const logger = log.child({ service: "deliverer" });
@@ -83,6 +91,23 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
   const timer = setInterval(purge, PURGE_INTERVAL_MS);
   timer.unref?.();
 
+  const partitions = new EventPartitions(db, config.eventRetentionDays, logger);
+  let upkeep: Promise<void> | undefined;
+  const maintain = () => {
+    // A pass still running (a large drop waiting for its lock) is not doubled.
+    upkeep ??= partitions
+      .maintain()
+      .catch((err) => logger.warn("event partition upkeep failed; it is retried", { err }))
+      .finally(() => {
+        upkeep = undefined;
+      });
+  };
+  maintain();
+  const partitionTimer = setInterval(maintain, PARTITION_INTERVAL_MS);
+  partitionTimer.unref?.();
+  const purger = new EventPurger(store, schedule, logger, deps.purge);
+  purger.start();
+
   return {
     routes: deliveryRoutes({
       store,
@@ -95,6 +120,7 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
         waker.notify();
       },
       reserveMs: worker.leaseMs,
+      purge: () => purger.wake(),
       streamEvents: streamEventsHandler(store, deps.registry, waker, deps.stream),
     }),
     internalToken,
@@ -113,9 +139,14 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
     store,
     schedule,
     worker,
+    partitions,
+    purger,
     redis,
     async close() {
       clearInterval(timer);
+      clearInterval(partitionTimer);
+      await purger.stop();
+      await upkeep;
       await worker.stop();
       await sender.close();
       unwatch();

@@ -109,7 +109,7 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       const cursor = decodePageToken(d.tokenKey, scope, req.pageToken, isPageCursor);
       const event = await d.store.getEvent(req.subscriptionId, req.eventId);
       if (!event) throw notFound();
-      const rows = await d.store.listAttempts(req.eventId, limit, cursor);
+      const rows = await d.store.listAttempts(event, limit, cursor);
       const page = pageOf(d.tokenKey, scope, rows, limit, (last): PageCursor => ({ t: last.attemptedAt.getTime(), id: last.id }));
       return create(ListAttemptsResponseSchema, { items: page.items.map(toAttempt), nextPageToken: page.nextPageToken });
     },

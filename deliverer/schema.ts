@@ -2,7 +2,7 @@
 import { idempotencyTable } from "../common/idempotency.ts";
 import { sql } from "drizzle-orm";
 import { jsonb } from "../common/jsonb.ts";
-import { bigint, boolean, customType, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { bigint, boolean, customType, date, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 
 const ms = (name: string) => timestamp(name, { precision: 3, withTimezone: true, mode: "date" });
 
@@ -19,11 +19,14 @@ export type EventStatus = (typeof EVENT_STATUSES)[number];
 export const ATTEMPT_TRIGGERS = ["automatic", "manual"] as const;
 export type AttemptTrigger = (typeof ATTEMPT_TRIGGERS)[number];
 
-// The delivery log: one row per event of a subscription, with the outcome of its latest attempt.
+// The delivery log: one row per event of a subscription, with the outcome of its latest attempt. Partitioned by day
+// on created_at (deliverer/partitions.ts; drizzle cannot say so: the migration 0004 is hand-edited), so retention
+// drops whole days and every unique key includes created_at. An event's id is a ULID minted when it is created: its
+// time lies within a minute of created_at, which lets a lookup by id visit one partition (eventTimeWindow).
 export const events = pgTable(
   "events",
   {
-    id: text("id").primaryKey(),
+    id: text("id").notNull(),
     subscriptionId: text("subscription_id").notNull(),
     // The API key that owns the subscription: StreamEvents and GET /v1/events read a key's events; null on rows made
     // before it existed.
@@ -33,7 +36,8 @@ export const events = pgTable(
     chainId: text("chain_id"),
     txId: text("tx_id"),
     logIndex: integer("log_index"),
-    // The transfer's from and to addresses (GET /v1/events?address= matches either role); empty for service.ping.
+    // The transfer's from and to addresses (also in event_addresses, which GET /v1/events?address= reads); empty
+    // for service.ping.
     addresses: text("addresses").array().notNull().default(sql`'{}'::text[]`),
     // Position in the transaction info's internal_transactions; -1 for every other transfer (and service.ping).
     internalIndex: integer("internal_index").notNull().default(-1),
@@ -59,33 +63,81 @@ export const events = pgTable(
     seq: bigint("seq", { mode: "number" }).generatedAlwaysAsIdentity(),
   },
   (t) => [
-    // One event per (subscription, kind, transfer): a re-read block or the second stream over the same block makes
-    // no second event; a transfer is (chain, transaction, log index, internal index).
-    uniqueIndex("events_transfer_kind_uq").on(t.subscriptionId, t.kind, t.chainId, t.txId, t.logIndex, t.internalIndex),
-    index("events_subscription_page_idx").on(t.subscriptionId, t.createdAt.desc(), t.id.desc()),
-    index("events_subscription_status_page_idx").on(t.subscriptionId, t.status, t.createdAt.desc(), t.id.desc()),
+    primaryKey({ name: "events_pkey", columns: [t.id, t.createdAt] }),
+    // Page indexes end in (created_at DESC NULLS FIRST, id DESC NULLS FIRST): exactly what ORDER BY … DESC means, so a
+    // page is read in index order with no sort (DESC NULLS LAST, drizzle's default, does not match it).
+    index("events_subscription_page_idx").on(t.subscriptionId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    index("events_subscription_status_page_idx").on(t.subscriptionId, t.status, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     // The schedule rebuild reads only pending rows; the reconciliation reads their overdue range by due time.
     index("events_pending_idx").on(t.nextAttemptAt).where(sql`status = 'pending' AND NOT held`),
     index("events_held_idx").on(t.subscriptionId).where(sql`status = 'pending' AND held`),
     index("events_stream_idx").on(t.keyId, t.xid, t.seq),
     // GET /v1/events: one index per filter, each ending in the page order so a page is an index range.
-    index("events_key_page_idx").on(t.keyId, t.createdAt.desc(), t.id.desc()),
-    index("events_key_status_page_idx").on(t.keyId, t.status, t.createdAt.desc(), t.id.desc()),
-    index("events_key_kind_page_idx").on(t.keyId, t.kind, t.createdAt.desc(), t.id.desc()),
-    index("events_key_chain_page_idx").on(t.keyId, t.chainId, t.createdAt.desc(), t.id.desc()),
-    index("events_tx_idx").on(t.txId),
-    index("events_addresses_idx").using("gin", t.addresses),
+    index("events_key_page_idx").on(t.keyId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    index("events_key_status_page_idx").on(t.keyId, t.status, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    index("events_key_kind_page_idx").on(t.keyId, t.kind, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    index("events_key_chain_page_idx").on(t.keyId, t.chainId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    index("events_tx_idx").on(t.txId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
   ],
 );
 
-// Every delivery attempt of an event, written in the same statement as the outcome; deleted with its event.
+// One event per (subscription, kind, transfer): a re-read block or the second stream over the same block makes no
+// second event; a transfer is (chain, transaction, log index, internal index). A unique key on the events table
+// would have to include created_at (its partition key), which differs between two reads of a block, so the identity
+// lives here, partitioned by the UTC day of the transfer's block: the same transfer always lands in the same
+// partition, and retention drops these days with the events'.
+export const eventTransferKeys = pgTable(
+  "event_transfer_keys",
+  {
+    subscriptionId: text("subscription_id").notNull(),
+    kind: text("kind").notNull(),
+    chainId: text("chain_id").notNull(),
+    txId: text("tx_id").notNull(),
+    logIndex: integer("log_index").notNull(),
+    internalIndex: integer("internal_index").notNull(),
+    blockDay: date("block_day", { mode: "string" }).notNull(),
+    eventId: text("event_id").notNull(),
+    eventCreatedAt: ms("event_created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({
+      name: "event_transfer_keys_pkey",
+      columns: [t.subscriptionId, t.kind, t.chainId, t.txId, t.logIndex, t.internalIndex, t.blockDay],
+    }),
+  ],
+);
+
+// GET /v1/events?address=: one row per (event, address), written in the event's statement and partitioned like the
+// events, so a key's events touching an address are one index range in page order (a GIN index on an array cannot
+// give that order: README "Events").
+export const eventAddresses = pgTable(
+  "event_addresses",
+  {
+    keyId: text("key_id").notNull(),
+    address: text("address").notNull(),
+    createdAt: ms("created_at").notNull(),
+    eventId: text("event_id").notNull(),
+  },
+  (t) => [index("event_addresses_page_idx").on(t.keyId, t.address, t.createdAt.desc().nullsFirst(), t.eventId.desc().nullsFirst())],
+);
+
+// Subscriptions whose events are being deleted in the background (DeleteSubscriptionEvents returns at once; the
+// deliverer's purge loop deletes in batches and removes the row when nothing is left).
+export const eventPurges = pgTable("event_purges", {
+  subscriptionId: text("subscription_id").primaryKey(),
+  requestedAt: ms("requested_at").notNull(),
+});
+
+// Every delivery attempt of an event, written in the same statement as the outcome. Partitioned by its event's
+// created_at with the events' bounds, so an event's attempts live in the partition of the same day and go with it.
+// No foreign key: one between partitioned tables makes every partition drop a referential check (a scan under an
+// exclusive lock); the event's deletes (purge, cancel) delete its attempts in the same statement instead.
 export const attempts = pgTable(
   "delivery_attempts",
   {
-    id: text("id").primaryKey(),
-    eventId: text("event_id")
-      .notNull()
-      .references(() => events.id, { onDelete: "cascade" }),
+    id: text("id").notNull(),
+    eventId: text("event_id").notNull(),
+    eventCreatedAt: ms("event_created_at").notNull(),
     subscriptionId: text("subscription_id").notNull(),
     attemptedAt: ms("attempted_at").notNull(),
     durationMs: integer("duration_ms").notNull(),
@@ -97,16 +149,17 @@ export const attempts = pgTable(
     trigger: text("trigger").$type<AttemptTrigger>().notNull(),
   },
   (t) => [
-    index("delivery_attempts_event_idx").on(t.eventId, t.attemptedAt.desc(), t.id.desc()),
+    primaryKey({ name: "delivery_attempts_pkey", columns: [t.id, t.eventCreatedAt] }),
+    index("delivery_attempts_event_idx").on(t.eventId, t.attemptedAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     // The health view reads a subscription's attempts of the last 24 hours.
-    index("delivery_attempts_subscription_idx").on(t.subscriptionId, t.attemptedAt.desc()),
+    index("delivery_attempts_subscription_idx").on(t.subscriptionId, t.attemptedAt.desc().nullsFirst()),
   ],
 );
 
 // Idempotency records of the deliverer's effects (test and retry), written in the effect's transaction.
 export const deliveryIdempotency = idempotencyTable("delivery_idempotency_records", "delivery_idempotency_expires_idx");
 
-export const delivererSchema = { events, attempts, deliveryIdempotency };
+export const delivererSchema = { events, attempts, eventTransferKeys, eventAddresses, eventPurges, deliveryIdempotency };
 export type DelivererSchema = typeof delivererSchema;
 
 export type EventRow = typeof events.$inferSelect;

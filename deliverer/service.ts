@@ -22,7 +22,7 @@ import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/pa
 import type { Schedule } from "./schedule.ts";
 import { EVENT_STATUSES, type EventStatus, type NewEventRow } from "./schema.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
-import { transferKey, type DelivererStore } from "./store.ts";
+import { transferKey, type DelivererStore, type TransferEventRow } from "./store.ts";
 import type { TargetCache } from "./targets.ts";
 import {
   FAILED_KIND,
@@ -45,10 +45,14 @@ export interface DeliveryServiceDeps {
   wake: () => void;
   /** How long a reservation outlives a crash between the PostgreSQL commit and the schedule update. */
   reserveMs: number;
+  /** Wakes the background purge of deleted subscriptions' events (deliverer/purge.ts). */
+  purge?: () => void;
   /** StreamEvents (deliverer/stream.ts). */
   streamEvents: ServiceImpl<typeof DeliveryService>["streamEvents"];
 }
 
+/** Events a DeleteSubscriptionEvents call deletes itself before leaving the rest to the background purge. */
+const PURGE_INLINE_BATCH = 1_000;
 /** Rows written per statement; a bigger Enqueue is written in several (each idempotent on its own). */
 const INSERT_CHUNK = 2_000;
 
@@ -91,7 +95,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
     // No events for a subscription that is gone, disabled or whose key is revoked (docs/CONTRACT.md).
     const targets = await d.targets.get(req.events.map((e) => e.subscriptionId));
     const now = new Date();
-    const rows: NewEventRow[] = [];
+    const rows: TransferEventRow[] = [];
     const keyOf: (string | undefined)[] = Array.from({ length: req.events.length }, () => undefined);
     const seen = new Map<string, string>();
     req.events.forEach((e, i) => {
@@ -118,6 +122,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
         nextAttemptAt: new Date(firstDueMs()),
         createdAt: now,
         updatedAt: now,
+        blockAt: new Date(Number(t.blockTimestampMs)),
       });
     });
     const idByKey = new Map<string, string>();
@@ -255,9 +260,14 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
 
       async deleteSubscriptionEvents(req) {
         if (!isId("sub", req.subscriptionId)) return create(DeleteSubscriptionEventsResponseSchema, { deleted: 0n });
-        const { deleted, pendingIds } = await d.store.deleteSubscriptionEvents(req.subscriptionId);
+        // Recorded first (the events leave GET /v1/events at once), then one short batch here, so a small
+        // subscription's events are gone when the call returns; a larger one's rest goes in the background
+        // (deliverer/purge.ts), never in one long statement.
+        await d.store.requestPurge(req.subscriptionId);
+        const { deleted, pendingIds } = await d.store.purgeBatch(req.subscriptionId, PURGE_INLINE_BATCH);
         // The events are gone from PostgreSQL: a schedule entry left behind is dropped when it is claimed.
         await afterEffect(() => d.schedule.remove(pendingIds));
+        if (deleted === PURGE_INLINE_BATCH) d.purge?.();
         return create(DeleteSubscriptionEventsResponseSchema, { deleted: BigInt(deleted) });
       },
     });

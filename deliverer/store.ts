@@ -1,16 +1,19 @@
 // The deliverer's persistence: the delivery log (events) and the idempotency records of test and retry, on
 // PostgreSQL (Drizzle, Bun SQL). Batch paths (enqueue, outcomes) are one statement per batch.
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
-import { and, arrayContains, desc, eq, gte, inArray, lt, or, sql, type SQL } from "drizzle-orm";
+import { and, between, desc, eq, gte, inArray, lt, lte, or, sql, type SQL } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { IdempotencyLedger, type IdempotentOutcome } from "../common/idempotency.ts";
 import { SETTINGS_MIGRATIONS } from "../common/settings/migrate.ts";
 import { openMigratedDatabase, withDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
+import { eventTimeWindow, utcDay } from "./partitions.ts";
 import {
   attempts,
   deliveryIdempotency,
   delivererSchema,
+  eventAddresses,
+  eventPurges,
   events,
   type AttemptRow,
   type DelivererSchema,
@@ -127,11 +130,44 @@ export function transferKey(
 }
 
 
-/** Keyset page of a newest-first list on (time, id): the rows strictly before the cursor. */
+/**
+ * Keyset page of a newest-first list on (time, id): the rows strictly before the cursor. `time <= t` stands on its
+ * own so it is an index bound (and prunes the partitions newer than the cursor); the OR only breaks ties.
+ */
 function beforeCursor(time: PgColumn, id: PgColumn, after: PageCursor): SQL {
   const t = new Date(after.t);
-  return or(lt(time, t), and(eq(time, t), lt(id, after.id)))!;
+  return and(lte(time, t), or(lt(time, t), lt(id, after.id)))!;
 }
+
+/** Events by id: the id list, and created_at bounded by the ids' ULID times so only their partitions are read. */
+function byIds(ids: string[]): SQL {
+  const w = eventTimeWindow(ids);
+  const inIds = ids.length === 1 ? eq(events.id, ids[0]!) : inArray(events.id, ids);
+  return w ? and(inIds, between(events.createdAt, w.from, w.to))! : inIds;
+}
+
+/** The same bounds as ISO texts for hand-written statements (unbounded when an id carries no ULID time). */
+function windowBounds(ids: string[]): [string, string] {
+  const w = eventTimeWindow(ids);
+  return w ? [w.from.toISOString(), w.to.toISOString()] : ["-infinity", "infinity"];
+}
+
+/** The same bounds in a drizzle statement (`e` is the events alias). */
+function windowSql(ids: string[]): SQL {
+  const [from, to] = windowBounds(ids);
+  return sql`AND e.created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz`;
+}
+
+/** What deleting an event needs to know of it (its partition, and its address rows). */
+interface Doomed {
+  id: string;
+  created_at: Date | string;
+  key_id: string | null;
+  addresses: string[];
+}
+
+/** An event to insert through the Enqueue path: the row, and the time of the transfer's block (its identity's day). */
+export type TransferEventRow = NewEventRow & { blockAt: Date };
 
 export class DelivererStore {
   private readonly ledger: IdempotencyLedger;
@@ -152,7 +188,7 @@ export class DelivererStore {
    * Inserts transfer events in one statement; an event whose (subscription, kind, chain, txId, logIndex,
    * internalIndex) exists already is not inserted. Returns the ids actually inserted and, for every key, the id now stored for it.
    */
-  async insertTransferEvents(rows: NewEventRow[]): Promise<{ inserted: Set<string>; idByKey: Map<string, string> }> {
+  async insertTransferEvents(rows: TransferEventRow[]): Promise<{ inserted: Set<string>; idByKey: Map<string, string> }> {
     const inserted = new Set<string>();
     const idByKey = new Map<string, string>();
     if (rows.length === 0) return { inserted, idByKey };
@@ -170,16 +206,33 @@ export class DelivererStore {
         payload: r.payload,
         next: r.nextAttemptAt?.toISOString() ?? null,
         at: (r.createdAt ?? new Date()).toISOString(),
+        day: utcDay(r.blockAt.getTime()),
       })),
     );
     await withDatabase(async () => {
+      // The identity first (event_transfer_keys, schema.ts): only the rows whose identity is new become events, with
+      // their address rows, all in one statement.
       const done = (await this.db.$client`
-        INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, internal_index, payload, status, next_attempt_at, created_at, updated_at)
-        SELECT v.id, v.sub, v.key, ARRAY(SELECT jsonb_array_elements_text(v.addrs)), v.kind, v.chain, v.tx, v.li, v.ii, v.payload, 'pending', v.next, v.at, v.at
-        FROM jsonb_to_recordset(${json}::text::jsonb)
-          AS v(id text, sub text, key text, addrs jsonb, kind text, chain text, tx text, li int, ii int, payload jsonb, next timestamptz, at timestamptz)
-        ON CONFLICT (subscription_id, kind, chain_id, tx_id, log_index, internal_index) DO NOTHING
-        RETURNING id`) as { id: string }[];
+        WITH v AS (
+          SELECT * FROM jsonb_to_recordset(${json}::text::jsonb)
+            AS v(id text, sub text, key text, addrs jsonb, kind text, chain text, tx text, li int, ii int, payload jsonb,
+                 next timestamptz, at timestamptz, day date)
+        ), k AS (
+          INSERT INTO event_transfer_keys (subscription_id, kind, chain_id, tx_id, log_index, internal_index, block_day, event_id, event_created_at)
+          SELECT v.sub, v.kind, v.chain, v.tx, v.li, v.ii, v.day, v.id, v.at FROM v
+          ON CONFLICT DO NOTHING
+          RETURNING event_id
+        ), e AS (
+          INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, internal_index, payload, status, next_attempt_at, created_at, updated_at)
+          SELECT v.id, v.sub, v.key, ARRAY(SELECT jsonb_array_elements_text(v.addrs)), v.kind, v.chain, v.tx, v.li, v.ii, v.payload, 'pending', v.next, v.at, v.at
+          FROM v JOIN k ON k.event_id = v.id
+          RETURNING id
+        ), a AS (
+          INSERT INTO event_addresses (key_id, address, created_at, event_id)
+          SELECT v.key, x, v.at, v.id FROM v JOIN k ON k.event_id = v.id, jsonb_array_elements_text(v.addrs) x
+          WHERE v.key IS NOT NULL
+        )
+        SELECT id FROM e`) as { id: string }[];
       for (const r of done) inserted.add(r.id);
       if (inserted.size === rows.length) {
         for (const r of rows) {
@@ -189,10 +242,10 @@ export class DelivererStore {
       }
       // Some already existed (a block read again): the stored id of every key.
       const existing = (await this.db.$client`
-        SELECT e.id, e.subscription_id, e.kind, e.chain_id, e.tx_id, e.log_index, e.internal_index FROM events e
-        JOIN jsonb_to_recordset(${json}::text::jsonb) AS v(sub text, kind text, chain text, tx text, li int, ii int)
+        SELECT e.event_id AS id, e.subscription_id, e.kind, e.chain_id, e.tx_id, e.log_index, e.internal_index FROM event_transfer_keys e
+        JOIN jsonb_to_recordset(${json}::text::jsonb) AS v(sub text, kind text, chain text, tx text, li int, ii int, day date)
           ON e.subscription_id = v.sub AND e.kind = v.kind AND e.chain_id = v.chain AND e.tx_id = v.tx
-            AND e.log_index = v.li AND e.internal_index = v.ii`) as {
+            AND e.log_index = v.li AND e.internal_index = v.ii AND e.block_day = v.day`) as {
         id: string;
         subscription_id: string;
         kind: string;
@@ -208,17 +261,25 @@ export class DelivererStore {
     return { inserted, idByKey };
   }
 
+  /** One event (a test event) and its address rows, on the caller's transaction. */
   async insertEvent(ex: Executor, row: NewEventRow): Promise<EventRow> {
     const [out] = await ex.insert(events).values(row).returning();
+    if (out!.keyId && out!.addresses.length > 0) {
+      await ex.insert(eventAddresses).values(
+        out!.addresses.map((address) => ({ keyId: out!.keyId!, address, createdAt: out!.createdAt, eventId: out!.id })),
+      );
+    }
     return out!;
   }
 
   /** The claimed rows, in one round trip (the hot path: raw SQL, no query building). */
   async loadClaimed(ids: string[]): Promise<ClaimedEvent[]> {
     if (ids.length === 0) return [];
+    const [from, to] = windowBounds(ids);
     const rows = (await this.db.$client`
-      SELECT id, subscription_id, status, attempts, held, next_attempt_at, payload::text AS payload FROM events
-      WHERE id IN (SELECT jsonb_array_elements_text(${JSON.stringify(ids)}::text::jsonb))`) as {
+      SELECT id, subscription_id, status, attempts, held, next_attempt_at, payload::text AS payload FROM events e
+      WHERE id IN (SELECT jsonb_array_elements_text(${JSON.stringify(ids)}::text::jsonb))
+        AND e.created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz`) as {
       id: string;
       subscription_id: string;
       status: EventStatus;
@@ -275,11 +336,11 @@ export class DelivererStore {
         held = false,
         updated_at = now()
       FROM v
-      WHERE e.id = v.id AND e.status = 'pending' AND e.attempts = v.prev
-      RETURNING e.id, e.subscription_id, e.trigger
+      WHERE e.id = v.id AND e.status = 'pending' AND e.attempts = v.prev ${windowSql(outcomes.map((o) => o.id))}
+      RETURNING e.id, e.subscription_id, e.trigger, e.created_at
       ), ins AS (
-        INSERT INTO delivery_attempts (id, event_id, subscription_id, attempted_at, duration_ms, ok, response_status, response_body, error, trigger)
-        SELECT v.aid, upd.id, upd.subscription_id, v.aat, v.dur, v.inc = 1, v.rs, CASE WHEN v.err IS NULL THEN v.rb END, v.err, upd.trigger
+        INSERT INTO delivery_attempts (id, event_id, event_created_at, subscription_id, attempted_at, duration_ms, ok, response_status, response_body, error, trigger)
+        SELECT v.aid, upd.id, upd.created_at, upd.subscription_id, v.aat, v.dur, v.inc = 1, v.rs, CASE WHEN v.err IS NULL THEN v.rb END, v.err, upd.trigger
         FROM upd JOIN v ON v.id = upd.id
       )
       SELECT id FROM upd`)) as unknown as { id: string }[];
@@ -288,23 +349,81 @@ export class DelivererStore {
 
   async markHeld(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
-    await this.db.update(events).set({ held: true, updatedAt: new Date() }).where(and(inArray(events.id, ids), eq(events.status, "pending")));
+    await this.db.update(events).set({ held: true, updatedAt: new Date() }).where(and(byIds(ids), eq(events.status, "pending")));
   }
 
+  /** Deletes events with their attempts and address rows. */
   async deleteEvents(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
-    await this.db.delete(events).where(inArray(events.id, ids));
+    const [from, to] = windowBounds(ids);
+    const rows = (await this.db.$client`
+      SELECT id, created_at, key_id, addresses FROM events
+      WHERE id IN (SELECT jsonb_array_elements_text(${JSON.stringify(ids)}::text::jsonb))
+        AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz`) as Doomed[];
+    await this.deleteBatch(rows);
   }
 
-  /** Deletes every event of a subscription; returns the ids of those that were pending (to drop from the schedule). */
-  deleteSubscriptionEvents(subscriptionId: string): Promise<{ deleted: number; pendingIds: string[] }> {
-    return withDatabase(async () => {
-      const rows = await this.db
-        .delete(events)
-        .where(eq(events.subscriptionId, subscriptionId))
-        .returning({ id: events.id, status: events.status });
-      return { deleted: rows.length, pendingIds: rows.filter((r) => r.status === "pending").map((r) => r.id) };
-    });
+  /**
+   * Deletes the given events with their attempts and address rows in one statement. Every condition is an array
+   * or a range on an index's leading columns (never a join the planner could turn into a scan of a key's rows).
+   */
+  private async deleteBatch(rows: Doomed[]): Promise<{ id: string; status: EventStatus }[]> {
+    if (rows.length === 0) return [];
+    const times = rows.map((r) => new Date(r.created_at).getTime());
+    const from = new Date(Math.min(...times)).toISOString();
+    const to = new Date(Math.max(...times)).toISOString();
+    const ids = JSON.stringify(rows.map((r) => r.id));
+    const keys = [...new Set(rows.map((r) => r.key_id).filter((k): k is string => k !== null))];
+    const addrs = JSON.stringify([...new Set(rows.flatMap((r) => r.addresses))]);
+    return (await this.db.$client`
+      WITH d AS (
+        DELETE FROM events WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
+          AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
+        RETURNING id, status
+      ), da AS (
+        DELETE FROM delivery_attempts WHERE event_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
+          AND event_created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
+      ), dx AS (
+        DELETE FROM event_addresses WHERE key_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(keys)}::text::jsonb)))
+          AND address = ANY (ARRAY(SELECT jsonb_array_elements_text(${addrs}::text::jsonb)))
+          AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
+          AND event_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
+      )
+      SELECT id, status FROM d`) as { id: string; status: EventStatus }[];
+  }
+
+  /**
+   * Marks a subscription's events for deletion: they leave GET /v1/events at once and the purge loop
+   * (deliverer/purge.ts) deletes them in batches. Idempotent.
+   */
+  async requestPurge(subscriptionId: string): Promise<void> {
+    await withDatabase(() =>
+      this.db.insert(eventPurges).values({ subscriptionId, requestedAt: new Date() }).onConflictDoNothing(),
+    );
+  }
+
+  /** Subscriptions whose events are waiting to be purged, oldest request first. */
+  async purgeRequests(limit: number): Promise<string[]> {
+    const rows = await this.db
+      .select({ id: eventPurges.subscriptionId })
+      .from(eventPurges)
+      .orderBy(eventPurges.requestedAt)
+      .limit(limit);
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * Deletes one batch of a subscription's events (one short statement); when none is left the purge request goes.
+   * Returns how many were deleted and the ids that were pending (to drop from the schedule).
+   */
+  async purgeBatch(subscriptionId: string, limit: number): Promise<{ deleted: number; pendingIds: string[] }> {
+    // Newest first along events_subscription_page_idx: a batch is one slice of time, so its delete bounds are tight.
+    const doomed = (await this.db.$client`
+      SELECT id, created_at, key_id, addresses FROM events WHERE subscription_id = ${subscriptionId}
+      ORDER BY created_at DESC, id DESC LIMIT ${limit}`) as Doomed[];
+    const rows = await this.deleteBatch(doomed);
+    if (doomed.length < limit) await this.db.delete(eventPurges).where(eq(eventPurges.subscriptionId, subscriptionId));
+    return { deleted: rows.length, pendingIds: rows.filter((r) => r.status === "pending").map((r) => r.id) };
   }
 
   /** Subscriptions that have held events. */
@@ -331,7 +450,7 @@ export class DelivererStore {
     const rows = await this.db
       .update(events)
       .set({ held: false, nextAttemptAt: at, updatedAt: new Date() })
-      .where(and(inArray(events.id, ids), eq(events.status, "pending"), eq(events.held, true)))
+      .where(and(byIds(ids), eq(events.status, "pending"), eq(events.held, true)))
       .returning({ id: events.id });
     return rows.map((r) => r.id);
   }
@@ -367,7 +486,7 @@ export class DelivererStore {
       const [row] = await this.db
         .select()
         .from(events)
-        .where(and(eq(events.id, eventId), eq(events.subscriptionId, subscriptionId)));
+        .where(and(byIds([eventId]), eq(events.subscriptionId, subscriptionId)));
       return row;
     });
   }
@@ -376,7 +495,7 @@ export class DelivererStore {
     const [row] = await tx
       .select()
       .from(events)
-      .where(and(eq(events.id, eventId), eq(events.subscriptionId, subscriptionId)))
+      .where(and(byIds([eventId]), eq(events.subscriptionId, subscriptionId)))
       .for("update");
     return row;
   }
@@ -385,7 +504,7 @@ export class DelivererStore {
     const [row] = await tx
       .update(events)
       .set({ status: "pending", attempts: 0, nextAttemptAt: at, held: false, trigger: "manual", updatedAt: new Date() })
-      .where(eq(events.id, eventId))
+      .where(byIds([eventId]))
       .returning();
     return row!;
   }
@@ -407,10 +526,10 @@ export class DelivererStore {
 
   // ---- operations: attempts, recover, search across a key, health ----
 
-  /** An event's attempts, newest first, keyset on (attempted_at, id). */
-  listAttempts(eventId: string, limit: number, after: PageCursor | undefined): Promise<AttemptRow[]> {
+  /** An event's attempts, newest first, keyset on (attempted_at, id); read from the event's partition only. */
+  listAttempts(event: Pick<EventRow, "id" | "createdAt">, limit: number, after: PageCursor | undefined): Promise<AttemptRow[]> {
     return withDatabase(() => {
-      const conds = [eq(attempts.eventId, eventId)];
+      const conds = [eq(attempts.eventId, event.id), eq(attempts.eventCreatedAt, event.createdAt)];
       if (after) conds.push(beforeCursor(attempts.attemptedAt, attempts.id, after));
       return this.db
         .select()
@@ -458,32 +577,112 @@ export class DelivererStore {
       const rows = await this.db
         .update(events)
         .set({ status: "pending", attempts: 0, nextAttemptAt: at, held: false, trigger: "manual", updatedAt: new Date() })
-        .where(and(inArray(events.id, ids), eq(events.status, status)))
+        .where(and(byIds(ids), eq(events.status, status)))
         .returning({ id: events.id });
       return rows.map((r) => r.id);
     });
   }
 
-  /** GET /v1/events: a key's events, newest first, every filter an index condition (see the events_key_* indexes). */
+  /**
+   * GET /v1/events: a key's events, newest first, every filter an index condition (see the events_key_* indexes); a
+   * subscription whose events are being purged is already left out. With an address the page comes in two short
+   * statements instead of one join: the address's range of event_addresses (key, address, created_at, event id) in
+   * page order, then those events by id with created_at bounded to the range's days. A join over two partitioned
+   * tables costs more to plan (every partition of both, every index) than to run (README "Events").
+   */
   searchEvents(q: EventSearch, limit: number, after: PageCursor | undefined): Promise<EventRow[]> {
-    return withDatabase(() => {
-      const conds = [eq(events.keyId, q.keyId)];
-      if (q.subscriptionId) conds.push(eq(events.subscriptionId, q.subscriptionId));
-      if (q.txId) conds.push(eq(events.txId, q.txId));
-      if (q.address) conds.push(arrayContains(events.addresses, [q.address]));
-      if (q.chainId) conds.push(eq(events.chainId, q.chainId));
-      if (q.kind) conds.push(eq(events.kind, q.kind));
-      if (q.status) conds.push(eq(events.status, q.status));
-      if (q.since) conds.push(gte(events.createdAt, q.since));
-      if (q.until) conds.push(lt(events.createdAt, q.until));
-      if (after) conds.push(beforeCursor(events.createdAt, events.id, after));
-      return this.db
-        .select()
-        .from(events)
-        .where(and(...conds))
-        .orderBy(desc(events.createdAt), desc(events.id))
-        .limit(limit + 1);
+    return withDatabase(async () => {
+      if (!q.address) return this.searchQuery(q, limit, after);
+      const out: EventRow[] = [];
+      let cursor = after;
+      // Other filters may drop some of an address's events: read further, in growing steps, until the page is full.
+      for (let chunk = limit + 1; ; chunk = Math.min(chunk * 4, 5_000)) {
+        const refs = await this.addressRefs(q, chunk, cursor);
+        if (refs.length === 0) break;
+        const found = new Map((await this.eventsOfRefs(q, refs)).map((e) => [e.id, e]));
+        for (const r of refs) {
+          const e = found.get(r.eventId);
+          if (e) out.push(e);
+        }
+        if (out.length > limit || refs.length < chunk) break;
+        const last = refs[refs.length - 1]!;
+        cursor = { t: last.createdAt.getTime(), id: last.eventId };
+      }
+      return out.slice(0, limit + 1);
     });
+  }
+
+  /** The statements searchEvents runs, as text and parameters (test/integration/operations.test.ts checks their plans). */
+  searchSql(q: EventSearch, limit: number, after: PageCursor | undefined): { sql: string; params: unknown[] }[] {
+    if (!q.address) return [this.searchQuery(q, limit, after).toSQL()];
+    const t = after ? new Date(after.t) : new Date();
+    return [
+      this.addressRefsQuery(q, limit + 1, after).toSQL(),
+      this.eventsOfRefsQuery(q, [{ eventId: after?.id ?? "evt_", createdAt: t }]).toSQL(),
+    ];
+  }
+
+  private addressRefsQuery(q: EventSearch, limit: number, after: PageCursor | undefined) {
+    const a = eventAddresses;
+    const conds = [eq(a.keyId, q.keyId), eq(a.address, q.address!)];
+    if (q.since) conds.push(gte(a.createdAt, q.since));
+    if (q.until) conds.push(lt(a.createdAt, q.until));
+    if (after) conds.push(beforeCursor(a.createdAt, a.eventId, after));
+    return this.db
+      .select({ eventId: a.eventId, createdAt: a.createdAt })
+      .from(a)
+      .where(and(...conds))
+      .orderBy(desc(a.createdAt), desc(a.eventId))
+      .limit(limit);
+  }
+
+  private addressRefs(q: EventSearch, limit: number, after: PageCursor | undefined): Promise<{ eventId: string; createdAt: Date }[]> {
+    return this.addressRefsQuery(q, limit, after);
+  }
+
+  private eventsOfRefsQuery(q: EventSearch, refs: { eventId: string; createdAt: Date }[]) {
+    const times = refs.map((r) => r.createdAt.getTime());
+    return this.db
+      .select()
+      .from(events)
+      .where(
+        and(
+          inArray(events.id, refs.map((r) => r.eventId)),
+          between(events.createdAt, new Date(Math.min(...times)), new Date(Math.max(...times))),
+          ...this.eventFilters(q),
+        ),
+      );
+  }
+
+  private eventsOfRefs(q: EventSearch, refs: { eventId: string; createdAt: Date }[]): Promise<EventRow[]> {
+    return this.eventsOfRefsQuery(q, refs);
+  }
+
+  /** The filters on the events table itself (every one but the address and the time range). */
+  private eventFilters(q: EventSearch): SQL[] {
+    const conds = [
+      eq(events.keyId, q.keyId),
+      sql`NOT EXISTS (SELECT 1 FROM ${eventPurges} p WHERE p.subscription_id = ${events.subscriptionId})`,
+    ];
+    if (q.subscriptionId) conds.push(eq(events.subscriptionId, q.subscriptionId));
+    if (q.txId) conds.push(eq(events.txId, q.txId));
+    if (q.chainId) conds.push(eq(events.chainId, q.chainId));
+    if (q.kind) conds.push(eq(events.kind, q.kind));
+    if (q.status) conds.push(eq(events.status, q.status));
+    return conds;
+  }
+
+  private searchQuery(q: EventSearch, limit: number, after: PageCursor | undefined) {
+    const conds = this.eventFilters(q);
+    if (q.since) conds.push(gte(events.createdAt, q.since));
+    if (q.until) conds.push(lt(events.createdAt, q.until));
+    if (after) conds.push(beforeCursor(events.createdAt, events.id, after));
+    return this.db
+      .select()
+      .from(events)
+      .where(and(...conds))
+      .orderBy(desc(events.createdAt), desc(events.id))
+      .limit(limit + 1);
   }
 
   /** A subscription's newest successful (or failed) attempt. */

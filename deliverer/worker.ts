@@ -542,7 +542,7 @@ export class DeliveryWorker {
     const active: string[] = [];
     for (const id of subs) {
       const t = targets.get(id);
-      if (!t || !t.exists) await this.store.deleteSubscriptionEvents(id);
+      if (!t || !t.exists) await this.store.requestPurge(id);
       else if (t.active) active.push(id);
     }
     if (active.length === 0) return;

@@ -27,7 +27,7 @@ export interface MatcherDeps {
   /** Overrides of config.tronNodeUrls (tests and the demo point chains at tools/tron-sim). */
   nodeUrls?: Partial<Record<ChainId, string>>;
   /** Stream tuning (tests, benchmark); `solidified: false` runs the head stream alone (the benchmark's baseline). */
-  stream?: { batchSize?: number; concurrency?: number; blockIntervalMs?: number; leaseRetryMs?: number; solidified?: boolean };
+  stream?: { batchSize?: number; concurrency?: number; enqueueEvents?: number; blockIntervalMs?: number; leaseRetryMs?: number; solidified?: boolean };
 }
 
 export interface MatcherHandle extends ServiceHandle {

@@ -10,6 +10,7 @@ import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { ChainId } from "../common/config.ts";
 import type { Logger } from "../common/logger.ts";
 import type { StreamLink } from "./block-cache.ts";
+import { EnqueueBatch } from "./enqueue-batch.ts";
 import { fetchDecodedRange, mapLimit, type DecodedBlock } from "./fetch.ts";
 import type { ChainLease } from "./lease.ts";
 import { CONFIRMED, FAILED, matchFinal, type BlockContext, type WatchLookup } from "./match.ts";
@@ -42,6 +43,8 @@ export interface SolidStreamOptions {
   db: MatcherDb;
   lookup: WatchLookup;
   enqueue: (events: NewEvent[]) => Promise<void>;
+  /** Events per Enqueue call (default MAX_EVENTS_PER_CALL, enqueue-batch.ts). */
+  enqueueEvents?: number;
   log: Logger;
   link: StreamLink;
   /** MATCHER_CONFIRMATIONS: finality = head − this, whatever the node's solidity API says. */
@@ -255,14 +258,16 @@ export class SolidifiedStream {
     const count = (events: NewEvent[]) => {
       for (const e of events) e.kind === CONFIRMED ? confirmed++ : failed++;
     };
-    await mapLimit(batch, this.concurrency, async (block) => {
-      const ctx: BlockContext = { chainId, number: block.number, blockId: block.blockId, timestampMs: block.timestampMs };
-      const made = await matchFinal(ctx, block.transfers, lookup, finality);
-      if (made.length > 0) {
-        await enqueue(made);
+    // The run's events go to the deliverer in few calls (enqueue-batch.ts), sent while later blocks are still matched.
+    const out = new EnqueueBatch(enqueue, undefined, this.opts.enqueueEvents);
+    await out.around(() =>
+      mapLimit(batch, this.concurrency, async (block) => {
+        const ctx: BlockContext = { chainId, number: block.number, blockId: block.blockId, timestampMs: block.timestampMs };
+        const made = await matchFinal(ctx, block.transfers, lookup, finality);
+        out.add(made);
         count(made);
-      }
-    });
+      }).then(() => {}),
+    );
     const settled = await this.settleDrops(batch, solidifiedHead);
     for (const d of settled.dropped) count(d);
     if (signal.aborted) return;

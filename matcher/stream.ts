@@ -9,6 +9,7 @@
 import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { ChainId } from "../common/config.ts";
 import type { Logger } from "../common/logger.ts";
+import { EnqueueBatch } from "./enqueue-batch.ts";
 import { decoded, fetchDecodedRange, infosFor, mapLimit, type DecodedBlock } from "./fetch.ts";
 import type { ChainLease } from "./lease.ts";
 import type { StreamLink } from "./block-cache.ts";
@@ -32,7 +33,7 @@ export interface StreamOptions {
   client: TronClient;
   db: MatcherDb;
   lookup: WatchLookup;
-  /** Hands one block's events to the deliverer; resolves once it accepted them. */
+  /** Hands events to the deliverer (a run of blocks' worth at most); resolves once it accepted them. */
   enqueue: (events: NewEvent[]) => Promise<void>;
   log: Logger;
   /** A fixed head-polling interval (MATCHER_POLL_MS); unset: poll around each block's expected time. */
@@ -43,6 +44,8 @@ export interface StreamOptions {
   batchSize?: number;
   /** Parallel requests / lookups within a batch. */
   concurrency?: number;
+  /** Events per Enqueue call (default MAX_EVENTS_PER_CALL, enqueue-batch.ts). */
+  enqueueEvents?: number;
   /** Called after each checkpoint. */
   onCheckpoint?: (ref: Progress) => void;
   /** Shared with the chain's solidified stream (absent when it does not run): the block cache and positions. */
@@ -266,22 +269,22 @@ export class ChainStream {
     let transfers = 0;
     let events = 0;
     const stage = (name: string, since: number) => this.stage(name, since);
-    await mapLimit(accepted, this.concurrency, async (block) => {
-      transfers += block.transfers.length;
-      let t = performance.now();
-      const made = await matchBroadcasted(
-        { chainId: this.opts.chainId, number: block.number, blockId: block.blockId, timestampMs: block.timestampMs },
-        block.transfers,
-        this.opts.lookup,
-      );
-      stage("lookup", t);
-      if (made.length > 0) {
-        t = performance.now();
-        await this.opts.enqueue(made);
-        stage("enqueue", t);
+    // The run's events go to the deliverer in few calls (enqueue-batch.ts), sent while later blocks are still matched.
+    const out = new EnqueueBatch(this.opts.enqueue, (since) => stage("enqueue", since), this.opts.enqueueEvents);
+    await out.around(() =>
+      mapLimit(accepted, this.concurrency, async (block) => {
+        transfers += block.transfers.length;
+        const t = performance.now();
+        const made = await matchBroadcasted(
+          { chainId: this.opts.chainId, number: block.number, blockId: block.blockId, timestampMs: block.timestampMs },
+          block.transfers,
+          this.opts.lookup,
+        );
+        stage("lookup", t);
+        out.add(made);
         events += made.length;
-      }
-    });
+      }).then(() => {}),
+    );
     if (signal.aborted) return;
     const refs = accepted.map(blockRef);
     const link = this.opts.link;

@@ -1,39 +1,44 @@
-// The migration that made the transfer identity (subscription, kind, chain, txId, logIndex, internalIndex): events
-// stored before it keep their ids and payloads, get internal_index -1, and the new key is the one enforced.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+// The deliverer's migrations applied to a deployment that already holds events: 0001 made the transfer identity
+// (subscription, kind, chain, txId, logIndex, internalIndex); 0004 partitioned the events by day. Every stored row
+// keeps its id, payload, stream position and attempts, and the identity is still the one enforced.
+import { afterAll, expect, test } from "bun:test";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
+import { ulid } from "ulid";
 import { openDatabase, runMigrations, type Database } from "../../common/db.ts";
 import { DELIVERER_MIGRATIONS, DELIVERER_MIGRATIONS_TABLE } from "../../deliverer/store.ts";
 import { delivererSchema } from "../../deliverer/schema.ts";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
 
-let database: TestDatabase;
-let sql: SQL;
-let firstOnly: string;
+const databases: TestDatabase[] = [];
+const clients: SQL[] = [];
+const folders: string[] = [];
 
-beforeAll(async () => {
-  database = await createTestDatabase("delmig");
-  sql = new SQL(database.url, { max: 2 });
-  // The migrations folder as it was before the identity migration: the first entry of the journal alone.
-  firstOnly = mkdtempSync(join(tmpdir(), "deliverer-migrations-"));
-  cpSync(DELIVERER_MIGRATIONS, firstOnly, { recursive: true });
-  const journalPath = join(firstOnly, "meta", "_journal.json");
+/** The migrations folder as it was before `tag`: the journal's entries before it alone. */
+function migrationsBefore(tag: string): string {
+  const folder = mkdtempSync(join(tmpdir(), "deliverer-migrations-"));
+  folders.push(folder);
+  cpSync(DELIVERER_MIGRATIONS, folder, { recursive: true });
+  const journalPath = join(folder, "meta", "_journal.json");
   const journal = JSON.parse(readFileSync(journalPath, "utf8")) as { entries: { tag: string }[] };
-  expect(journal.entries[0]!.tag).toBe("0000_events");
-  writeFileSync(journalPath, JSON.stringify({ ...journal, entries: journal.entries.slice(0, 1) }));
-}, 60_000);
+  const at = journal.entries.findIndex((e) => e.tag === tag);
+  expect(at).toBeGreaterThan(0);
+  writeFileSync(journalPath, JSON.stringify({ ...journal, entries: journal.entries.slice(0, at) }));
+  return folder;
+}
 
-afterAll(async () => {
-  await sql?.close();
-  await database?.drop();
-  if (firstOnly) rmSync(firstOnly, { recursive: true, force: true });
-}, 60_000);
+async function freshDatabase(label: string): Promise<{ url: string; sql: SQL }> {
+  const database = await createTestDatabase(label);
+  databases.push(database);
+  const sql = new SQL(database.url, { max: 2 });
+  clients.push(sql);
+  return { url: database.url, sql };
+}
 
-async function migrate(folder: string): Promise<void> {
-  const db = openDatabase(database.url, delivererSchema, { max: 2 }) as unknown as Database<Record<string, unknown>>;
+async function migrate(url: string, folder: string): Promise<void> {
+  const db = openDatabase(url, delivererSchema, { max: 2 }) as unknown as Database<Record<string, unknown>>;
   try {
     await runMigrations(db, folder, DELIVERER_MIGRATIONS_TABLE);
   } finally {
@@ -41,8 +46,16 @@ async function migrate(folder: string): Promise<void> {
   }
 }
 
+
+afterAll(async () => {
+  for (const c of clients) await c.close();
+  for (const d of databases) await d.drop();
+  for (const f of folders) rmSync(f, { recursive: true, force: true });
+}, 60_000);
+
 test("existing events keep their ids; the unique key becomes (subscription, kind, chain, txId, logIndex, internalIndex)", async () => {
-  await migrate(firstOnly);
+  const { url, sql } = await freshDatabase("delmig");
+  await migrate(url, migrationsBefore("0001_events_transfer_identity"));
   const at = new Date("2026-11-20T10:00:00.000Z");
   const old = [
     { id: "evt_01JOLDAAAAAAAAAAAAAAAAAAAA", kind: "wallet.transfer.broadcasted", chain: "tron:mainnet", tx: "aa".repeat(32), li: -1 },
@@ -52,9 +65,9 @@ test("existing events keep their ids; the unique key becomes (subscription, kind
   for (const e of old) {
     await sql`INSERT INTO events (id, subscription_id, kind, chain_id, tx_id, log_index, payload, status, created_at, updated_at)
       VALUES (${e.id}, 'sub_01JOLDSUBSCRIPTIONAAAAAAAA', ${e.kind}, ${e.chain}, ${e.tx}, ${e.li},
-        ${JSON.stringify({ id: e.id, kind: e.kind })}::text::jsonb, 'delivered', ${at}, ${at})`;
+        ${JSON.stringify({ id: e.id, kind: e.kind, data: e.chain ? { blockTimestamp: at.getTime() } : {} })}::text::jsonb, 'delivered', ${at}, ${at})`;
   }
-  await migrate(DELIVERER_MIGRATIONS);
+  await migrate(url, DELIVERER_MIGRATIONS);
 
   const rows = (await sql`SELECT id, kind, log_index, internal_index, payload->>'id' AS pid FROM events ORDER BY id`) as {
     id: string;
@@ -65,23 +78,66 @@ test("existing events keep their ids; the unique key becomes (subscription, kind
   }[];
   expect(rows.map((r) => [r.id, r.pid, r.internal_index])).toEqual(old.map((e) => [e.id, e.id, -1]));
 
-  const indexes = (await sql`SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'events' AND indexdef LIKE 'CREATE UNIQUE%'`) as {
-    indexname: string;
-    indexdef: string;
-  }[];
-  expect(indexes.map((i) => i.indexname).sort()).toEqual(["events_pkey", "events_transfer_kind_uq"]);
-  expect(indexes.find((i) => i.indexname === "events_transfer_kind_uq")!.indexdef).toContain(
-    "(subscription_id, kind, chain_id, tx_id, log_index, internal_index)",
-  );
+  // The identity lives in event_transfer_keys (a unique key on the partitioned events would need created_at).
+  const [pk] = (await sql`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'event_transfer_keys_pkey'`) as { def: string }[];
+  expect(pk!.def).toBe("PRIMARY KEY (subscription_id, kind, chain_id, tx_id, log_index, internal_index, block_day)");
+  const keys = (await sql`SELECT event_id, block_day::text AS day FROM event_transfer_keys ORDER BY event_id`) as { event_id: string; day: string }[];
+  expect(keys).toEqual([
+    { event_id: old[0]!.id, day: "2026-11-20" },
+    { event_id: old[1]!.id, day: "2026-11-20" },
+  ]);
 
   // The same transfer as a confirmed event, and an internal transfer of the same transaction: both new.
-  const insert = (id: string, kind: string, ii: number) => sql`INSERT INTO events
-      (id, subscription_id, kind, chain_id, tx_id, log_index, internal_index, payload, status, created_at, updated_at)
-    VALUES (${id}, 'sub_01JOLDSUBSCRIPTIONAAAAAAAA', ${kind}, 'tron:mainnet', ${"aa".repeat(32)}, -1, ${ii}, '{}'::jsonb,
-      'pending', now(), now())
-    ON CONFLICT (subscription_id, kind, chain_id, tx_id, log_index, internal_index) DO NOTHING RETURNING id`;
-  expect(await insert("evt_01JNEWAAAAAAAAAAAAAAAAAAAA", "wallet.transfer.confirmed", -1)).toHaveLength(1);
-  expect(await insert("evt_01JNEWBBBBBBBBBBBBBBBBBBBB", "wallet.transfer.broadcasted", 1)).toHaveLength(1);
+  const claim = (id: string, kind: string, ii: number) => sql`INSERT INTO event_transfer_keys
+      (subscription_id, kind, chain_id, tx_id, log_index, internal_index, block_day, event_id, event_created_at)
+    VALUES ('sub_01JOLDSUBSCRIPTIONAAAAAAAA', ${kind}, 'tron:mainnet', ${"aa".repeat(32)}, -1, ${ii}, '2026-11-20', ${id}, now())
+    ON CONFLICT DO NOTHING RETURNING event_id`;
+  expect(await claim("evt_01JNEWAAAAAAAAAAAAAAAAAAAA", "wallet.transfer.confirmed", -1)).toHaveLength(1);
+  expect(await claim("evt_01JNEWBBBBBBBBBBBBBBBBBBBB", "wallet.transfer.broadcasted", 1)).toHaveLength(1);
   // The old broadcasted event's identity still holds.
-  expect(await insert("evt_01JNEWCCCCCCCCCCCCCCCCCCCC", "wallet.transfer.broadcasted", -1)).toHaveLength(0);
+  expect(await claim("evt_01JNEWCCCCCCCCCCCCCCCCCCCC", "wallet.transfer.broadcasted", -1)).toHaveLength(0);
+}, 60_000);
+
+test("partitioning carries every row over: a partition per day, attempts beside their events, stream positions kept", async () => {
+  const { url, sql } = await freshDatabase("delmigpart");
+  await migrate(url, migrationsBefore("0004_events_partitioned"));
+  const now = Date.now();
+  const days = [40, 3, 1, 0].map((d) => now - d * 86_400_000);
+  const made = days.map((t, i) => ({ id: `evt_${ulid(t)}`, at: new Date(t), tx: `${i}`.repeat(64) }));
+  for (const e of made) {
+    await sql`INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, status, created_at, updated_at)
+      VALUES (${e.id}, 'sub_01JMIGSUBSCRIPTIONAAAAAAAA', 'key_01JMIGKEYAAAAAAAAAAAAAAAAA', ${sql.array(["TFrom" + e.tx.slice(0, 4), "TTo"])}::text[],
+        'wallet.transfer.broadcasted', 'tron:mainnet', ${e.tx}, -1,
+        ${JSON.stringify({ id: e.id, data: { blockTimestamp: e.at.getTime() } })}::text::jsonb, 'failed', ${e.at}, ${e.at})`;
+    await sql`INSERT INTO delivery_attempts (id, event_id, subscription_id, attempted_at, duration_ms, ok, response_status, trigger)
+      VALUES (${`att_${ulid(e.at.getTime())}`}, ${e.id}, 'sub_01JMIGSUBSCRIPTIONAAAAAAAA', ${e.at}, 12, false, 500, 'automatic')`;
+  }
+  const before = (await sql`SELECT id, xid::text AS xid, seq FROM events ORDER BY seq`) as { id: string; xid: string; seq: number }[];
+  await migrate(url, DELIVERER_MIGRATIONS);
+
+  const after = (await sql`SELECT id, xid::text AS xid, seq, tableoid::regclass::text AS part FROM events ORDER BY seq`) as {
+    id: string; xid: string; seq: number; part: string;
+  }[];
+  expect(after.map(({ id, xid, seq }) => ({ id, xid, seq: Number(seq) }))).toEqual(before.map(({ id, xid, seq }) => ({ id, xid, seq: Number(seq) })));
+  const dayName = (t: number) => `events_p${new Date(t).toISOString().slice(0, 10).replaceAll("-", "")}`;
+  expect(after.map((r) => r.part)).toEqual(days.map(dayName));
+
+  const [{ kind }] = (await sql`SELECT c.relkind AS kind FROM pg_class c WHERE c.relname = 'events'`) as [{ kind: string }];
+  expect(kind).toBe("p");
+  const atts = (await sql`SELECT event_id, event_created_at, tableoid::regclass::text AS part FROM delivery_attempts ORDER BY event_created_at`) as {
+    event_id: string; event_created_at: Date; part: string;
+  }[];
+  expect(atts.map((a) => [a.event_id, a.event_created_at.getTime(), a.part])).toEqual(
+    made.map((e) => [e.id, e.at.getTime(), dayName(e.at.getTime()).replace("events_", "delivery_attempts_")]),
+  );
+  const addrs = (await sql`SELECT count(*)::int AS n FROM event_addresses WHERE key_id = 'key_01JMIGKEYAAAAAAAAAAAAAAAAA' AND address = 'TTo'`) as [{ n: number }];
+  expect(addrs[0]!.n).toBe(4);
+  // Today's and the next days' partitions exist, so new events land in a daily partition, and seq goes on.
+  const [fresh] = (await sql`INSERT INTO events (id, subscription_id, kind, payload, status, created_at, updated_at)
+    VALUES (${`evt_${ulid()}`}, 'sub_01JMIGSUBSCRIPTIONAAAAAAAA', 'service.ping', '{}'::jsonb, 'pending', now() + interval '2 days', now())
+    RETURNING seq, tableoid::regclass::text AS part`) as { seq: number; part: string }[];
+  expect(Number(fresh!.seq)).toBeGreaterThan(Math.max(...before.map((b) => Number(b.seq))));
+  expect(fresh!.part).toBe(dayName(now + 2 * 86_400_000));
+  const [{ n }] = (await sql`SELECT count(*)::int AS n FROM pg_class WHERE relname IN ('events_unpartitioned', 'delivery_attempts_unpartitioned')`) as [{ n: number }];
+  expect(n).toBe(0);
 }, 60_000);

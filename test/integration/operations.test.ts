@@ -196,35 +196,65 @@ describe("GET /v1/events", () => {
     expect((await call<Err>(base, undefined, "GET", "/v1/events")).status).toBe(401);
   });
 
-  test("every filter is an index scan on a large events table (EXPLAIN, no Seq Scan)", async () => {
+  test("every filter is an index range in page order across daily partitions (EXPLAIN of the real statement)", async () => {
     const sql = db;
-    // 50,000 rows over 50 keys: big enough that the planner's honest choice shows.
+    const deliverer = env.stack.deliverer!;
+    const day = 86_400_000;
+    // 60,000 rows over 50 keys spread across 6 days, each day in its own partition: big enough that the planner's
+    // honest choice shows, and every page may have to cross a partition boundary.
+    await deliverer.partitions.ensure(new Date(Date.now() - 6 * day), new Date());
     await sql`INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, status, created_at, updated_at)
       SELECT 'evt_X' || lpad(g::text, 25, '0'), 'sub_X' || (g % 500), 'key_X' || (g % 50),
         ARRAY['TA' || (g % 5000), 'TB' || g], CASE WHEN g % 3 = 0 THEN 'service.ping' ELSE 'wallet.transfer.confirmed' END,
         CASE g % 3 WHEN 0 THEN 'tron:mainnet' WHEN 1 THEN 'tron:nile' ELSE 'tron:shasta' END, md5(g::text), 0, '{}'::jsonb,
-        CASE WHEN g % 10 = 0 THEN 'failed' ELSE 'delivered' END, now() - g * interval '1 second', now()
-      FROM generate_series(1, 50000) g`;
+        CASE WHEN g % 10 = 0 THEN 'failed' ELSE 'delivered' END, now() - g * interval '8 seconds', now()
+      FROM generate_series(1, 60000) g`;
+    await sql`INSERT INTO event_addresses (key_id, address, created_at, event_id)
+      SELECT e.key_id, a, e.created_at, e.id FROM events e, unnest(e.addresses) a WHERE e.id LIKE 'evt_X%'`;
     await sql`ANALYZE events`;
-    const plans: Record<string, string> = {};
-    const filters: Record<string, string> = {
-      key: "",
-      txId: `AND tx_id = '${"c4ca4238a0b923820dcc509a6f75849b"}'`,
-      address: `AND addresses @> ARRAY['TA77']::text[]`,
-      chainId: `AND chain_id = 'tron:nile'`,
-      kind: `AND kind = 'service.ping'`,
-      status: `AND status = 'failed'`,
-      subscriptionId: `AND subscription_id = 'sub_X7'`,
-      since: `AND created_at >= now() - interval '1 hour'`,
-      until: `AND created_at < now() - interval '1 day'`,
+    await sql`ANALYZE event_addresses`;
+    const [{ parts }] = (await sql`SELECT count(DISTINCT tableoid)::int AS parts FROM events WHERE id LIKE 'evt_X%'`) as [{ parts: number }];
+    expect(parts).toBeGreaterThanOrEqual(6);
+    const now = Date.now();
+    // A cursor two days back: the next page starts in an older partition than the newest.
+    const cursor = { t: now - 2 * day, id: "evt_X" };
+    const searches: Record<string, Parameters<typeof deliverer.store.searchSql>[0]> = {
+      key: { keyId: "key_X7" },
+      txId: { keyId: "key_X7", txId: "c4ca4238a0b923820dcc509a6f75849b" },
+      address: { keyId: "key_X7", address: "TA77" },
+      chainId: { keyId: "key_X7", chainId: "tron:nile" },
+      kind: { keyId: "key_X7", kind: "service.ping" },
+      status: { keyId: "key_X7", status: "failed" },
+      subscriptionId: { keyId: "key_X7", subscriptionId: "sub_X7" },
+      since: { keyId: "key_X7", since: new Date(now - 3_600_000) },
+      until: { keyId: "key_X7", until: new Date(now - day) },
     };
-    for (const [name, cond] of Object.entries(filters)) {
-      const rows = (await sql.unsafe(`EXPLAIN SELECT * FROM events WHERE key_id = 'key_X7' ${cond} ORDER BY created_at DESC, id DESC LIMIT 51`)) as { "QUERY PLAN": string }[];
-      plans[name] = rows.map((r) => r["QUERY PLAN"]).join("\n");
+    // A test cannot hold 10,000,000 rows, and at 60,000 the planner honestly prefers sorting a key's 1,200 matches
+    // (and scanning the empty future partitions). So it is asked whether a plan exists that reads a page in index
+    // order: with sequential scans, bitmap scans and sorts priced out, a filter no index serves in page order still
+    // shows a Seq Scan or a Sort. `bun run bench events` measures the same statements at 10,000,000 rows.
+    const explain = (text: string, params: unknown[]) =>
+      sql.begin(async (tx) => {
+        await tx`SET LOCAL enable_seqscan = off`;
+        await tx`SET LOCAL enable_bitmapscan = off`;
+        await tx`SET LOCAL enable_sort = off`;
+        return (await tx.unsafe(`EXPLAIN ${text}`, params as never[])) as { "QUERY PLAN": string }[];
+      });
+    for (const [name, q] of Object.entries(searches)) {
+      // The next page starts inside the filter's range (for `since`, half an hour back).
+      for (const after of [undefined, name === "since" ? { t: now - 1_800_000, id: "evt_X" } : cursor]) {
+        const plans: string[] = [];
+        for (const { sql: text, params } of deliverer.store.searchSql(q, 50, after)) {
+          plans.push((await explain(text, params)).map((r) => r["QUERY PLAN"]).join("\n"));
+        }
+        const plan = plans.join("\n");
+        const label = `${name}${after ? " (next page)" : ""}`;
+        if (process.env.SHOW_PLANS) console.log(label, "\n", plan);
+        // No sequential scan of any partition, and no sort of the matches: the page is read in index order.
+        expect([label, /Seq Scan on (events|event_addresses)/.test(plan), /\bSort\s+\(cost/.test(plan)]).toEqual([label, false, false]);
+      }
     }
-    for (const [name, plan] of Object.entries(plans)) {
-      expect([name, plan.includes("Seq Scan on events")]).toEqual([name, false]);
-    }
+    await sql`DELETE FROM event_addresses WHERE event_id LIKE 'evt_X%'`;
     await sql`DELETE FROM events WHERE id LIKE 'evt_X%'`;
   }, 180_000);
 });

@@ -2,7 +2,8 @@
 // TLS on 127.0.0.1 answering 200. It makes a test PKI unless RECEIVER_CERT/RECEIVER_KEY (PEM files) are given, and
 // copies that PKI's CA to RECEIVER_CA_OUT when set (a fixed path to hand to the service's DELIVERY_CA_FILE); verifies
 // signatures when RECEIVER_SECRETS (comma-separated whsec_ secrets) is set; prints one JSON line {port, caFile} on
-// stdout, then with RECEIVER_LOG=1 one line per delivery, and on SIGTERM {deliveries, rejected, cpuMicrosPerDelivery}.
+// stdout, then with RECEIVER_LOG=1 one line per delivery, on SIGUSR1 {received} (what it has received so far: the
+// matcher benchmark polls it), and on SIGTERM {deliveries, rejected, cpuMicrosPerDelivery}.
 import { copyFileSync, readFileSync } from "node:fs";
 import { createTestPki } from "./certs.ts";
 import { startFastReceiver } from "./server.ts";
@@ -33,6 +34,8 @@ const receiver = startFastReceiver({
       : undefined,
 });
 console.log(JSON.stringify({ port: receiver.port, caFile: caOut && pki ? caOut : (pki?.caFile ?? null) }));
+
+process.on("SIGUSR1", () => console.log(JSON.stringify({ received: receiver.count() })));
 
 process.on("SIGTERM", async () => {
   const cpu = process.cpuUsage();

@@ -1,0 +1,243 @@
+// The events table partitioned by day (deliverer/partitions.ts, migration 0004): retention drops whole days with
+// their attempts, address rows and transfer identities and leaves newer ones intact; lists, page tokens and lookups
+// by id answer across partition boundaries; deleting a subscription with many events returns before they are gone
+// and they go in the background. Real stack (gateway, registry, deliverer), PostgreSQL and Redis.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { SQL } from "bun";
+import { ulid } from "ulid";
+import { EventPurger } from "../../deliverer/purge.ts";
+import { log } from "../../common/logger.ts";
+import { call, startEventsStack, type EventsStack } from "../support/events.ts";
+import { until } from "../support/wait.ts";
+
+type Ev = { id: string; subscriptionId: string; date: string };
+type Page<T> = { items: T[]; nextPageToken?: string };
+
+const DAY = 86_400_000;
+let env: EventsStack;
+let base: string;
+let db: SQL;
+
+beforeAll(async () => {
+  // The worker does not run: the events made here stay as written (no delivery changes their status). The purge
+  // runs only when woken (a DELETE wakes it), so a request recorded without a wake-up waits for another purger.
+  env = await startEventsStack({
+    deliverer: { startWorker: false, purge: { intervalMs: 3_600_000 } },
+    env: { EVENT_RETENTION_DAYS: "30" },
+  });
+  base = env.stack.baseUrl;
+  db = new SQL(env.stack.database.url, { max: 2 });
+}, 60_000);
+
+afterAll(async () => {
+  await db?.close();
+  await env?.stop();
+}, 60_000);
+
+async function subscription() {
+  const { key, id: keyId } = await env.stack.createKey();
+  const res = await call<{ id: string }>(base, key, "POST", "/v1/subscriptions", {
+    destination: { type: "https", url: env.receiver.url("/partitions") },
+    events: ["wallet.transfer.broadcasted"],
+  });
+  expect(res.status).toBe(201);
+  return { key, keyId, id: res.body.id };
+}
+
+interface Made {
+  id: string;
+  at: number;
+  tx: string;
+}
+
+/**
+ * Stored events of a subscription at the given times, as the deliverer writes them: the event (id a ULID of its
+ * time), its transfer identity (block day = its day), its two address rows and one failed attempt.
+ */
+async function store(sub: { id: string; keyId: string }, times: number[], status = "failed"): Promise<Made[]> {
+  const made = times.map((at) => ({ id: `evt_${ulid(at)}`, at, tx: crypto.randomUUID().replaceAll("-", "").repeat(2) }));
+  const rows = JSON.stringify(made.map((m) => ({ id: m.id, at: new Date(m.at).toISOString(), tx: m.tx, att: `att_${ulid(m.at)}` })));
+  await db`WITH v AS (SELECT * FROM jsonb_to_recordset(${rows}::text::jsonb) AS v(id text, at timestamptz, tx text, att text)),
+    e AS (INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, status, created_at, updated_at)
+      SELECT v.id, ${sub.id}, ${sub.keyId}, ARRAY['TPartFrom', 'TPartTo'], 'wallet.transfer.broadcasted', 'tron:mainnet', v.tx, -1,
+        jsonb_build_object('id', v.id, 'kind', 'wallet.transfer.broadcasted', 'data', '{}'::jsonb), ${status}, v.at, v.at FROM v),
+    k AS (INSERT INTO event_transfer_keys (subscription_id, kind, chain_id, tx_id, log_index, internal_index, block_day, event_id, event_created_at)
+      SELECT ${sub.id}, 'wallet.transfer.broadcasted', 'tron:mainnet', v.tx, -1, -1, (v.at AT TIME ZONE 'UTC')::date, v.id, v.at FROM v),
+    a AS (INSERT INTO event_addresses (key_id, address, created_at, event_id)
+      SELECT ${sub.keyId}, x, v.at, v.id FROM v, unnest(ARRAY['TPartFrom', 'TPartTo']) x)
+    INSERT INTO delivery_attempts (id, event_id, event_created_at, subscription_id, attempted_at, duration_ms, ok, response_status, trigger)
+      SELECT v.att, v.id, v.at, ${sub.id}, v.at, 5, false, 500, 'automatic' FROM v`;
+  return made;
+}
+
+async function count(table: string, column: string, ids: string[]): Promise<number> {
+  const [row] = (await db.unsafe(`SELECT count(*)::int AS n FROM ${table} WHERE ${column} IN (SELECT jsonb_array_elements_text($1::text::jsonb))`, [
+    JSON.stringify(ids),
+  ])) as { n: number }[];
+  return row!.n;
+}
+
+/** Every item of a list, page by page (limit 3, so pages cross day boundaries). */
+async function walk(key: string, path: string): Promise<string[]> {
+  const ids: string[] = [];
+  let token: string | undefined;
+  for (let guard = 0; guard < 100; guard++) {
+    const sep = path.includes("?") ? "&" : "?";
+    const res = await call<Page<Ev>>(base, key, "GET", `${path}${sep}limit=3${token ? `&nextPageToken=${encodeURIComponent(token)}` : ""}`);
+    expect(res.status).toBe(200);
+    ids.push(...res.body.items.map((e) => e.id));
+    token = res.body.nextPageToken;
+    if (!token) return ids;
+  }
+  throw new Error("the list never ended");
+}
+
+describe("retention", () => {
+  test("EVENT_RETENTION_DAYS drops whole days older than the retention; newer events, attempts and addresses stay", async () => {
+    const deliverer = env.stack.deliverer!;
+    const sub = await subscription();
+    const now = Date.now();
+    // Daily partitions back to 45 days ago; an event 50 days old has none and sits in the default partition.
+    await deliverer.partitions.ensure(new Date(now - 45 * DAY), new Date(now));
+    const old = await store(sub, [now - 50 * DAY, now - 40 * DAY, now - 35 * DAY, now - 31 * DAY - 3_600_000]);
+    const kept = await store(sub, [now - 29 * DAY, now - 10 * DAY, now - DAY, now - 60_000]);
+    const [stray] = (await db`SELECT tableoid::regclass::text AS part FROM events WHERE id = ${old[0]!.id}`) as { part: string }[];
+    expect(stray!.part).toBe("events_default");
+    const dayName = (t: number) => new Date(t).toISOString().slice(0, 10).replaceAll("-", "");
+    const oldPartitions = [40, 35].map((d) => `events_p${dayName(now - d * DAY)}`);
+    const parts = async () =>
+      ((await db`SELECT relname FROM pg_class WHERE relname IN ${db(oldPartitions)}`) as { relname: string }[]).map((r) => r.relname);
+    expect((await parts()).sort()).toEqual([...oldPartitions].sort());
+
+    const dropped = await deliverer.partitions.dropExpired(now);
+    // Whole days: the partitions themselves are gone, of every table that shares the events' days.
+    expect(await parts()).toEqual([]);
+    for (const d of [40, 35]) {
+      for (const table of ["events", "delivery_attempts", "event_addresses", "event_transfer_keys"]) {
+        expect(dropped).toContain(`${table}_p${dayName(now - d * DAY)}`);
+      }
+    }
+    const oldIds = old.map((e) => e.id);
+    const keptIds = kept.map((e) => e.id);
+    expect(await count("events", "id", oldIds)).toBe(0);
+    expect(await count("delivery_attempts", "event_id", oldIds)).toBe(0);
+    expect(await count("event_addresses", "event_id", oldIds)).toBe(0);
+    expect(await count("event_transfer_keys", "event_id", oldIds)).toBe(0);
+    expect(await count("events", "id", keptIds)).toBe(4);
+    expect(await count("delivery_attempts", "event_id", keptIds)).toBe(4);
+    expect(await count("event_addresses", "event_id", keptIds)).toBe(8);
+    expect(await count("event_transfer_keys", "event_id", keptIds)).toBe(4);
+
+    // The API sees exactly the kept events, each one by id and in the lists.
+    expect(await walk(sub.key, `/v1/subscriptions/${sub.id}/events`)).toEqual([...keptIds].reverse());
+    expect(await walk(sub.key, `/v1/events?address=TPartTo&subscriptionId=${sub.id}`)).toEqual([...keptIds].reverse());
+    for (const id of keptIds) {
+      expect((await call(base, sub.key, "GET", `/v1/subscriptions/${sub.id}/events/${id}`)).status).toBe(200);
+      expect((await call<Page<unknown>>(base, sub.key, "GET", `/v1/subscriptions/${sub.id}/events/${id}/attempts`)).body.items).toHaveLength(1);
+    }
+    expect((await call(base, sub.key, "GET", `/v1/subscriptions/${sub.id}/events/${oldIds[1]}`)).status).toBe(404);
+
+    // Upkeep makes today's and the next days' partitions, and a second pass drops nothing more.
+    await deliverer.partitions.maintain(now);
+    const [{ n }] = (await db`SELECT count(*)::int AS n FROM pg_class WHERE relname = ${`events_p${dayName(now + 3 * DAY)}`}`) as [{ n: number }];
+    expect(n).toBe(1);
+    expect(await deliverer.partitions.dropExpired(now)).toEqual([]);
+  }, 120_000);
+});
+
+describe("across partition boundaries", () => {
+  test("lists, page tokens, filters and lookups by id cross day boundaries, none skipped or repeated", async () => {
+    const deliverer = env.stack.deliverer!;
+    const sub = await subscription();
+    const now = Date.now();
+    const midnight = Math.floor(now / DAY) * DAY;
+    await deliverer.partitions.ensure(new Date(now - 4 * DAY), new Date(now));
+    // Three events in each of the last four days, two of them on either side of a midnight, one exactly on it.
+    const times = [3, 2, 1].flatMap((d) => [midnight - d * DAY + 3_600_000, midnight - d * DAY + 7_200_000, midnight - (d - 1) * DAY - 1]);
+    times.push(midnight, Math.min(now - 1_000, midnight + 1_000));
+    const made = await store(sub, times.sort((a, b) => a - b));
+    const parts = (await db`SELECT count(DISTINCT tableoid)::int AS n FROM events WHERE subscription_id = ${sub.id}`) as [{ n: number }];
+    expect(parts[0].n).toBeGreaterThanOrEqual(4);
+    const newestFirst = [...made].reverse().map((e) => e.id);
+
+    expect(await walk(sub.key, `/v1/subscriptions/${sub.id}/events`)).toEqual(newestFirst);
+    expect(await walk(sub.key, `/v1/subscriptions/${sub.id}/events?status=failed`)).toEqual(newestFirst);
+    expect(await walk(sub.key, `/v1/events?subscriptionId=${sub.id}`)).toEqual(newestFirst);
+    expect(await walk(sub.key, `/v1/events?address=TPartFrom`)).toEqual(newestFirst);
+    expect(await walk(sub.key, `/v1/events?status=failed&kind=wallet.transfer.broadcasted`)).toEqual(newestFirst);
+    const since = new Date(midnight - DAY).toISOString();
+    const until = new Date(midnight + 1).toISOString();
+    expect(await walk(sub.key, `/v1/events?since=${since}&until=${until}`)).toEqual(
+      newestFirst.filter((_, i) => {
+        const t = made[made.length - 1 - i]!.at;
+        return t >= midnight - DAY && t < midnight + 1;
+      }),
+    );
+    for (const e of made) {
+      const one = await call<Ev>(base, sub.key, "GET", `/v1/subscriptions/${sub.id}/events/${e.id}`);
+      expect([one.status, one.body.id]).toEqual([200, e.id]);
+      const tx = await call<Page<Ev>>(base, sub.key, "GET", `/v1/events?txId=${e.tx}`);
+      expect(tx.body.items.map((x) => x.id)).toEqual([e.id]);
+    }
+  }, 120_000);
+});
+
+describe("deleting a subscription with many events", () => {
+  test("DELETE returns with the events still being purged; they leave the API at once and go in the background", async () => {
+    const sub = await subscription();
+    const other = await subscription();
+    const total = 30_000;
+    // Delivered events (nothing in the schedule), each with an attempt and two address rows.
+    await db`WITH e AS (INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, status, created_at, updated_at)
+        SELECT 'evt_P' || lpad(g::text, 25, '0'), ${sub.id}, ${sub.keyId}, ARRAY['TPurgeA', 'TPurge' || g], 'wallet.transfer.broadcasted',
+          'tron:mainnet', md5(g::text), -1, '{}'::jsonb, 'delivered', now() - g * interval '10 ms', now()
+        FROM generate_series(1, ${total}) g RETURNING id, created_at, addresses),
+      a AS (INSERT INTO event_addresses (key_id, address, created_at, event_id) SELECT ${sub.keyId}, x, e.created_at, e.id FROM e, unnest(e.addresses) x)
+      INSERT INTO delivery_attempts (id, event_id, event_created_at, subscription_id, attempted_at, duration_ms, ok, response_status, trigger)
+        SELECT 'att_' || substr(e.id, 5), e.id, e.created_at, ${sub.id}, e.created_at, 3, true, 200, 'automatic' FROM e`;
+    const keep = await store(other, [Date.now() - 5_000]);
+
+    const res = await call(base, sub.key, "DELETE", `/v1/subscriptions/${sub.id}`);
+    expect(res.status).toBe(204);
+    // The call returned after one short batch: most of the events are still there, queued for the purge…
+    const [{ left }] = (await db`SELECT count(*)::int AS left FROM events WHERE subscription_id = ${sub.id}`) as [{ left: number }];
+    const [{ queued }] = (await db`SELECT count(*)::int AS queued FROM event_purges WHERE subscription_id = ${sub.id}`) as [{ queued: number }];
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThan(total);
+    expect(queued).toBe(1);
+    // …but already out of the API: the key's search shows none of them.
+    const search = await call<Page<Ev>>(base, sub.key, "GET", "/v1/events?address=TPurgeA");
+    expect([search.status, search.body.items.length]).toEqual([200, 0]);
+
+    // The background purge takes the rest, with their attempts and address rows, and then its request.
+    await until("the purge to finish", async () => {
+      const [r] = (await db`SELECT
+          (SELECT count(*) FROM events WHERE subscription_id = ${sub.id})::int
+        + (SELECT count(*) FROM delivery_attempts WHERE subscription_id = ${sub.id})::int
+        + (SELECT count(*) FROM event_addresses WHERE key_id = ${sub.keyId})::int
+        + (SELECT count(*) FROM event_purges WHERE subscription_id = ${sub.id})::int AS n`) as [{ n: number }];
+      return r.n === 0;
+    }, 120_000, 200);
+    // Another subscription's events are untouched.
+    expect(await count("events", "id", keep.map((e) => e.id))).toBe(1);
+    expect(await count("event_addresses", "event_id", keep.map((e) => e.id))).toBe(2);
+  }, 180_000);
+
+  test("a purge request outlives its deliverer: the next one to run finishes it", async () => {
+    const deliverer = env.stack.deliverer!;
+    const sub = await subscription();
+    const made = await store(sub, Array.from({ length: 25 }, (_, i) => Date.now() - 60_000 - i * 1_000));
+    // Recorded, as DeleteSubscriptionEvents does first, and then the process is gone before any batch ran.
+    await deliverer.store.requestPurge(sub.id);
+    const restarted = new EventPurger(deliverer.store, deliverer.schedule, log, { batch: 10, intervalMs: 60_000 });
+    restarted.start();
+    try {
+      await until("the restarted purge", async () => (await count("events", "id", made.map((e) => e.id))) === 0, 30_000, 50);
+    } finally {
+      await restarted.stop();
+    }
+    expect(await count("delivery_attempts", "event_id", made.map((e) => e.id))).toBe(0);
+    const [{ n }] = (await db`SELECT count(*)::int AS n FROM event_purges WHERE subscription_id = ${sub.id}`) as [{ n: number }];
+    expect(n).toBe(0);
+  }, 60_000);
+});
