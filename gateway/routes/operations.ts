@@ -11,6 +11,7 @@ import { IdempotencyHeaders, InputObject, PageQuery, SubscriptionIdParams, error
 import { EventPageSchema, EventParams, deliveryAccess, eventId, renderEvent, type EventViewJson } from "./events.ts";
 import { subscriptionId } from "./subscriptions.ts";
 import { queryPageLimit } from "../../common/page-token.ts";
+import { checkEventSearchFilters } from "../../common/event-search.ts";
 
 const TAGS = ["events"];
 const SECURITY = [{ bearer: [] }];
@@ -54,8 +55,8 @@ const RecoverResultSchema = t.Object(
 );
 
 const SearchQuery = InputObject({
-  txId: t.Optional(t.String({ description: "Transaction id." })),
-  address: t.Optional(t.String({ description: "A TRON address, as sender or receiver." })),
+  txId: t.Optional(t.String({ description: "Transaction id, 64 hex digits (another form is invalid_request)." })),
+  address: t.Optional(t.String({ description: "A base58check TRON address, as sender or receiver (another form is invalid_address)." })),
   chainId: t.Optional(t.String({ description: "tron:mainnet, tron:nile or tron:shasta." })),
   kind: t.Optional(t.String({
     description: "Event kind: wallet.transfer.broadcasted, wallet.transfer.confirmed, wallet.transfer.failed or service.ping (another is invalid_request).",
@@ -197,6 +198,8 @@ export function operationRoutes(deps: GatewayDeps) {
       "/v1/events",
       async ({ query, request }) => {
         const { keyId } = principalOf(request);
+        // Checked here too, before the ownership lookup: a malformed filter costs no RPC.
+        const { txId, address } = checkEventSearchFilters({ txId: query.txId ?? "", address: query.address ?? "" });
         let sub = "";
         if (query.subscriptionId !== undefined && query.subscriptionId !== "") {
           sub = (await owned(request, subscriptionId(query.subscriptionId))).subscriptionId;
@@ -206,8 +209,8 @@ export function operationRoutes(deps: GatewayDeps) {
             {
               keyId,
               subscriptionId: sub,
-              txId: query.txId ?? "",
-              address: query.address ?? "",
+              txId,
+              address,
               chainId: query.chainId ?? "",
               kind: query.kind ?? "",
               status: query.status ?? "",
