@@ -25,7 +25,8 @@ const AttemptSchema = t.Object(
     durationMs: t.Integer(),
     responseStatus: t.Union([t.Integer(), t.Null()], { description: "The HTTP status; null when the attempt got no HTTP response (always null for amqp and nats)." }),
     responseBody: t.Union([t.String(), t.Null()], {
-      description: "First 4,096 bytes of the response (cut on a UTF-8 boundary); acked for a message a broker accepted; null without a response.",
+      description:
+        "First 4,096 bytes of the response (cut on a UTF-8 boundary); null when an https attempt got no response. For amqp and nats destinations always the broker's short answer, failed attempts included: acked, returned: NO_ROUTE, no stream, timeout, ….",
     }),
     error: t.Union([t.String(), t.Null()], {
       description: "Null when the attempt succeeded or the destination answered with an HTTP status; else a short reason: timeout, connection refused, TLS error, SSRF block, or the broker's answer (returned: NO_ROUTE, no stream, nacked, …).",
