@@ -10,6 +10,9 @@
 // the partition's indexes in one sorted pass on ATTACH instead of ten index inserts per row). Ids are ULIDs of their
 // created_at, as the deliverer mints them. 1 event in 100 is the benchmark key's (one subscription); the newest
 // 100,000 events are a second subscription's, failed (the recover phase). The rest spread over 999 other keys.
+// The values the bench queries are ones the API accepts (it answers 400 to a malformed txId or address): txIds of 64
+// hex digits, and real base58check addresses from a pool made in JS with common/tron-address.ts (1.3 s for 200,000
+// at load 2.4, so about 6 s for the 1,000,003 of a full run).
 //
 // Where the time goes (EXPLAIN ANALYZE, printed by the run): a txId page is one index probe per daily partition on
 // events_tx_idx (tx_id, created_at DESC, id DESC) under a Merge Append; an address page is a range of
@@ -23,6 +26,8 @@ import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
 import { setLogLevel } from "../common/logger.ts";
+import { isTxId } from "../common/event-search.ts";
+import { hexToBase58, isBase58Address } from "../common/tron-address.ts";
 import { startStack } from "../test/support/stack.ts";
 import type { LoadResult, LoadSpec } from "./load-generator.ts";
 
@@ -30,6 +35,34 @@ const CONCURRENCY = 16;
 const RECOVER_EVENTS = 100_000;
 const DAY = 86_400_000;
 const SPAN_DAYS = 29;
+/** Distinct "from" addresses (prime, so g % n does not follow the 1-in-100 share of the benchmark key). */
+const RARE_ADDRESSES = 1_000_003;
+const HOT_ADDRESSES = 10;
+/** Pool rows per INSERT: each statement carries its chunk as one text parameter. */
+const POOL_CHUNK = 100_000;
+
+/** The i-th valid base58check address of a series (a 21-byte 0x41 payload counting up from `series`). */
+function benchAddress(series: number, i: number): string {
+  return hexToBase58(`41${series.toString(16).padStart(8, "0")}${i.toString(16).padStart(32, "0")}`);
+}
+
+/**
+ * A table of `size` valid addresses (n → address), made in JS with the project's codec and loaded in chunks of one
+ * text parameter each: the API checks the addresses it is queried with (GET /v1/events answers invalid_address to
+ * anything else), so the rows it finds must carry real ones. About 3 µs an address (measured 2026-11-24).
+ */
+async function loadAddressPool(db: SQL, size: number): Promise<void> {
+  await db.unsafe("CREATE TABLE bench_addresses (n int PRIMARY KEY, address text NOT NULL)");
+  for (let lo = 0; lo < size; lo += POOL_CHUNK) {
+    const chunk: string[] = [];
+    for (let i = lo; i < Math.min(size, lo + POOL_CHUNK); i++) chunk.push(benchAddress(1, i));
+    await db.unsafe(
+      `INSERT INTO bench_addresses (n, address) SELECT ${lo} + o::int - 1, a FROM unnest(string_to_array($1, ',')) WITH ORDINALITY AS u(a, o)`,
+      [chunk.join(",")],
+    );
+  }
+  await db.unsafe("ANALYZE bench_addresses");
+}
 
 async function load(spec: LoadSpec): Promise<LoadResult> {
   const child = Bun.spawn([process.execPath, join(import.meta.dir, "load-generator.ts"), JSON.stringify(spec)], { stdout: "pipe", stderr: "inherit" });
@@ -91,6 +124,11 @@ export default async function main(): Promise<void> {
     const stepMs = Math.max(1, Math.floor((SPAN_DAYS * DAY) / total));
     const startMs = now - total * stepMs;
     await db.unsafe(ULID_FUNCTION);
+    const poolSize = Math.min(RARE_ADDRESSES, total);
+    const poolAt = performance.now();
+    await loadAddressPool(db, poolSize);
+    const poolMs = performance.now() - poolAt;
+    const hot = Array.from({ length: HOT_ADDRESSES }, (_, i) => `'${benchAddress(2, i)}'`).join(", ");
     await db.unsafe("SET maintenance_work_mem = '256MB'");
     const timing = { insert: 0, attach: 0 };
     for (let dayStart = Math.floor(startMs / DAY) * DAY; dayStart <= now; dayStart += DAY) {
@@ -106,19 +144,25 @@ export default async function main(): Promise<void> {
       await db.unsafe(`CREATE TABLE event_addresses_p${suffix} (LIKE event_addresses INCLUDING DEFAULTS)`);
       await db.unsafe(`
         INSERT INTO events_p${suffix} (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, status, created_at, updated_at, seq)
-        SELECT tt.id, s.sub, s.key, s.addrs, 'wallet.transfer.broadcasted', 'tron:mainnet', md5(g::text), -1,
+        SELECT tt.id, s.sub, s.key, s.addrs, 'wallet.transfer.broadcasted', 'tron:mainnet', tt.tx, -1,
           jsonb_build_object('id', tt.id, 'kind', 'wallet.transfer.broadcasted', 'date', to_timestamp(t / 1000.0),
-            'data', jsonb_build_object('chainId', 'tron:mainnet', 'txId', md5(g::text), 'blockNumber', 60000000 + g / 10,
+            'data', jsonb_build_object('chainId', 'tron:mainnet', 'txId', tt.tx, 'blockNumber', 60000000 + g / 10,
               'from', s.addrs[1], 'to', s.addrs[2], 'amount', (g * 1000)::text, 'asset', jsonb_build_object('type', 'trx', 'decimals', 6))),
           s.status, to_timestamp(t / 1000.0), to_timestamp(t / 1000.0), g
         FROM generate_series(${lo}::bigint, ${hi}::bigint) g,
-          LATERAL (SELECT ${startMs}::bigint + g * ${stepMs} AS t, 'evt_' || bench_ulid(${startMs}::bigint + g * ${stepMs}, g) AS id) tt,
+          -- A txId is 64 hex digits, as the API requires of the ones it is queried with.
+          LATERAL (SELECT ${startMs}::bigint + g * ${stepMs} AS t, 'evt_' || bench_ulid(${startMs}::bigint + g * ${stepMs}, g) AS id,
+            md5(g::text) || md5((-g)::text) AS tx) tt,
           LATERAL (SELECT
             CASE WHEN g > ${total - recoverEvents} THEN '${recSub}' WHEN g % 100 = 0 THEN '${sub}' ELSE 'sub_O' || (g % 1000) END AS sub,
             CASE WHEN g > ${total - recoverEvents} OR g % 100 = 0 THEN '${keyId}' ELSE 'key_O' || (g % 999) END AS key,
             CASE WHEN g > ${total - recoverEvents} THEN 'failed' ELSE 'delivered' END AS status,
-            -- The benchmark key's "to" is one of 10 busy addresses (about 10,000 events each); every other address is rare.
-            ARRAY['TF' || (g % 1000003), CASE WHEN g % 100 = 0 THEN 'THOT' || (g / 100 % 10) ELSE 'TT' || g END] AS addrs) s`);
+            -- "from" is one of ${RARE_ADDRESSES} valid addresses (about 10 events each at 10,000,000); the benchmark
+            -- key's "to" one of 10 valid busy addresses (about 10,000 events each). The other keys' "to" is a unique
+            -- placeholder no query asks for (one per row: too many to make real ones cheaply). The pool is read by a
+            -- scalar subquery (one primary-key probe a row) rather than a join, which may hash and so reorder the
+            -- rows: written in g order, each partition's heap stays in created_at order, as a live one is.
+            ARRAY[(SELECT address FROM bench_addresses WHERE n = g % ${poolSize}), CASE WHEN g % 100 = 0 THEN (ARRAY[${hot}])[(g / 100 % 10) + 1] ELSE 'TT' || g END] AS addrs) s`);
       await db.unsafe(`INSERT INTO event_addresses_p${suffix} (key_id, address, created_at, event_id)
         SELECT e.key_id, a, e.created_at, e.id FROM events_p${suffix} e, unnest(e.addresses) a`);
       const attachAt = performance.now();
@@ -133,11 +177,13 @@ export default async function main(): Promise<void> {
     await db.unsafe("VACUUM ANALYZE events");
     await db.unsafe("VACUUM ANALYZE event_addresses");
     const [{ n, parts }] = (await db`SELECT count(*)::int AS n, count(DISTINCT tableoid)::int AS parts FROM events`) as [{ n: number; parts: number }];
-    console.log(`generated ${n} events in ${parts} daily partitions in ${((performance.now() - started) / 1000).toFixed(1)} s (rows ${(timing.insert / 1000).toFixed(1)} s, ATTACH with its index builds ${(timing.attach / 1000).toFixed(1)} s)`);
+    console.log(`generated ${n} events in ${parts} daily partitions in ${((performance.now() - started) / 1000).toFixed(1)} s (address pool of ${poolSize} ${(poolMs / 1000).toFixed(1)} s, rows ${((timing.insert - poolMs) / 1000).toFixed(1)} s, ATTACH with its index builds ${(timing.attach / 1000).toFixed(1)} s)`);
 
     const [probe] = (await db`SELECT id, tx_id, addresses[1] AS addr, addresses[2] AS hot FROM events WHERE subscription_id = ${sub}
       ORDER BY created_at DESC LIMIT 1 OFFSET ${Math.floor(total / 100 / 20)}`) as { id: string; tx_id: string; addr: string; hot: string }[];
     if (!probe) throw new Error("probe event not found");
+    // The API answers 400 to a malformed filter: a probe it would refuse measures the error path, not the search.
+    if (!isTxId(probe.tx_id) || !isBase58Address(probe.addr) || !isBase58Address(probe.hot)) throw new Error(`probe values not valid: ${JSON.stringify(probe)}`);
     const searches = { txId: { keyId, txId: probe.tx_id }, address: { keyId, address: probe.addr }, busyAddress: { keyId, address: probe.hot } };
     for (const [name, q] of Object.entries(searches)) {
       const plan: string[] = [];

@@ -19,6 +19,7 @@ import {
 import { IdempotencyResultSchema } from "../gen/webhooks/common/v1/error_pb.ts";
 import { isChainId } from "../common/config.ts";
 import { ApiError } from "../common/errors.ts";
+import { checkEventSearchFilters } from "../common/event-search.ts";
 import { isId } from "../common/ids.ts";
 import { isKeyed, type IdempotentOutcome } from "../common/idempotency.ts";
 import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
@@ -159,11 +160,12 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       if (req.chainId !== "" && !isChainId(req.chainId)) throw invalid("chainId", "chainId must be tron:mainnet, tron:nile or tron:shasta.");
       if (req.kind !== "" && !EVENT_KINDS.includes(req.kind)) throw invalid("kind", `kind must be one of ${EVENT_KINDS.join(", ")}.`);
       if (req.sinceMs !== undefined && req.untilMs !== undefined && req.untilMs <= req.sinceMs) throw invalid("until", "until must be after since.");
+      const { txId, address } = checkEventSearchFilters(req);
       const q: EventSearch = {
         keyId: req.keyId,
         subscriptionId: req.subscriptionId || undefined,
-        txId: req.txId || undefined,
-        address: req.address || undefined,
+        txId: txId || undefined,
+        address: address || undefined,
         chainId: req.chainId || undefined,
         kind: req.kind || undefined,
         status: statusFilter(req.status, "status"),

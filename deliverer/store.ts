@@ -58,6 +58,12 @@ export interface Outcome {
     durationMs: number;
     /** The short reason when there was no HTTP response; null otherwise. */
     error: string | null;
+    /**
+     * The attempt's responseBody: the endpoint's body, or for a queue destination the broker's short answer
+     * ("acked", "returned: NO_ROUTE", "no stream", "timeout"; docs: issue 12), failed attempts included; null for an
+     * HTTPS attempt that got no answer (its reason is `error`).
+     */
+    responseBody: string | null;
   };
 }
 
@@ -316,6 +322,7 @@ export class DelivererStore {
         aat: o.attempt.at.toISOString(),
         dur: o.attempt.durationMs,
         err: o.attempt.error,
+        arb: o.attempt.responseBody,
       })),
     );
     // The outcome and its attempt record in one statement (so one transaction): an attempt is recorded exactly when
@@ -324,7 +331,7 @@ export class DelivererStore {
       WITH v AS (
         SELECT * FROM jsonb_to_recordset(${json}::text::jsonb)
           AS v(id text, prev int, status text, attempts int, inc int, rs int, rb text, next timestamptz,
-               aid text, aat timestamptz, dur int, err text)
+               aid text, aat timestamptz, dur int, err text, arb text)
       ), upd AS (
       UPDATE events AS e SET
         status = v.status,
@@ -340,7 +347,7 @@ export class DelivererStore {
       RETURNING e.id, e.subscription_id, e.trigger, e.created_at
       ), ins AS (
         INSERT INTO delivery_attempts (id, event_id, event_created_at, subscription_id, attempted_at, duration_ms, ok, response_status, response_body, error, trigger)
-        SELECT v.aid, upd.id, upd.created_at, upd.subscription_id, v.aat, v.dur, v.inc = 1, v.rs, CASE WHEN v.err IS NULL THEN v.rb END, v.err, upd.trigger
+        SELECT v.aid, upd.id, upd.created_at, upd.subscription_id, v.aat, v.dur, v.inc = 1, v.rs, v.arb, v.err, upd.trigger
         FROM upd JOIN v ON v.id = upd.id
       )
       SELECT id FROM upd`)) as unknown as { id: string }[];

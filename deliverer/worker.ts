@@ -385,8 +385,9 @@ export class DeliveryWorker {
     const headers = deliveryHeaders({ eventId: row.id, subscriptionId: row.subscriptionId, secrets: target.secrets, body, at: new Date() });
     let result: AttemptOutcome;
     const startedAt = new Date();
+    const queue = queueTarget(target);
     try {
-      result = await this.sender.send({ url: target.url, body, headers, queue: queueTarget(target) }, this.aborter.signal);
+      result = await this.sender.send({ url: target.url, body, headers, queue }, this.aborter.signal);
     } catch (err) {
       this.log.error("send failed unexpectedly", { err, eventId: row.id });
       result = { ok: false, status: null, body: "internal error while sending", retryAfterMs: null, failure: "internal", durationMs: 0 };
@@ -413,6 +414,9 @@ export class DeliveryWorker {
       // A failure without an HTTP response: the body is the short reason (timeout, connection refused, TLS, SSRF
       // block, a broker's refusal). A success has no error, also where no HTTP status exists (a broker's "acked").
       error: !result.ok && result.status === null ? result.body : null,
+      // A queue destination's answer is the broker's, success or not (issue 12: "acked", "returned: NO_ROUTE", "no
+      // stream", "timeout"); an HTTPS attempt has a body only when the endpoint answered.
+      responseBody: queue !== undefined || result.status !== null ? result.body : null,
     };
     // One line per attempt: failures at info (what an operator looks for), successes at debug (the bulk). The
     // destination's host only, never its path or query (they may carry the customer's tokens), nor response bodies.

@@ -11,6 +11,7 @@ import { IdempotencyHeaders, InputObject, PageQuery, SubscriptionIdParams, error
 import { EventPageSchema, EventParams, deliveryAccess, eventId, renderEvent, type EventViewJson } from "./events.ts";
 import { subscriptionId } from "./subscriptions.ts";
 import { queryPageLimit } from "../../common/page-token.ts";
+import { checkEventSearchFilters } from "../../common/event-search.ts";
 
 const TAGS = ["events"];
 const SECURITY = [{ bearer: [] }];
@@ -24,7 +25,8 @@ const AttemptSchema = t.Object(
     durationMs: t.Integer(),
     responseStatus: t.Union([t.Integer(), t.Null()], { description: "The HTTP status; null when the attempt got no HTTP response (always null for amqp and nats)." }),
     responseBody: t.Union([t.String(), t.Null()], {
-      description: "First 4,096 bytes of the response (cut on a UTF-8 boundary); acked for a message a broker accepted; null without a response.",
+      description:
+        "First 4,096 bytes of the response (cut on a UTF-8 boundary); null when an https attempt got no response. For amqp and nats destinations always the broker's short answer, failed attempts included: acked, returned: NO_ROUTE, no stream, timeout, ….",
     }),
     error: t.Union([t.String(), t.Null()], {
       description: "Null when the attempt succeeded or the destination answered with an HTTP status; else a short reason: timeout, connection refused, TLS error, SSRF block, or the broker's answer (returned: NO_ROUTE, no stream, nacked, …).",
@@ -54,8 +56,8 @@ const RecoverResultSchema = t.Object(
 );
 
 const SearchQuery = InputObject({
-  txId: t.Optional(t.String({ description: "Transaction id." })),
-  address: t.Optional(t.String({ description: "A TRON address, as sender or receiver." })),
+  txId: t.Optional(t.String({ description: "Transaction id, 64 hex digits (another form is invalid_request)." })),
+  address: t.Optional(t.String({ description: "A base58check TRON address, as sender or receiver (another form is invalid_address)." })),
   chainId: t.Optional(t.String({ description: "tron:mainnet, tron:nile or tron:shasta." })),
   kind: t.Optional(t.String({
     description: "Event kind: wallet.transfer.broadcasted, wallet.transfer.confirmed, wallet.transfer.failed or service.ping (another is invalid_request).",
@@ -197,6 +199,8 @@ export function operationRoutes(deps: GatewayDeps) {
       "/v1/events",
       async ({ query, request }) => {
         const { keyId } = principalOf(request);
+        // Checked here too, before the ownership lookup: a malformed filter costs no RPC.
+        const { txId, address } = checkEventSearchFilters({ txId: query.txId ?? "", address: query.address ?? "" });
         let sub = "";
         if (query.subscriptionId !== undefined && query.subscriptionId !== "") {
           sub = (await owned(request, subscriptionId(query.subscriptionId))).subscriptionId;
@@ -206,8 +210,8 @@ export function operationRoutes(deps: GatewayDeps) {
             {
               keyId,
               subscriptionId: sub,
-              txId: query.txId ?? "",
-              address: query.address ?? "",
+              txId,
+              address,
               chainId: query.chainId ?? "",
               kind: query.kind ?? "",
               status: query.status ?? "",

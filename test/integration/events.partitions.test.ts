@@ -7,8 +7,14 @@ import { SQL } from "bun";
 import { ulid } from "ulid";
 import { EventPurger } from "../../deliverer/purge.ts";
 import { log } from "../../common/logger.ts";
+import { hexToBase58 } from "../../common/tron-address.ts";
 import { call, startEventsStack, type EventsStack } from "../support/events.ts";
 import { until } from "../support/wait.ts";
+
+// Real base58check addresses: GET /v1/events answers invalid_address to anything else.
+const PART_FROM = hexToBase58(`41${"a1".repeat(20)}`);
+const PART_TO = hexToBase58(`41${"a2".repeat(20)}`);
+const PURGE_A = hexToBase58(`41${"a3".repeat(20)}`);
 
 type Ev = { id: string; subscriptionId: string; date: string };
 type Page<T> = { items: T[]; nextPageToken?: string };
@@ -59,12 +65,12 @@ async function store(sub: { id: string; keyId: string }, times: number[], status
   const rows = JSON.stringify(made.map((m) => ({ id: m.id, at: new Date(m.at).toISOString(), tx: m.tx, att: `att_${ulid(m.at)}` })));
   await db`WITH v AS (SELECT * FROM jsonb_to_recordset(${rows}::text::jsonb) AS v(id text, at timestamptz, tx text, att text)),
     e AS (INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, status, created_at, updated_at)
-      SELECT v.id, ${sub.id}, ${sub.keyId}, ARRAY['TPartFrom', 'TPartTo'], 'wallet.transfer.broadcasted', 'tron:mainnet', v.tx, -1,
+      SELECT v.id, ${sub.id}, ${sub.keyId}, ARRAY[${PART_FROM}::text, ${PART_TO}::text], 'wallet.transfer.broadcasted', 'tron:mainnet', v.tx, -1,
         jsonb_build_object('id', v.id, 'kind', 'wallet.transfer.broadcasted', 'data', '{}'::jsonb), ${status}, v.at, v.at FROM v),
     k AS (INSERT INTO event_transfer_keys (subscription_id, kind, chain_id, tx_id, log_index, internal_index, block_day, event_id, event_created_at)
       SELECT ${sub.id}, 'wallet.transfer.broadcasted', 'tron:mainnet', v.tx, -1, -1, (v.at AT TIME ZONE 'UTC')::date, v.id, v.at FROM v),
     a AS (INSERT INTO event_addresses (key_id, address, created_at, event_id)
-      SELECT ${sub.keyId}, x, v.at, v.id FROM v, unnest(ARRAY['TPartFrom', 'TPartTo']) x)
+      SELECT ${sub.keyId}, x, v.at, v.id FROM v, unnest(ARRAY[${PART_FROM}::text, ${PART_TO}::text]) x)
     INSERT INTO delivery_attempts (id, event_id, event_created_at, subscription_id, attempted_at, duration_ms, ok, response_status, trigger)
       SELECT v.att, v.id, v.at, ${sub.id}, v.at, 5, false, 500, 'automatic' FROM v`;
   return made;
@@ -130,7 +136,7 @@ describe("retention", () => {
 
     // The API sees exactly the kept events, each one by id and in the lists.
     expect(await walk(sub.key, `/v1/subscriptions/${sub.id}/events`)).toEqual([...keptIds].reverse());
-    expect(await walk(sub.key, `/v1/events?address=TPartTo&subscriptionId=${sub.id}`)).toEqual([...keptIds].reverse());
+    expect(await walk(sub.key, `/v1/events?address=${PART_TO}&subscriptionId=${sub.id}`)).toEqual([...keptIds].reverse());
     for (const id of keptIds) {
       expect((await call(base, sub.key, "GET", `/v1/subscriptions/${sub.id}/events/${id}`)).status).toBe(200);
       expect((await call<Page<unknown>>(base, sub.key, "GET", `/v1/subscriptions/${sub.id}/events/${id}/attempts`)).body.items).toHaveLength(1);
@@ -163,7 +169,7 @@ describe("across partition boundaries", () => {
     expect(await walk(sub.key, `/v1/subscriptions/${sub.id}/events`)).toEqual(newestFirst);
     expect(await walk(sub.key, `/v1/subscriptions/${sub.id}/events?status=failed`)).toEqual(newestFirst);
     expect(await walk(sub.key, `/v1/events?subscriptionId=${sub.id}`)).toEqual(newestFirst);
-    expect(await walk(sub.key, `/v1/events?address=TPartFrom`)).toEqual(newestFirst);
+    expect(await walk(sub.key, `/v1/events?address=${PART_FROM}`)).toEqual(newestFirst);
     expect(await walk(sub.key, `/v1/events?status=failed&kind=wallet.transfer.broadcasted`)).toEqual(newestFirst);
     const since = new Date(midnight - DAY).toISOString();
     const until = new Date(midnight + 1).toISOString();
@@ -189,7 +195,7 @@ describe("deleting a subscription with many events", () => {
     const total = 30_000;
     // Delivered events (nothing in the schedule), each with an attempt and two address rows.
     await db`WITH e AS (INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, status, created_at, updated_at)
-        SELECT 'evt_P' || lpad(g::text, 25, '0'), ${sub.id}, ${sub.keyId}, ARRAY['TPurgeA', 'TPurge' || g], 'wallet.transfer.broadcasted',
+        SELECT 'evt_P' || lpad(g::text, 25, '0'), ${sub.id}, ${sub.keyId}, ARRAY[${PURGE_A}::text, 'TPurge' || g], 'wallet.transfer.broadcasted',
           'tron:mainnet', md5(g::text), -1, '{}'::jsonb, 'delivered', now() - g * interval '10 ms', now()
         FROM generate_series(1, ${total}) g RETURNING id, created_at, addresses),
       a AS (INSERT INTO event_addresses (key_id, address, created_at, event_id) SELECT ${sub.keyId}, x, e.created_at, e.id FROM e, unnest(e.addresses) x)
@@ -206,7 +212,7 @@ describe("deleting a subscription with many events", () => {
     expect(left).toBeLessThan(total);
     expect(queued).toBe(1);
     // …but already out of the API: the key's search shows none of them.
-    const search = await call<Page<Ev>>(base, sub.key, "GET", "/v1/events?address=TPurgeA");
+    const search = await call<Page<Ev>>(base, sub.key, "GET", `/v1/events?address=${PURGE_A}`);
     expect([search.status, search.body.items.length]).toEqual([200, 0]);
 
     // The background purge takes the rest, with their attempts and address rows, and then its request.

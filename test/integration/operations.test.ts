@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { createClient } from "@connectrpc/connect";
 import { networkTransport } from "../../common/rpc.ts";
+import { fromRpcError } from "../../common/errors.ts";
 import { DeliveryService } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { call, startEventsStack, type EventsStack } from "../support/events.ts";
 
@@ -193,6 +194,20 @@ describe("GET /v1/events", () => {
       const res = await call<Err>(base, a.key, "GET", `/v1/events${q}`);
       expect([q, res.status, res.body.error, res.body.detail?.param]).toEqual([q, 400, "invalid_request", param]);
     }
+    // txId and address are checked like every other such input: a malformed one is an error, not an empty page.
+    for (const txId of ["nothex", data.txId.slice(0, 32), `${data.txId}0`, `0x${data.txId.slice(2)}`, data.txId.replace(/^./, "g")]) {
+      const res = await call<Err>(base, a.key, "GET", `/v1/events?txId=${txId}`);
+      expect([txId, res.status, res.body.error, res.body.detail?.param]).toEqual([txId, 400, "invalid_request", "txId"]);
+    }
+    const hex = `41${"0".repeat(40)}`;
+    // A wrong checksum (last character changed), the hex form, another length, white space.
+    const wrongSum = data.from.slice(0, -1) + (data.from.endsWith("1") ? "2" : "1");
+    for (const address of ["bogus", wrongSum, hex, data.from.slice(0, 33), ` ${data.from}`]) {
+      const res = await call<Err>(base, a.key, "GET", `/v1/events?address=${encodeURIComponent(address)}`);
+      expect([address, res.status, res.body.error, res.body.detail?.param]).toEqual([address, 400, "invalid_address", "address"]);
+    }
+    // An upper-case txId is the same transaction.
+    expect(await list(`?txId=${data.txId.toUpperCase()}`)).toEqual([transfer.id]);
     expect((await call<Err>(base, undefined, "GET", "/v1/events")).status).toBe(401);
   });
 
@@ -206,7 +221,7 @@ describe("GET /v1/events", () => {
     await sql`INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, status, created_at, updated_at)
       SELECT 'evt_X' || lpad(g::text, 25, '0'), 'sub_X' || (g % 500), 'key_X' || (g % 50),
         ARRAY['TA' || (g % 5000), 'TB' || g], CASE WHEN g % 3 = 0 THEN 'service.ping' ELSE 'wallet.transfer.confirmed' END,
-        CASE g % 3 WHEN 0 THEN 'tron:mainnet' WHEN 1 THEN 'tron:nile' ELSE 'tron:shasta' END, md5(g::text), 0, '{}'::jsonb,
+        CASE g % 3 WHEN 0 THEN 'tron:mainnet' WHEN 1 THEN 'tron:nile' ELSE 'tron:shasta' END, md5(g::text) || md5(g::text), 0, '{}'::jsonb,
         CASE WHEN g % 10 = 0 THEN 'failed' ELSE 'delivered' END, now() - g * interval '8 seconds', now()
       FROM generate_series(1, 60000) g`;
     await sql`INSERT INTO event_addresses (key_id, address, created_at, event_id)
@@ -220,7 +235,7 @@ describe("GET /v1/events", () => {
     const cursor = { t: now - 2 * day, id: "evt_X" };
     const searches: Record<string, Parameters<typeof deliverer.store.searchSql>[0]> = {
       key: { keyId: "key_X7" },
-      txId: { keyId: "key_X7", txId: "c4ca4238a0b923820dcc509a6f75849b" },
+      txId: { keyId: "key_X7", txId: "c4ca4238a0b923820dcc509a6f75849bc4ca4238a0b923820dcc509a6f75849b" },
       address: { keyId: "key_X7", address: "TA77" },
       chainId: { keyId: "key_X7", chainId: "tron:nile" },
       kind: { keyId: "key_X7", kind: "service.ping" },
@@ -308,6 +323,11 @@ describe("over Connect on the deliverer's port", () => {
     expect(health.lastHour?.succeeded).toBe(1n);
     const rec = await client.recoverEvents({ keyId: s.keyId, subscriptionId: s.id, sinceMs: BigInt(Date.now() - 60_000), status: "delivered" });
     expect(rec.recovered).toBe(1n);
+    // The RPC is an API too: the same checks, the same codes in its ErrorInfo.
+    for (const [q, code, param] of [[{ txId: "nothex" }, "invalid_request", "txId"], [{ address: "bogus" }, "invalid_address", "address"]] as const) {
+      const err = await client.searchEvents({ keyId: s.keyId, ...q }).then(() => null, (e: unknown) => fromRpcError(e));
+      expect([err?.code, err?.detail?.param]).toEqual([code, param]);
+    }
     const unauth = createClient(DeliveryService, networkTransport(env.stack.config.delivererUrl, { token: "" }));
     expect(unauth.searchEvents({ keyId: s.keyId })).rejects.toThrow();
   });

@@ -78,13 +78,22 @@ describe("one outcome write with acked and failed publishes", () => {
       expectOutcome(ids.natsNoStream, { status: "pending", body: "no stream", delivered: 0 });
 
       // Exactly one attempt row per event, its `ok` and reason matching the event's outcome.
-      const attempts = (await bed.sql`SELECT event_id, ok, error FROM delivery_attempts`) as { event_id: string; ok: boolean; error: string | null }[];
+      const attempts = (await bed.sql`SELECT event_id, ok, error, response_status, response_body FROM delivery_attempts`) as {
+        event_id: string; ok: boolean; error: string | null; response_status: number | null; response_body: string | null;
+      }[];
       expect(attempts.length).toBe(4 * PER_DESTINATION);
       const attemptOf = new Map(attempts.map((a) => [a.event_id, a]));
       expect(attemptOf.size).toBe(4 * PER_DESTINATION);
-      for (const id of [...ids.amqpAcked, ...ids.natsAcked]) expect(attemptOf.get(id)).toMatchObject({ ok: true, error: null });
-      for (const id of ids.amqpReturned) expect(attemptOf.get(id)).toMatchObject({ ok: false, error: "returned: NO_ROUTE" });
-      for (const id of ids.natsNoStream) expect(attemptOf.get(id)).toMatchObject({ ok: false, error: "no stream" });
+      // A queue attempt's response_body is the broker's answer, failed or not; its status always null.
+      for (const id of [...ids.amqpAcked, ...ids.natsAcked]) {
+        expect(attemptOf.get(id)).toMatchObject({ ok: true, error: null, response_status: null, response_body: "acked" });
+      }
+      for (const id of ids.amqpReturned) {
+        expect(attemptOf.get(id)).toMatchObject({ ok: false, error: "returned: NO_ROUTE", response_status: null, response_body: "returned: NO_ROUTE" });
+      }
+      for (const id of ids.natsNoStream) {
+        expect(attemptOf.get(id)).toMatchObject({ ok: false, error: "no stream", response_status: null, response_body: "no stream" });
+      }
 
       // The brokers hold exactly the acked messages.
       await until("the routed AMQP messages", async () => route.received.length >= PER_DESTINATION, 10_000);

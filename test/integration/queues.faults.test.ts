@@ -104,6 +104,12 @@ test("a lost AMQP confirm: the retry sends the same message id again, at most on
     await proxy.restore();
     const ev = await waitForEvent(bed, { ...sub, eventId }, (e) => e.status === "delivered", 20_000);
     expect(ev.deliveryCount).toBe(1);
+    // Each attempt row carries the broker's answer as responseBody, the failed ones too (with the reason as error).
+    const atts = await bed.delivery.listAttempts({ keyId: sub.keyId, subscriptionId: sub.subscriptionId, eventId, limit: 10, pageToken: "" });
+    const rows = atts.items.map((a) => [a.responseStatus, a.responseBody, a.error]);
+    expect(rows[0]).toEqual([undefined, "acked", undefined]);
+    expect(rows.at(-1)).toEqual([undefined, "timeout", "timeout"]);
+    for (const [, body, error] of rows.slice(1)) expect(body).toBe(error!);
     await until("the copies", async () => route.received.filter((m) => m.messageId === eventId).length >= 1, 10_000);
     await Bun.sleep(300);
     const copies = route.received.filter((m) => m.messageId === eventId);

@@ -79,6 +79,8 @@ test("AMQP: an unroutable message (no queue bound to the key) is a failed attemp
     const failed = await waitForEvent(bed, { ...sub, eventId: res.event!.id }, (e) => e.status === "failed");
     expect(failed.attempts).toBe(7);
     expect(failed.deliveryCount).toBe(0);
+    const atts = await bed.delivery.listAttempts({ keyId: sub.keyId, subscriptionId: sub.subscriptionId, eventId: res.event!.id, limit: 10, pageToken: "" });
+    expect(atts.items.map((a) => [a.responseStatus, a.responseBody, a.error])).toEqual(Array(7).fill([undefined, "returned: NO_ROUTE", "returned: NO_ROUTE"]));
   } finally {
     await route.close();
   }
@@ -107,7 +109,8 @@ test("NATS: a subject no stream captures is a failed attempt: no stream", async 
   expect(ev.responseStatus).toBeUndefined();
   const atts = await bed.delivery.listAttempts({ keyId: sub.keyId, subscriptionId: sub.subscriptionId, eventId: res.event!.id, limit: 10, pageToken: "" });
   const first = atts.items.at(-1)!;
-  expect([first.responseStatus, first.responseBody, first.error]).toEqual([undefined, undefined, "no stream"]);
+  // A failed queue attempt carries the broker's answer as its responseBody too, and the short reason as its error.
+  expect([first.responseStatus, first.responseBody, first.error]).toEqual([undefined, "no stream", "no stream"]);
 });
 
 test("manual retry of a delivered queue event sends it again under the same message id", async () => {
