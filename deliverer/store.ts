@@ -521,13 +521,7 @@ export class DelivererStore {
     return withDatabase(() => {
       const conds = [eq(events.subscriptionId, subscriptionId)];
       if (status) conds.push(eq(events.status, status));
-      if (after) conds.push(beforeCursor(events.createdAt, events.id, after));
-      return this.db
-        .select()
-        .from(events)
-        .where(and(...conds))
-        .orderBy(desc(events.createdAt), desc(events.id))
-        .limit(limit + 1);
+      return this.newestFirst(conds, limit, after);
     });
   }
 
@@ -683,6 +677,11 @@ export class DelivererStore {
     const conds = this.eventFilters(q);
     if (q.since) conds.push(gte(events.createdAt, q.since));
     if (q.until) conds.push(lt(events.createdAt, q.until));
+    return this.newestFirst(conds, limit, after);
+  }
+
+  /** One page of events matching `conds`, newest first, after the cursor, with one extra row to tell if more follow. */
+  private newestFirst(conds: SQL[], limit: number, after: PageCursor | undefined) {
     if (after) conds.push(beforeCursor(events.createdAt, events.id, after));
     return this.db
       .select()
