@@ -3,14 +3,10 @@
 // Redis Cluster), and a cluster master is killed and started again empty: the schedule is rebuilt from PostgreSQL.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { IORedis } from "../../common/redis.ts";
-import { join } from "node:path";
 import { serveService, type ServedService } from "../../common/service.ts";
-import { enqueueTransfers, startDeliveryBed, waitForEvent, type DeliveryBed } from "../support/delivery.ts";
+import { enqueueTransfers, spawnDelivererProcess, startDeliveryBed, waitForEvent, type DeliveryBed } from "../support/delivery.ts";
 import { REDIS_KINDS } from "../support/redis-cluster.ts";
 import { waitUntilReady } from "../support/watch-index.ts";
-
-const ROOT = join(import.meta.dir, "..", "..");
-const BUN = join(ROOT, "node_modules", ".bin", "bun");
 
 async function waitAllDelivered(bed: DeliveryBed, path: string, ids: string[], timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -58,18 +54,7 @@ describe("crash safety", () => {
   }, 60_000);
 
   function spawnDeliverer() {
-    const child = Bun.spawn([BUN, join(ROOT, "deliverer", "main.ts")], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        ...bed.env,
-        REGISTRY_URL: `http://127.0.0.1:${registryServed.http.port}`,
-        DELIVERER_PORT: "0",
-        DELIVERER_GRPC_PORT: "0",
-      },
-      stdout: "ignore",
-      stderr: "ignore",
-    });
+    const child = spawnDelivererProcess(bed, `http://127.0.0.1:${registryServed.http.port}`);
     children.push(child);
     return child;
   }

@@ -3,14 +3,11 @@
 // records each event's own outcome; a deliverer killed while publishes and outcome writes are in flight loses
 // nothing (the claims come back when their leases expire and are published again).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { join } from "node:path";
 import { serveService, type ServedService } from "../../common/service.ts";
-import { enqueueTransfers, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
+import { enqueueTransfers, spawnDelivererProcess, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
 import { addBroker, NATS_URL, natsStream, RABBIT_URL, rabbitRoute, randomName, subscribeTo } from "../support/brokers.ts";
 import { until } from "../support/wait.ts";
 
-const ROOT = join(import.meta.dir, "..", "..");
-const BUN = join(ROOT, "node_modules", ".bin", "bun");
 const PER_DESTINATION = 20;
 
 describe("one outcome write with acked and failed publishes", () => {
@@ -127,18 +124,7 @@ describe("a deliverer killed mid-batch", () => {
   }, 60_000);
 
   function spawnDeliverer() {
-    const child = Bun.spawn([BUN, join(ROOT, "deliverer", "main.ts")], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        ...bed.env,
-        REGISTRY_URL: `http://127.0.0.1:${registryServed.http.port}`,
-        DELIVERER_PORT: "0",
-        DELIVERER_GRPC_PORT: "0",
-      },
-      stdout: "ignore",
-      stderr: "ignore",
-    });
+    const child = spawnDelivererProcess(bed, `http://127.0.0.1:${registryServed.http.port}`);
     children.push(child);
     return child;
   }

@@ -3,7 +3,8 @@
 // and SSRF_ALLOW_CIDRS=127.0.0.1/32 so the receiver on localhost is reachable. Nothing is mocked.
 import { fromRpcError } from "../../common/errors.ts";
 import { randomBytes } from "node:crypto";
-import { SQL } from "bun";
+import { join } from "node:path";
+import { SQL, type Subprocess } from "bun";
 import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { loadConfig, type Config } from "../../common/config.ts";
 import { inProcessTransport } from "../../common/rpc.ts";
@@ -203,4 +204,20 @@ export async function rpcOutcome(p: Promise<unknown>): Promise<string> {
     return fromRpcError(err).code;
   }
   return "ok";
+}
+
+const ROOT = join(import.meta.dir, "..", "..");
+const BUN = join(ROOT, "node_modules", ".bin", "bun");
+
+/**
+ * A deliverer in its own process (`bun deliverer/main.ts`) on the bed's database and Redis, reaching the registry at
+ * `registryUrl`, with its ports picked by the system: for tests that kill a worker. The caller kills it.
+ */
+export function spawnDelivererProcess(bed: DeliveryBed, registryUrl: string): Subprocess {
+  return Bun.spawn([BUN, join(ROOT, "deliverer", "main.ts")], {
+    cwd: ROOT,
+    env: { ...process.env, ...bed.env, REGISTRY_URL: registryUrl, DELIVERER_PORT: "0", DELIVERER_GRPC_PORT: "0" },
+    stdout: "ignore",
+    stderr: "ignore",
+  });
 }
