@@ -25,7 +25,7 @@ import {
   type MatcherDb,
   type PendingDrop,
 } from "./store.ts";
-import { sleep } from "./stream.ts";
+import { sleep, stepRetryDelay } from "./stream.ts";
 import { MAX_BLOCKS_PER_RANGE, type TronClient } from "./tron-client.ts";
 
 /** The contract's default distance to finality when the node has no solidity API. */
@@ -100,7 +100,7 @@ export class SolidifiedStream {
         if (signal.aborted) break;
         failures++;
         m.streamErrors.inc({ chain: this.chain });
-        const delay = Math.min(10_000, 250 * 2 ** Math.min(failures - 1, 6));
+        const delay = stepRetryDelay(failures);
         this.opts.log.warn("solidified stream step failed; retrying", { err, retryInMs: delay });
         await sleep(delay, signal);
       }

@@ -66,6 +66,11 @@ function blockRef(b: DecodedBlock): Progress {
   return { number: b.number, blockId: b.blockId, timestampMs: b.timestampMs };
 }
 
+/** How long a stream waits after its `failures`-th failed step in a row: 250 ms doubling, at most 10 s. */
+export function stepRetryDelay(failures: number): number {
+  return Math.min(10_000, 250 * 2 ** Math.min(failures - 1, 6));
+}
+
 /** Resolves after `ms`, or at once when `signal` aborts. */
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   if (ms <= 0 || signal.aborted) return Promise.resolve();
@@ -143,7 +148,7 @@ export class ChainStream {
         failures++;
         m.streamErrors.inc({ chain: this.chain });
         this.prefetch = null;
-        const delay = Math.min(10_000, 250 * 2 ** Math.min(failures - 1, 6));
+        const delay = stepRetryDelay(failures);
         if (err instanceof TronNodeError && this.opts.onNodeError) this.opts.onNodeError(err);
         else log.warn("stream step failed; retrying", { err, retryInMs: delay });
         await sleep(delay, signal);
