@@ -126,7 +126,8 @@ function decodeMeta(text: string): { subscriptionId: string; keyId: string; enab
 // Scripts. Each runs on one shard: KEYS[1] = the shard's state key (so Cluster routes it), and it builds the
 // generation keys from ARGV[1] = shardBase: all share the shard's hash tag, hence the same slot.
 
-// Shared Lua: the generations a writer must touch (cur and next), or a forced one.
+// Shared Lua: the generations a writer must touch (cur and next), or a forced one; a subscription's handle; removing
+// and adding a handle in an address field.
 const LUA_GENS = `
 local function gens(forced)
   if forced ~= '' then return {forced} end
@@ -151,6 +152,14 @@ local function strip(v, h, gb)
   end
   return table.concat(out, ',')
 end
+-- Adds handle h to address field f of bucket bk. Most additions are new addresses: one call sets them; only a
+-- shared address is read and appended to.
+local function addWatcher(bk, f, h)
+  if redis.call('HSETNX', bk, f, h) == 0 then
+    local v = redis.call('HGET', bk, f)
+    if not string.find(','..v..',', ','..h..',', 1, true) then redis.call('HSET', bk, f, v..','..h) end
+  end
+end
 `;
 
 // ARGV: base, forcedGen, subId, meta, keyId, keyState, nRemove, then (bucket, address) pairs: removals, additions.
@@ -174,13 +183,8 @@ for _, g in ipairs(gs) do
     end
   end
   while i < #ARGV do
-    local bk, f = gb..'b:'..ARGV[i], ARGV[i+1]
+    addWatcher(gb..'b:'..ARGV[i], ARGV[i+1], h)
     i = i + 2
-    -- Most additions are new addresses: one call sets them; only a shared address is read and appended to.
-    if redis.call('HSETNX', bk, f, h) == 0 then
-      local v = redis.call('HGET', bk, f)
-      if not string.find(','..v..',', ','..h..',', 1, true) then redis.call('HSET', bk, f, v..','..h) end
-    end
   end
 end
 return #gs
@@ -282,26 +286,18 @@ return changed
 // ARGV: base, gen, count, then per subscription: subId, meta, keyId, keyState, n, then n (bucket, address) pairs.
 // The rebuild's bulk copy of whole subscriptions into the generation being built: what APPLY does with a forced
 // generation, for many subscriptions in one call (one call per shard and batch instead of one per subscription).
-const LOAD = `
+const LOAD = `${LUA_GENS}
 local gb = ARGV[1]..ARGV[2]..':'
 local i = 4
 for _ = 1, tonumber(ARGV[3]) do
   local sub, meta, keyId, keyState, cnt = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], tonumber(ARGV[i+4])
   i = i + 5
-  local h = redis.call('HGET', gb..'sub', sub)
-  if not h then
-    h = tostring(redis.call('INCR', gb..'seq'))
-    redis.call('HSET', gb..'sub', sub, h)
-  end
+  local h = handle(gb, sub, true)
   redis.call('HSET', gb..'meta', h, meta)
   if keyState ~= '' then redis.call('HSETNX', gb..'keys', keyId, keyState) end
   for _ = 1, cnt do
-    local bk, f = gb..'b:'..ARGV[i], ARGV[i+1]
+    addWatcher(gb..'b:'..ARGV[i], ARGV[i+1], h)
     i = i + 2
-    if redis.call('HSETNX', bk, f, h) == 0 then
-      local v = redis.call('HGET', bk, f)
-      if not string.find(','..v..',', ','..h..',', 1, true) then redis.call('HSET', bk, f, v..','..h) end
-    end
   end
 end
 return 1
