@@ -1,12 +1,12 @@
-// The events' daily partitions (migration 0004): made ahead of time, and dropped whole once older than
-// EVENT_RETENTION_DAYS (README "Events"). events, delivery_attempts and event_addresses share the bounds of the
-// event's created_at; event_transfer_keys is cut by the transfer's block day. Rows outside every partition sit in the
+// The events' daily partitions (migrations 0004, 0005): made ahead of time, and dropped whole once older than
+// EVENT_RETENTION_DAYS (README "Events"). events, event_deliveries, delivery_attempts and event_addresses share the
+// bounds of the event's created_at; event_transfer_keys is cut by the transfer's block day. Rows outside every partition sit in the
 // default partitions (an insert is never refused); retention deletes those in short batches, as they are strays.
 import { decodeTime } from "ulid";
 import type { Logger } from "../common/logger.ts";
 import type { DelivererDb } from "./store.ts";
 
-export const PARTITIONED_TABLES = ["events", "delivery_attempts", "event_addresses", "event_transfer_keys"] as const;
+export const PARTITIONED_TABLES = ["events", "event_deliveries", "delivery_attempts", "event_addresses", "event_transfer_keys"] as const;
 /** Days made ahead of today, so a missed maintenance run or two still leaves tomorrow's partition in place. */
 export const PARTITION_DAYS_AHEAD = 3;
 const DAY_MS = 86_400_000;
@@ -15,6 +15,7 @@ const STRAY_BATCH = 5_000;
 /** The default partition's column the retention compares, per table. */
 const TIME_COLUMN: Record<(typeof PARTITIONED_TABLES)[number], string> = {
   events: "created_at",
+  event_deliveries: "created_at",
   delivery_attempts: "event_created_at",
   event_addresses: "created_at",
   event_transfer_keys: "block_day",

@@ -19,10 +19,11 @@ export type EventStatus = (typeof EVENT_STATUSES)[number];
 export const ATTEMPT_TRIGGERS = ["automatic", "manual"] as const;
 export type AttemptTrigger = (typeof ATTEMPT_TRIGGERS)[number];
 
-// The delivery log: one row per event of a subscription, with the outcome of its latest attempt. Partitioned by day
-// on created_at (deliverer/partitions.ts; drizzle cannot say so: the migration 0004 is hand-edited), so retention
-// drops whole days and every unique key includes created_at. An event's id is a ULID minted when it is created: its
-// time lies within a minute of created_at, which lets a lookup by id visit one partition (eventTimeWindow).
+// The delivery log: one row per event of a subscription, written once and never updated (its delivery state lives in
+// event_deliveries). Partitioned by day on created_at (deliverer/partitions.ts; drizzle cannot say so: the migrations
+// 0004 and 0005 are hand-edited), so retention drops whole days and every unique key includes created_at. An event's
+// id is a ULID minted when it is created: its time lies within a minute of created_at, which lets a lookup by id visit
+// one partition (eventTimeWindow).
 export const events = pgTable(
   "events",
   {
@@ -42,6 +43,40 @@ export const events = pgTable(
     // Position in the transaction info's internal_transactions; -1 for every other transfer (and service.ping).
     internalIndex: integer("internal_index").notNull().default(-1),
     payload: jsonObject("payload").notNull(),
+    createdAt: ms("created_at").notNull(),
+    // The stream position (deliverer/stream.ts): the inserting transaction and the order within it. A reader takes
+    // only rows whose transaction is older than every transaction still running, so a row that commits later can
+    // never appear behind a position already read (a bare sequence would let a slow commit slip behind a cursor).
+    xid: xid8("xid").notNull().default(sql`pg_current_xact_id()`),
+    seq: bigint("seq", { mode: "number" }).generatedAlwaysAsIdentity(),
+  },
+  (t) => [
+    primaryKey({ name: "events_pkey", columns: [t.id, t.createdAt] }),
+    // Page indexes end in (created_at DESC NULLS FIRST, id DESC NULLS FIRST): exactly what ORDER BY … DESC means, so a
+    // page is read in index order with no sort (DESC NULLS LAST, drizzle's default, does not match it).
+    index("events_subscription_page_idx").on(t.subscriptionId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    index("events_stream_idx").on(t.keyId, t.xid, t.seq),
+    // GET /v1/events: one index per filter, each ending in the page order so a page is an index range (the status
+    // filter's are on event_deliveries).
+    index("events_key_page_idx").on(t.keyId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    index("events_key_kind_page_idx").on(t.keyId, t.kind, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    index("events_key_chain_page_idx").on(t.keyId, t.chainId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    index("events_tx_idx").on(t.txId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+  ],
+);
+
+// The delivery state of an event: one row per event, inserted in the event's statement and changed by every outcome.
+// Kept apart from events (migration 0005) so that an outcome rewrites this narrow row and its five indexes, not the
+// event's payload and every page index of events (README "Events", "Benchmarks"). Partitioned by the event's
+// created_at with the events' bounds; read joined to its event on (event_id, created_at).
+export const eventDeliveries = pgTable(
+  "event_deliveries",
+  {
+    eventId: text("event_id").notNull(),
+    // The event's created_at: the partition key, and the page order of the status lists.
+    createdAt: ms("created_at").notNull(),
+    subscriptionId: text("subscription_id").notNull(),
+    keyId: text("key_id"),
     status: text("status").$type<EventStatus>().notNull(),
     // Attempts in the current dispatch cycle (a manual retry starts a new cycle at 0).
     attempts: integer("attempts").notNull().default(0),
@@ -54,30 +89,15 @@ export const events = pgTable(
     held: boolean("held").notNull().default(false),
     // What started the current dispatch cycle: the automatic schedule, or a retry / recover call.
     trigger: text("trigger").$type<AttemptTrigger>().notNull().default("automatic"),
-    createdAt: ms("created_at").notNull(),
     updatedAt: ms("updated_at").notNull(),
-    // The stream position (deliverer/stream.ts): the inserting transaction and the order within it. A reader takes
-    // only rows whose transaction is older than every transaction still running, so a row that commits later can
-    // never appear behind a position already read (a bare sequence would let a slow commit slip behind a cursor).
-    xid: xid8("xid").notNull().default(sql`pg_current_xact_id()`),
-    seq: bigint("seq", { mode: "number" }).generatedAlwaysAsIdentity(),
   },
   (t) => [
-    primaryKey({ name: "events_pkey", columns: [t.id, t.createdAt] }),
-    // Page indexes end in (created_at DESC NULLS FIRST, id DESC NULLS FIRST): exactly what ORDER BY … DESC means, so a
-    // page is read in index order with no sort (DESC NULLS LAST, drizzle's default, does not match it).
-    index("events_subscription_page_idx").on(t.subscriptionId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
-    index("events_subscription_status_page_idx").on(t.subscriptionId, t.status, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    primaryKey({ name: "event_deliveries_pkey", columns: [t.eventId, t.createdAt] }),
+    index("event_deliveries_subscription_status_page_idx").on(t.subscriptionId, t.status, t.createdAt.desc().nullsFirst(), t.eventId.desc().nullsFirst()),
+    index("event_deliveries_key_status_page_idx").on(t.keyId, t.status, t.createdAt.desc().nullsFirst(), t.eventId.desc().nullsFirst()),
     // The schedule rebuild reads only pending rows; the reconciliation reads their overdue range by due time.
-    index("events_pending_idx").on(t.nextAttemptAt).where(sql`status = 'pending' AND NOT held`),
-    index("events_held_idx").on(t.subscriptionId).where(sql`status = 'pending' AND held`),
-    index("events_stream_idx").on(t.keyId, t.xid, t.seq),
-    // GET /v1/events: one index per filter, each ending in the page order so a page is an index range.
-    index("events_key_page_idx").on(t.keyId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
-    index("events_key_status_page_idx").on(t.keyId, t.status, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
-    index("events_key_kind_page_idx").on(t.keyId, t.kind, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
-    index("events_key_chain_page_idx").on(t.keyId, t.chainId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
-    index("events_tx_idx").on(t.txId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    index("event_deliveries_pending_idx").on(t.nextAttemptAt).where(sql`status = 'pending' AND NOT held`),
+    index("event_deliveries_held_idx").on(t.subscriptionId).where(sql`status = 'pending' AND held`),
   ],
 );
 
@@ -159,10 +179,16 @@ export const attempts = pgTable(
 // Idempotency records of the deliverer's effects (test and retry), written in the effect's transaction.
 export const deliveryIdempotency = idempotencyTable("delivery_idempotency_records", "delivery_idempotency_expires_idx");
 
-export const delivererSchema = { events, attempts, eventTransferKeys, eventAddresses, eventPurges, deliveryIdempotency };
+export const delivererSchema = { events, eventDeliveries, attempts, eventTransferKeys, eventAddresses, eventPurges, deliveryIdempotency };
 export type DelivererSchema = typeof delivererSchema;
 
-export type EventRow = typeof events.$inferSelect;
-export type NewEventRow = typeof events.$inferInsert;
+export type DeliveryRow = typeof eventDeliveries.$inferSelect;
+/** The delivery state an event shows beside its own columns (event_deliveries minus the columns events has too). */
+export type DeliveryState = Omit<DeliveryRow, "eventId" | "createdAt" | "subscriptionId" | "keyId">;
+/** An event as reads show it: its row joined to its delivery state on (id, created_at). */
+export type EventRow = typeof events.$inferSelect & DeliveryState;
+/** A new event: its row and its first delivery state (the state's defaults as in event_deliveries). */
+export type NewEventRow = typeof events.$inferInsert &
+  Pick<typeof eventDeliveries.$inferInsert, "status" | "nextAttemptAt" | "held" | "trigger" | "updatedAt">;
 export type AttemptRow = typeof attempts.$inferSelect;
 export type DeliveryIdempotencyRow = typeof deliveryIdempotency.$inferSelect;

@@ -250,7 +250,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
             await activeTarget(req.subscriptionId);
             // A finished event is in no schedule set: reserving it cannot disturb a live claim.
             await beforeEffect(() => d.schedule.reserve([row.id], Date.now() + d.reserveMs));
-            const updated = await d.store.restartCycle(tx, row.id, new Date(firstDueMs()));
+            const updated = await d.store.restartCycle(tx, row, new Date(firstDueMs()));
             scheduled = updated.id;
             return create(EventResponseSchema, { event: toEventView(updated) });
           },

@@ -1,7 +1,8 @@
-// The deliverer's persistence: the delivery log (events) and the idempotency records of test and retry, on
-// PostgreSQL (Drizzle, Bun SQL). Batch paths (enqueue, outcomes) are one statement per batch.
+// The deliverer's persistence: the delivery log (events, insert-only, and event_deliveries, each event's delivery
+// state) and the idempotency records of test and retry, on PostgreSQL (Drizzle, Bun SQL). Batch paths (enqueue,
+// outcomes) are one statement per batch.
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
-import { and, between, desc, eq, gte, inArray, lt, lte, or, sql, type SQL } from "drizzle-orm";
+import { and, between, desc, eq, getTableColumns, gte, inArray, lt, lte, or, sql, type SQL } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { IdempotencyLedger, type IdempotentOutcome } from "../common/idempotency.ts";
@@ -13,6 +14,7 @@ import {
   deliveryIdempotency,
   delivererSchema,
   eventAddresses,
+  eventDeliveries,
   eventPurges,
   events,
   type AttemptRow,
@@ -145,11 +147,36 @@ function beforeCursor(time: PgColumn, id: PgColumn, after: PageCursor): SQL {
   return and(lte(time, t), or(lt(time, t), lt(id, after.id)))!;
 }
 
+const deliveries = eventDeliveries;
+
+/**
+ * An event's row to its delivery state: the same (id, created_at), so a bound on one table's created_at is written on
+ * both (the planner carries an equality across a join, not a range) and each table prunes its own partitions.
+ */
+const deliveryOfEvent = and(eq(deliveries.eventId, events.id), eq(deliveries.createdAt, events.createdAt))!;
+
+/** The columns of an EventRow: the event's own and its delivery state. */
+const { eventId: _eventId, createdAt: _createdAt, subscriptionId: _subscriptionId, keyId: _keyId, ...stateColumns } =
+  getTableColumns(eventDeliveries);
+const eventRowColumns = { ...getTableColumns(events), ...stateColumns };
+
+/** created_at in [from, to] on both tables of the join. */
+function bothBetween(from: Date, to: Date): SQL {
+  return and(between(events.createdAt, from, to), between(deliveries.createdAt, from, to))!;
+}
+
 /** Events by id: the id list, and created_at bounded by the ids' ULID times so only their partitions are read. */
 function byIds(ids: string[]): SQL {
   const w = eventTimeWindow(ids);
   const inIds = ids.length === 1 ? eq(events.id, ids[0]!) : inArray(events.id, ids);
-  return w ? and(inIds, between(events.createdAt, w.from, w.to))! : inIds;
+  return w ? and(inIds, bothBetween(w.from, w.to))! : inIds;
+}
+
+/** Delivery states by event id, bounded the same way (statements on event_deliveries alone). */
+function deliveriesByIds(ids: string[]): SQL {
+  const w = eventTimeWindow(ids);
+  const inIds = ids.length === 1 ? eq(deliveries.eventId, ids[0]!) : inArray(deliveries.eventId, ids);
+  return w ? and(inIds, between(deliveries.createdAt, w.from, w.to))! : inIds;
 }
 
 /** The same bounds as ISO texts for hand-written statements (unbounded when an id carries no ULID time). */
@@ -158,10 +185,10 @@ function windowBounds(ids: string[]): [string, string] {
   return w ? [w.from.toISOString(), w.to.toISOString()] : ["-infinity", "infinity"];
 }
 
-/** The same bounds in a drizzle statement (`e` is the events alias). */
+/** The same bounds in a drizzle statement (`d` is the event_deliveries alias). */
 function windowSql(ids: string[]): SQL {
   const [from, to] = windowBounds(ids);
-  return sql`AND e.created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz`;
+  return sql`AND d.created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz`;
 }
 
 /** What deleting an event needs to know of it (its partition, and its address rows). */
@@ -217,7 +244,7 @@ export class DelivererStore {
     );
     await withDatabase(async () => {
       // The identity first (event_transfer_keys, schema.ts): only the rows whose identity is new become events, with
-      // their address rows, all in one statement.
+      // their delivery state and address rows, all in one statement.
       const done = (await this.db.$client`
         WITH v AS (
           SELECT * FROM jsonb_to_recordset(${json}::text::jsonb)
@@ -229,10 +256,13 @@ export class DelivererStore {
           ON CONFLICT DO NOTHING
           RETURNING event_id
         ), e AS (
-          INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, internal_index, payload, status, next_attempt_at, created_at, updated_at)
-          SELECT v.id, v.sub, v.key, ARRAY(SELECT jsonb_array_elements_text(v.addrs)), v.kind, v.chain, v.tx, v.li, v.ii, v.payload, 'pending', v.next, v.at, v.at
+          INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, internal_index, payload, created_at)
+          SELECT v.id, v.sub, v.key, ARRAY(SELECT jsonb_array_elements_text(v.addrs)), v.kind, v.chain, v.tx, v.li, v.ii, v.payload, v.at
           FROM v JOIN k ON k.event_id = v.id
           RETURNING id
+        ), d AS (
+          INSERT INTO event_deliveries (event_id, created_at, subscription_id, key_id, status, next_attempt_at, updated_at)
+          SELECT v.id, v.at, v.sub, v.key, 'pending', v.next, v.at FROM v JOIN k ON k.event_id = v.id
         ), a AS (
           INSERT INTO event_addresses (key_id, address, created_at, event_id)
           SELECT v.key, x, v.at, v.id FROM v JOIN k ON k.event_id = v.id, jsonb_array_elements_text(v.addrs) x
@@ -267,15 +297,20 @@ export class DelivererStore {
     return { inserted, idByKey };
   }
 
-  /** One event (a test event) and its address rows, on the caller's transaction. */
+  /** One event (a test event), its delivery state and its address rows, on the caller's transaction. */
   async insertEvent(ex: Executor, row: NewEventRow): Promise<EventRow> {
-    const [out] = await ex.insert(events).values(row).returning();
+    const { status, nextAttemptAt, held, trigger, updatedAt, ...event } = row;
+    const [out] = await ex.insert(events).values(event).returning();
+    const [state] = await ex
+      .insert(eventDeliveries)
+      .values({ eventId: out!.id, createdAt: out!.createdAt, subscriptionId: out!.subscriptionId, keyId: out!.keyId, status, nextAttemptAt, held, trigger, updatedAt })
+      .returning(stateColumns);
     if (out!.keyId && out!.addresses.length > 0) {
       await ex.insert(eventAddresses).values(
         out!.addresses.map((address) => ({ keyId: out!.keyId!, address, createdAt: out!.createdAt, eventId: out!.id })),
       );
     }
-    return out!;
+    return { ...out!, ...state! };
   }
 
   /** The claimed rows, in one round trip (the hot path: raw SQL, no query building). */
@@ -283,9 +318,11 @@ export class DelivererStore {
     if (ids.length === 0) return [];
     const [from, to] = windowBounds(ids);
     const rows = (await this.db.$client`
-      SELECT id, subscription_id, status, attempts, held, next_attempt_at, payload::text AS payload FROM events e
-      WHERE id IN (SELECT jsonb_array_elements_text(${JSON.stringify(ids)}::text::jsonb))
-        AND e.created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz`) as {
+      SELECT e.id, e.subscription_id, d.status, d.attempts, d.held, d.next_attempt_at, e.payload::text AS payload
+      FROM events e JOIN event_deliveries d ON d.event_id = e.id AND d.created_at = e.created_at
+      WHERE e.id IN (SELECT jsonb_array_elements_text(${JSON.stringify(ids)}::text::jsonb))
+        AND e.created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
+        AND d.created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz`) as {
       id: string;
       subscription_id: string;
       status: EventStatus;
@@ -326,25 +363,26 @@ export class DelivererStore {
       })),
     );
     // The outcome and its attempt record in one statement (so one transaction): an attempt is recorded exactly when
-    // its outcome applied, with the trigger of the cycle it belongs to.
+    // its outcome applied, with the trigger of the cycle it belongs to. Only the narrow event_deliveries row changes;
+    // the event itself (payload, page indexes) is never rewritten.
     const rows = (await this.db.execute(sql`
       WITH v AS (
         SELECT * FROM jsonb_to_recordset(${json}::text::jsonb)
           AS v(id text, prev int, status text, attempts int, inc int, rs int, rb text, next timestamptz,
                aid text, aat timestamptz, dur int, err text, arb text)
       ), upd AS (
-      UPDATE events AS e SET
+      UPDATE event_deliveries AS d SET
         status = v.status,
         attempts = v.attempts,
-        delivery_count = e.delivery_count + v.inc,
+        delivery_count = d.delivery_count + v.inc,
         response_status = v.rs,
         response_body = v.rb,
         next_attempt_at = v.next,
         held = false,
         updated_at = now()
       FROM v
-      WHERE e.id = v.id AND e.status = 'pending' AND e.attempts = v.prev ${windowSql(outcomes.map((o) => o.id))}
-      RETURNING e.id, e.subscription_id, e.trigger, e.created_at
+      WHERE d.event_id = v.id AND d.status = 'pending' AND d.attempts = v.prev ${windowSql(outcomes.map((o) => o.id))}
+      RETURNING d.event_id AS id, d.subscription_id, d.trigger, d.created_at
       ), ins AS (
         INSERT INTO delivery_attempts (id, event_id, event_created_at, subscription_id, attempted_at, duration_ms, ok, response_status, response_body, error, trigger)
         SELECT v.aid, upd.id, upd.created_at, upd.subscription_id, v.aat, v.dur, v.inc = 1, v.rs, v.arb, v.err, upd.trigger
@@ -356,10 +394,13 @@ export class DelivererStore {
 
   async markHeld(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
-    await this.db.update(events).set({ held: true, updatedAt: new Date() }).where(and(byIds(ids), eq(events.status, "pending")));
+    await this.db
+      .update(eventDeliveries)
+      .set({ held: true, updatedAt: new Date() })
+      .where(and(deliveriesByIds(ids), eq(deliveries.status, "pending")));
   }
 
-  /** Deletes events with their attempts and address rows. */
+  /** Deletes events with their delivery state, attempts and address rows. */
   async deleteEvents(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     const [from, to] = windowBounds(ids);
@@ -371,7 +412,7 @@ export class DelivererStore {
   }
 
   /**
-   * Deletes the given events with their attempts and address rows in one statement. Every condition is an array
+   * Deletes the given events with their delivery state, attempts and address rows in one statement. Every condition is an array
    * or a range on an index's leading columns (never a join the planner could turn into a scan of a key's rows).
    */
   private async deleteBatch(rows: Doomed[]): Promise<{ id: string; status: EventStatus }[]> {
@@ -386,7 +427,11 @@ export class DelivererStore {
       WITH d AS (
         DELETE FROM events WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
           AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
-        RETURNING id, status
+        RETURNING id
+      ), dd AS (
+        DELETE FROM event_deliveries WHERE event_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
+          AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
+        RETURNING event_id, status
       ), da AS (
         DELETE FROM delivery_attempts WHERE event_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
           AND event_created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
@@ -396,7 +441,7 @@ export class DelivererStore {
           AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
           AND event_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
       )
-      SELECT id, status FROM d`) as { id: string; status: EventStatus }[];
+      SELECT d.id, dd.status FROM d LEFT JOIN dd ON dd.event_id = d.id`) as { id: string; status: EventStatus }[];
   }
 
   /**
@@ -436,7 +481,7 @@ export class DelivererStore {
   /** Subscriptions that have held events. */
   async heldSubscriptions(limit: number): Promise<string[]> {
     const rows = (await this.db.execute(
-      sql`SELECT DISTINCT subscription_id FROM events WHERE status = 'pending' AND held LIMIT ${limit}`,
+      sql`SELECT DISTINCT subscription_id FROM event_deliveries WHERE status = 'pending' AND held LIMIT ${limit}`,
     )) as unknown as { subscription_id: string }[];
     return rows.map((r) => r.subscription_id);
   }
@@ -444,9 +489,9 @@ export class DelivererStore {
   async heldEventIds(subscriptionIds: string[], limit: number): Promise<string[]> {
     if (subscriptionIds.length === 0) return [];
     const rows = await this.db
-      .select({ id: events.id })
-      .from(events)
-      .where(and(inArray(events.subscriptionId, subscriptionIds), eq(events.status, "pending"), eq(events.held, true)))
+      .select({ id: deliveries.eventId })
+      .from(deliveries)
+      .where(and(inArray(deliveries.subscriptionId, subscriptionIds), eq(deliveries.status, "pending"), eq(deliveries.held, true)))
       .limit(limit);
     return rows.map((r) => r.id);
   }
@@ -455,72 +500,74 @@ export class DelivererStore {
   async unhold(ids: string[], at: Date): Promise<string[]> {
     if (ids.length === 0) return [];
     const rows = await this.db
-      .update(events)
+      .update(eventDeliveries)
       .set({ held: false, nextAttemptAt: at, updatedAt: new Date() })
-      .where(and(byIds(ids), eq(events.status, "pending"), eq(events.held, true)))
-      .returning({ id: events.id });
+      .where(and(deliveriesByIds(ids), eq(deliveries.status, "pending"), eq(deliveries.held, true)))
+      .returning({ id: deliveries.eventId });
     return rows.map((r) => r.id);
   }
 
   /** Pending, not held events in id order after `afterId` (the schedule rebuild pages through them). */
   async pendingPage(afterId: string, limit: number): Promise<{ id: string; dueMs: number }[]> {
     const rows = (await this.db.execute(sql`
-      SELECT id, next_attempt_at FROM events
-      WHERE status = 'pending' AND NOT held AND id > ${afterId}
-      ORDER BY id LIMIT ${limit}`)) as unknown as { id: string; next_attempt_at: Date | string | null }[];
+      SELECT event_id AS id, next_attempt_at FROM event_deliveries
+      WHERE status = 'pending' AND NOT held AND event_id > ${afterId}
+      ORDER BY event_id LIMIT ${limit}`)) as unknown as { id: string; next_attempt_at: Date | string | null }[];
     return rows.map((r) => ({ id: r.id, dueMs: r.next_attempt_at ? new Date(r.next_attempt_at).getTime() : Date.now() }));
   }
 
   /**
    * Pending, not held events due before `before`, oldest first, keyset on (next_attempt_at, id) after `after`: the
-   * schedule reconciliation's pages. Served by events_pending_idx (a range on next_attempt_at; ties on one
+   * schedule reconciliation's pages. Served by event_deliveries_pending_idx (a range on next_attempt_at; ties on one
    * timestamp, a whole Enqueue batch, are ordered by an incremental sort of that range).
    */
   async overduePage(before: Date, after: OverdueCursor | null, limit: number): Promise<OverdueCursor[]> {
     // Spelled as a range plus a tie-break (not a row comparison) so both bounds are index conditions.
     const from = after ? new Date(after.dueMs).toISOString() : "-infinity";
     const rows = (await this.db.execute(sql`
-      SELECT id, next_attempt_at FROM events
+      SELECT event_id AS id, next_attempt_at FROM event_deliveries
       WHERE status = 'pending' AND NOT held
         AND next_attempt_at >= ${from}::timestamptz AND next_attempt_at < ${before.toISOString()}::timestamptz
-        AND (next_attempt_at > ${from}::timestamptz OR id > ${after?.id ?? ""})
-      ORDER BY next_attempt_at, id LIMIT ${limit}`)) as unknown as { id: string; next_attempt_at: Date | string }[];
+        AND (next_attempt_at > ${from}::timestamptz OR event_id > ${after?.id ?? ""})
+      ORDER BY next_attempt_at, event_id LIMIT ${limit}`)) as unknown as { id: string; next_attempt_at: Date | string }[];
     return rows.map((r) => ({ id: r.id, dueMs: new Date(r.next_attempt_at).getTime() }));
   }
 
   getEvent(subscriptionId: string, eventId: string): Promise<EventRow | undefined> {
     return withDatabase(async () => {
-      const [row] = await this.db
-        .select()
-        .from(events)
-        .where(and(byIds([eventId]), eq(events.subscriptionId, subscriptionId)));
+      const [row] = await this.selectEvents().where(and(byIds([eventId]), eq(events.subscriptionId, subscriptionId)));
       return row;
     });
   }
 
   async lockEvent(tx: DelivererTx, subscriptionId: string, eventId: string): Promise<EventRow | undefined> {
+    // The delivery state is what a retry changes: its row is the one locked.
     const [row] = await tx
-      .select()
+      .select(eventRowColumns)
       .from(events)
+      .innerJoin(deliveries, deliveryOfEvent)
       .where(and(byIds([eventId]), eq(events.subscriptionId, subscriptionId)))
-      .for("update");
+      .for("update", { of: deliveries });
     return row;
   }
 
-  async restartCycle(tx: DelivererTx, eventId: string, at: Date): Promise<EventRow> {
-    const [row] = await tx
-      .update(events)
+  /** Starts a manual cycle of a locked event (lockEvent); returns the event with its new state. */
+  async restartCycle(tx: DelivererTx, event: EventRow, at: Date): Promise<EventRow> {
+    const [state] = await tx
+      .update(eventDeliveries)
       .set({ status: "pending", attempts: 0, nextAttemptAt: at, held: false, trigger: "manual", updatedAt: new Date() })
-      .where(byIds([eventId]))
-      .returning();
-    return row!;
+      .where(and(eq(deliveries.eventId, event.id), eq(deliveries.createdAt, event.createdAt)))
+      .returning(stateColumns);
+    return { ...event, ...state! };
   }
 
   /** Newest first, keyset on (created_at, id); one extra row tells whether another page exists. */
   listEvents(subscriptionId: string, status: EventStatus | undefined, limit: number, after: PageCursor | undefined): Promise<EventRow[]> {
     return withDatabase(() => {
+      // With a status the page is a range of event_deliveries_subscription_status_page_idx, else of
+      // events_subscription_page_idx (newestFirst).
       const conds = [eq(events.subscriptionId, subscriptionId)];
-      if (status) conds.push(eq(events.status, status));
+      if (status) conds.push(eq(deliveries.subscriptionId, subscriptionId), eq(deliveries.status, status));
       return this.newestFirst(conds, limit, after);
     });
   }
@@ -552,20 +599,20 @@ export class DelivererStore {
   ): Promise<{ id: string; t: number }[]> {
     return withDatabase(async () => {
       // A keyset walk, not "whatever still matches": an event re-queued and delivered again meanwhile is not taken twice.
-      const page = after ? beforeCursor(events.createdAt, events.id, after) : undefined;
+      const page = after ? beforeCursor(deliveries.createdAt, deliveries.eventId, after) : undefined;
       const rows = await this.db
-        .select({ id: events.id, createdAt: events.createdAt })
-        .from(events)
+        .select({ id: deliveries.eventId, createdAt: deliveries.createdAt })
+        .from(deliveries)
         .where(
           and(
-            eq(events.subscriptionId, subscriptionId),
-            eq(events.status, status),
-            gte(events.createdAt, since),
-            lt(events.createdAt, until),
+            eq(deliveries.subscriptionId, subscriptionId),
+            eq(deliveries.status, status),
+            gte(deliveries.createdAt, since),
+            lt(deliveries.createdAt, until),
             page,
           ),
         )
-        .orderBy(desc(events.createdAt), desc(events.id))
+        .orderBy(desc(deliveries.createdAt), desc(deliveries.eventId))
         .limit(limit);
       return rows.map((r) => ({ id: r.id, t: r.createdAt.getTime() }));
     });
@@ -576,16 +623,17 @@ export class DelivererStore {
     if (ids.length === 0) return Promise.resolve([]);
     return withDatabase(async () => {
       const rows = await this.db
-        .update(events)
+        .update(eventDeliveries)
         .set({ status: "pending", attempts: 0, nextAttemptAt: at, held: false, trigger: "manual", updatedAt: new Date() })
-        .where(and(byIds(ids), eq(events.status, status)))
-        .returning({ id: events.id });
+        .where(and(deliveriesByIds(ids), eq(deliveries.status, status)))
+        .returning({ id: deliveries.eventId });
       return rows.map((r) => r.id);
     });
   }
 
   /**
-   * GET /v1/events: a key's events, newest first, every filter an index condition (see the events_key_* indexes); a
+   * GET /v1/events: a key's events, newest first, every filter an index condition (see the events_key_* indexes, and
+   * event_deliveries_key_status_page_idx for the status); a
    * subscription whose events are being purged is already left out. With an address the page comes in two short
    * statements instead of one join: the address's range of event_addresses (key, address, created_at, event id) in
    * page order, then those events by id with created_at bounded to the range's days. A join over two partitioned
@@ -643,23 +691,23 @@ export class DelivererStore {
 
   private eventsOfRefsQuery(q: EventSearch, refs: { eventId: string; createdAt: Date }[]) {
     const times = refs.map((r) => r.createdAt.getTime());
-    return this.db
-      .select()
-      .from(events)
-      .where(
-        and(
-          inArray(events.id, refs.map((r) => r.eventId)),
-          between(events.createdAt, new Date(Math.min(...times)), new Date(Math.max(...times))),
-          ...this.eventFilters(q),
-        ),
-      );
+    return this.selectEvents().where(
+      and(
+        inArray(events.id, refs.map((r) => r.eventId)),
+        bothBetween(new Date(Math.min(...times)), new Date(Math.max(...times))),
+        ...this.eventFilters(q),
+      ),
+    );
   }
 
   private eventsOfRefs(q: EventSearch, refs: { eventId: string; createdAt: Date }[]): Promise<EventRow[]> {
     return this.eventsOfRefsQuery(q, refs);
   }
 
-  /** The filters on the events table itself (every one but the address and the time range). */
+  /**
+   * The filters other than the address and the time range. The status is event_deliveries', and with it the key (and
+   * subscription) are written on that table too, so event_deliveries_key_status_page_idx can serve the page.
+   */
   private eventFilters(q: EventSearch): SQL[] {
     const conds = [
       eq(events.keyId, q.keyId),
@@ -669,23 +717,34 @@ export class DelivererStore {
     if (q.txId) conds.push(eq(events.txId, q.txId));
     if (q.chainId) conds.push(eq(events.chainId, q.chainId));
     if (q.kind) conds.push(eq(events.kind, q.kind));
-    if (q.status) conds.push(eq(events.status, q.status));
+    if (q.status) {
+      conds.push(eq(deliveries.keyId, q.keyId), eq(deliveries.status, q.status));
+      if (q.subscriptionId) conds.push(eq(deliveries.subscriptionId, q.subscriptionId));
+    }
     return conds;
   }
 
   private searchQuery(q: EventSearch, limit: number, after: PageCursor | undefined) {
     const conds = this.eventFilters(q);
-    if (q.since) conds.push(gte(events.createdAt, q.since));
-    if (q.until) conds.push(lt(events.createdAt, q.until));
+    if (q.since) conds.push(gte(events.createdAt, q.since), gte(deliveries.createdAt, q.since));
+    if (q.until) conds.push(lt(events.createdAt, q.until), lt(deliveries.createdAt, q.until));
     return this.newestFirst(conds, limit, after);
   }
 
-  /** One page of events matching `conds`, newest first, after the cursor, with one extra row to tell if more follow. */
+  /** Events joined to their delivery state (EventRow). */
+  private selectEvents() {
+    return this.db.select(eventRowColumns).from(events).innerJoin(deliveries, deliveryOfEvent);
+  }
+
+  /**
+   * One page of events matching `conds`, newest first, after the cursor, with one extra row to tell if more follow.
+   * The order (created_at, id) is the same on both tables (the join equates them), so the page may be an index range
+   * of either, whichever holds the filter; the other is probed by (id, created_at) per row. The cursor's time bound is
+   * written on both tables, so each skips its partitions newer than the cursor.
+   */
   private newestFirst(conds: SQL[], limit: number, after: PageCursor | undefined) {
-    if (after) conds.push(beforeCursor(events.createdAt, events.id, after));
-    return this.db
-      .select()
-      .from(events)
+    if (after) conds.push(beforeCursor(events.createdAt, events.id, after), lte(deliveries.createdAt, new Date(after.t)));
+    return this.selectEvents()
       .where(and(...conds))
       .orderBy(desc(events.createdAt), desc(events.id))
       .limit(limit + 1);
@@ -727,7 +786,7 @@ export class DelivererStore {
           SELECT 1 FROM delivery_attempts WHERE subscription_id = ${subscriptionId} AND NOT ok
             AND attempted_at > ${lastOk?.at.toISOString() ?? "-infinity"}::timestamptz LIMIT 100000) f`)) as unknown as { n: number }[];
       const [pending] = (await this.db.execute(sql`
-        SELECT count(*)::int AS n FROM events WHERE subscription_id = ${subscriptionId} AND status = 'pending'`)) as unknown as { n: number }[];
+        SELECT count(*)::int AS n FROM event_deliveries WHERE subscription_id = ${subscriptionId} AND status = 'pending'`)) as unknown as { n: number }[];
       const marks = (typeof w?.marks === "string" ? JSON.parse(w.marks) : (w?.marks ?? [])) as [number, boolean][];
       const hourly = Array.from({ length: 24 }, () => ({ n: 0, ok: 0 }));
       for (const [h, ok] of marks) {
@@ -790,9 +849,9 @@ export class DelivererStore {
   private streamConditions(filter: StreamFilter) {
     const client = this.db.$client;
     return {
-      subs: filter.subscriptionIds.length > 0 ? client`AND subscription_id IN ${client(filter.subscriptionIds)}` : client``,
-      kinds: filter.kinds.length > 0 ? client`AND kind IN ${client(filter.kinds)}` : client``,
-      chains: filter.chainIds.length > 0 ? client`AND chain_id IN ${client(filter.chainIds)}` : client``,
+      subs: filter.subscriptionIds.length > 0 ? client`AND events.subscription_id IN ${client(filter.subscriptionIds)}` : client``,
+      kinds: filter.kinds.length > 0 ? client`AND events.kind IN ${client(filter.kinds)}` : client``,
+      chains: filter.chainIds.length > 0 ? client`AND events.chain_id IN ${client(filter.chainIds)}` : client``,
     };
   }
 
@@ -816,7 +875,8 @@ export class DelivererStore {
    * handed out, so a reader that resumes from its last position misses nothing.
    *
    * The hot read of StreamEvents: raw SQL of only the columns an event view shows (no ORM row mapping, no address
-   * arrays), one index range of events_stream_idx (key_id, xid, seq).
+   * arrays), one index range of events_stream_idx (key_id, xid, seq), each row's delivery state probed by its
+   * (id, created_at).
    */
   async streamPage(filter: StreamFilter, after: StreamPosition, limit: number): Promise<StreamRow[]> {
     const client = this.db.$client;
@@ -829,10 +889,10 @@ export class DelivererStore {
       client.begin(async (tx) => {
         await tx`SET LOCAL enable_sort = off`;
         return tx`
-          SELECT id, subscription_id, kind, chain_id, status, attempts, delivery_count, response_status, response_body,
-            payload, created_at, xid::text AS xid, seq
-          FROM events
-          WHERE key_id = ${filter.keyId} AND (events.xid, events.seq) > (${after.xid}::xid8, ${after.seq}::bigint)
+          SELECT events.id, events.subscription_id, events.kind, events.chain_id, d.status, d.attempts, d.delivery_count,
+            d.response_status, d.response_body, events.payload, events.created_at, events.xid::text AS xid, events.seq
+          FROM events JOIN event_deliveries d ON d.event_id = events.id AND d.created_at = events.created_at
+          WHERE events.key_id = ${filter.keyId} AND (events.xid, events.seq) > (${after.xid}::xid8, ${after.seq}::bigint)
             AND events.xid < pg_snapshot_xmin(pg_current_snapshot()) ${subs} ${kinds} ${chains}
           ORDER BY events.xid, events.seq LIMIT ${limit}`;
       }),
