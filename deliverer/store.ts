@@ -566,8 +566,10 @@ export class DelivererStore {
     return withDatabase(() => {
       // With a status the page is a range of event_deliveries_subscription_status_page_idx, else of
       // events_subscription_page_idx (newestFirst).
-      const conds = [eq(events.subscriptionId, subscriptionId)];
-      if (status) conds.push(eq(deliveries.subscriptionId, subscriptionId), eq(deliveries.status, status));
+      // (The subscription is written on one table only: see eventFilters.)
+      const conds = status
+        ? [eq(deliveries.subscriptionId, subscriptionId), eq(deliveries.status, status)]
+        : [eq(events.subscriptionId, subscriptionId)];
       return this.newestFirst(conds, limit, after);
     });
   }
@@ -705,22 +707,24 @@ export class DelivererStore {
   }
 
   /**
-   * The filters other than the address and the time range. The status is event_deliveries', and with it the key (and
-   * subscription) are written on that table too, so event_deliveries_key_status_page_idx can serve the page.
+   * The filters other than the address and the time range. With a status the key (and subscription) are written on
+   * event_deliveries only, beside the status, so its (key, status, …) index serves the page: written on both tables
+   * they would be counted twice in the planner's row estimate (it cannot know the two key columns are equal) and it
+   * would take the key's whole range of events instead.
    */
   private eventFilters(q: EventSearch): SQL[] {
+    const owner = q.status
+      ? { key: deliveries.keyId, subscription: deliveries.subscriptionId }
+      : { key: events.keyId, subscription: events.subscriptionId };
     const conds = [
-      eq(events.keyId, q.keyId),
-      sql`NOT EXISTS (SELECT 1 FROM ${eventPurges} p WHERE p.subscription_id = ${events.subscriptionId})`,
+      eq(owner.key, q.keyId),
+      sql`NOT EXISTS (SELECT 1 FROM ${eventPurges} p WHERE p.subscription_id = ${owner.subscription})`,
     ];
-    if (q.subscriptionId) conds.push(eq(events.subscriptionId, q.subscriptionId));
+    if (q.subscriptionId) conds.push(eq(owner.subscription, q.subscriptionId));
+    if (q.status) conds.push(eq(deliveries.status, q.status));
     if (q.txId) conds.push(eq(events.txId, q.txId));
     if (q.chainId) conds.push(eq(events.chainId, q.chainId));
     if (q.kind) conds.push(eq(events.kind, q.kind));
-    if (q.status) {
-      conds.push(eq(deliveries.keyId, q.keyId), eq(deliveries.status, q.status));
-      if (q.subscriptionId) conds.push(eq(deliveries.subscriptionId, q.subscriptionId));
-    }
     return conds;
   }
 

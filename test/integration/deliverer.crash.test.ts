@@ -12,7 +12,7 @@ async function waitAllDelivered(bed: DeliveryBed, path: string, ids: string[], t
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const seen = new Set(bed.receiver.deliveries(path).map((d) => d.headers["webhook-id"]));
-    const [row] = (await bed.sql`SELECT count(*)::int AS n FROM events WHERE status = 'delivered'`) as { n: number }[];
+    const [row] = (await bed.sql`SELECT count(*)::int AS n FROM event_deliveries WHERE status = 'delivered'`) as { n: number }[];
     if (ids.every((id) => seen.has(id)) && row!.n === ids.length) return;
     if (Date.now() > deadline) {
       const missing = ids.filter((id) => !seen.has(id)).length;

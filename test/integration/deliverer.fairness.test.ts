@@ -34,7 +34,7 @@ test("a burst to a healthy destination completes while a dead destination's firs
   const firstTimeoutExpires = firstDeadAttempt + TIMEOUT_MS;
   let deliveredAt = 0;
   while (Date.now() < firstTimeoutExpires + 20_000) {
-    const [row] = (await bed.sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${healthySub.subscriptionId} AND status = 'delivered'`) as { n: number }[];
+    const [row] = (await bed.sql`SELECT count(*)::int AS n FROM event_deliveries WHERE subscription_id = ${healthySub.subscriptionId} AND status = 'delivered'`) as { n: number }[];
     if (row!.n === 600) {
       deliveredAt = Date.now();
       break;
@@ -45,6 +45,6 @@ test("a burst to a healthy destination completes while a dead destination's firs
   expect(deliveredAt).toBeLessThan(firstTimeoutExpires);
   // The dead destination never had more attempts in flight than its per-host share.
   expect(dead.count("/dead")).toBeLessThanOrEqual(32);
-  const [deadState] = (await bed.sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${deadSub.subscriptionId} AND attempts = 0`) as { n: number }[];
+  const [deadState] = (await bed.sql`SELECT count(*)::int AS n FROM event_deliveries WHERE subscription_id = ${deadSub.subscriptionId} AND attempts = 0`) as { n: number }[];
   expect(deadState!.n).toBeGreaterThan(0);
 }, 60_000);

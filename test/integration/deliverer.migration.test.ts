@@ -1,6 +1,7 @@
 // The deliverer's migrations applied to a deployment that already holds events: 0001 made the transfer identity
-// (subscription, kind, chain, txId, logIndex, internalIndex); 0004 partitioned the events by day. Every stored row
-// keeps its id, payload, stream position and attempts, and the identity is still the one enforced.
+// (subscription, kind, chain, txId, logIndex, internalIndex); 0004 partitioned the events by day; 0005 moved the
+// delivery state into event_deliveries. Every stored row keeps its id, payload, stream position, attempts and delivery
+// state, and the identity is still the one enforced.
 import { afterAll, expect, test } from "bun:test";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -113,7 +114,8 @@ test("partitioning carries every row over: a partition per day, attempts beside 
       VALUES (${`att_${ulid(e.at.getTime())}`}, ${e.id}, 'sub_01JMIGSUBSCRIPTIONAAAAAAAA', ${e.at}, 12, false, 500, 'automatic')`;
   }
   const before = (await sql`SELECT id, xid::text AS xid, seq FROM events ORDER BY seq`) as { id: string; xid: string; seq: number }[];
-  await migrate(url, DELIVERER_MIGRATIONS);
+  // Up to 0004 (the next test carries on from there).
+  await migrate(url, migrationsBefore("0005_event_deliveries"));
 
   const after = (await sql`SELECT id, xid::text AS xid, seq, tableoid::regclass::text AS part FROM events ORDER BY seq`) as {
     id: string; xid: string; seq: number; part: string;
@@ -140,4 +142,68 @@ test("partitioning carries every row over: a partition per day, attempts beside 
   expect(fresh!.part).toBe(dayName(now + 2 * 86_400_000));
   const [{ n }] = (await sql`SELECT count(*)::int AS n FROM pg_class WHERE relname IN ('events_unpartitioned', 'delivery_attempts_unpartitioned')`) as [{ n: number }];
   expect(n).toBe(0);
+}, 60_000);
+
+test("the delivery state moves to event_deliveries: every event keeps its state, in the partition of its day", async () => {
+  const { url, sql } = await freshDatabase("delmigstate");
+  await migrate(url, migrationsBefore("0005_event_deliveries"));
+  const now = Date.now();
+  const day = 86_400_000;
+  // A partition for each day back to 5 days ago; the event 50 days old sits in the default partition.
+  for (let d = 5; d >= 1; d--) await sql`SELECT deliverer_ensure_partition('events', ${new Date(now - d * day).toISOString().slice(0, 10)}::date)`;
+  const states = [
+    { ago: 50 * day, status: "failed", attempts: 7, count: 0, rs: 500, rb: "nope", next: null, held: false, trigger: "automatic" },
+    { ago: 3 * day, status: "delivered", attempts: 2, count: 3, rs: 200, rb: "ok", next: null, held: false, trigger: "manual" },
+    { ago: 2 * day, status: "pending", attempts: 1, count: 0, rs: 503, rb: "later", next: new Date(now + 60_000), held: false, trigger: "automatic" },
+    { ago: 1 * day, status: "pending", attempts: 0, count: 0, rs: null, rb: null, next: new Date(now - 5_000), held: true, trigger: "automatic" },
+    { ago: 60_000, status: "pending", attempts: 0, count: 0, rs: null, rb: null, next: new Date(now), held: false, trigger: "manual" },
+  ].map((st, i) => ({ ...st, id: `evt_${ulid(now - st.ago)}`, at: new Date(now - st.ago), updated: new Date(now - st.ago + 1_000 + i) }));
+  for (const e of states) {
+    await sql`INSERT INTO events (id, subscription_id, key_id, kind, payload, status, attempts, delivery_count, response_status,
+        response_body, next_attempt_at, held, trigger, created_at, updated_at)
+      VALUES (${e.id}, 'sub_01JMIGSUBSCRIPTIONAAAAAAAA', 'key_01JMIGKEYAAAAAAAAAAAAAAAAA', 'service.ping', ${JSON.stringify({ id: e.id })}::text::jsonb,
+        ${e.status}, ${e.attempts}, ${e.count}, ${e.rs}, ${e.rb}, ${e.next}, ${e.held}, ${e.trigger}, ${e.at}, ${e.updated})`;
+  }
+  const before = (await sql`SELECT id, xid::text AS xid, seq, payload FROM events ORDER BY seq`) as unknown[];
+  await migrate(url, DELIVERER_MIGRATIONS);
+
+  // The events themselves are untouched, and no longer carry the state.
+  expect(await sql`SELECT id, xid::text AS xid, seq, payload FROM events ORDER BY seq`).toEqual(before);
+  const cols = (await sql`SELECT column_name AS c FROM information_schema.columns WHERE table_name = 'events' ORDER BY ordinal_position`) as { c: string }[];
+  expect(cols.map((r) => r.c)).toEqual([
+    "id", "subscription_id", "key_id", "kind", "chain_id", "tx_id", "log_index", "addresses", "internal_index", "payload", "created_at", "xid", "seq",
+  ]);
+  const eventIndexes = (await sql`SELECT indexname AS i FROM pg_indexes WHERE tablename = 'events' ORDER BY 1`) as { i: string }[];
+  expect(eventIndexes.map((r) => r.i)).toEqual([
+    "events_key_chain_page_idx", "events_key_kind_page_idx", "events_key_page_idx", "events_pkey", "events_stream_idx",
+    "events_subscription_page_idx", "events_tx_idx",
+  ]);
+
+  const rows = (await sql`SELECT event_id, created_at, subscription_id, key_id, status, attempts, delivery_count, response_status,
+      response_body, next_attempt_at, held, trigger, updated_at, tableoid::regclass::text AS part
+    FROM event_deliveries ORDER BY created_at`) as {
+    event_id: string; created_at: Date; subscription_id: string; key_id: string; status: string; attempts: number; delivery_count: number;
+    response_status: number | null; response_body: string | null; next_attempt_at: Date | null; held: boolean; trigger: string; updated_at: Date; part: string;
+  }[];
+  const partOf = (e: (typeof states)[number]) =>
+    e.ago > 5 * day ? "event_deliveries_default" : `event_deliveries_p${e.at.toISOString().slice(0, 10).replaceAll("-", "")}`;
+  expect(rows.map((r) => ({ ...r, created_at: r.created_at.getTime(), updated_at: r.updated_at.getTime(), next_attempt_at: r.next_attempt_at?.getTime() ?? null })))
+    .toEqual(states.map((e) => ({
+      event_id: e.id, created_at: e.at.getTime(), subscription_id: "sub_01JMIGSUBSCRIPTIONAAAAAAAA", key_id: "key_01JMIGKEYAAAAAAAAAAAAAAAAA",
+      status: e.status, attempts: e.attempts, delivery_count: e.count, response_status: e.rs, response_body: e.rb,
+      next_attempt_at: e.next?.getTime() ?? null, held: e.held, trigger: e.trigger, updated_at: e.updated.getTime(), part: partOf(e),
+    })));
+  // Every daily partition of events has its twin, with the same bounds.
+  const bounds = (parent: string) =>
+    sql`SELECT regexp_replace(c.relname, '^' || ${parent} || '_', '') AS name, pg_get_expr(c.relpartbound, c.oid) AS bound
+      FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = ${parent} ORDER BY 1`;
+  expect(await bounds("event_deliveries")).toEqual(await bounds("events"));
+  // The schedule's reads find the pending, not held events through the partial index; the held one through its own.
+  const pending = (await sql`SELECT event_id FROM event_deliveries WHERE status = 'pending' AND NOT held ORDER BY next_attempt_at`) as { event_id: string }[];
+  expect(pending.map((r) => r.event_id)).toEqual([states[4]!.id, states[2]!.id]);
+  const indexes = (await sql`SELECT indexname AS i FROM pg_indexes WHERE tablename = 'event_deliveries' ORDER BY 1`) as { i: string }[];
+  expect(indexes.map((r) => r.i)).toEqual([
+    "event_deliveries_held_idx", "event_deliveries_key_status_page_idx", "event_deliveries_pending_idx", "event_deliveries_pkey",
+    "event_deliveries_subscription_status_page_idx",
+  ]);
 }, 60_000);

@@ -24,7 +24,7 @@ afterAll(async () => {
 }, 60_000);
 
 async function count(subscriptionId: string, status: string): Promise<number> {
-  const [row] = (await bed.sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${subscriptionId} AND status = ${status}`) as { n: number }[];
+  const [row] = (await bed.sql`SELECT count(*)::int AS n FROM event_deliveries WHERE subscription_id = ${subscriptionId} AND status = ${status}`) as { n: number }[];
   return row!.n;
 }
 
@@ -56,6 +56,6 @@ test("a destination that turns slow: queued claims past their start deadline are
   const perId = new Map<string, number>();
   for (const d of after) perId.set(d.headers["webhook-id"]!, (perId.get(d.headers["webhook-id"]!) ?? 0) + 1);
   expect([...perId.values()].filter((n) => n > 1)).toEqual([]);
-  const [attempts] = (await bed.sql`SELECT max(attempts)::int AS n FROM events WHERE subscription_id = ${sub.subscriptionId}`) as { n: number }[];
+  const [attempts] = (await bed.sql`SELECT max(attempts)::int AS n FROM event_deliveries WHERE subscription_id = ${sub.subscriptionId}`) as { n: number }[];
   expect(attempts!.n).toBeLessThan(7);
 }, 120_000);

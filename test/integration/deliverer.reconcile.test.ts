@@ -55,7 +55,7 @@ async function waitDelivered(ids: string[], timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const [row] = (await bed.sql`
-      SELECT count(*)::int AS n FROM events WHERE status = 'delivered' AND id IN ${bed.sql(ids)}`) as { n: number }[];
+      SELECT count(*)::int AS n FROM event_deliveries WHERE status = 'delivered' AND event_id IN ${bed.sql(ids)}`) as { n: number }[];
     if (row!.n === ids.length) return;
     if (Date.now() > deadline) throw new Error(`${ids.length - row!.n} of ${ids.length} events not delivered within ${timeoutMs} ms`);
     await Bun.sleep(50);
@@ -129,8 +129,8 @@ test("an event being attempted (leased, overdue in PostgreSQL) is not put back: 
   // Every event is mid-attempt, overdue by more than the grace, and many reconciliation passes have run.
   await Bun.sleep(GRACE_MS * 3);
   const [row] = (await bed.sql`
-    SELECT count(*)::int AS n FROM events
-    WHERE status = 'pending' AND next_attempt_at < ${new Date(Date.now() - GRACE_MS)} AND id IN ${bed.sql(ids)}`) as { n: number }[];
+    SELECT count(*)::int AS n FROM event_deliveries
+    WHERE status = 'pending' AND next_attempt_at < ${new Date(Date.now() - GRACE_MS)} AND event_id IN ${bed.sql(ids)}`) as { n: number }[];
   expect(row!.n).toBe(ids.length);
   for (const id of ids) expect(await inSchedule(id)).toEqual({ due: false, leased: true });
 

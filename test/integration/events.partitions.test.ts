@@ -58,15 +58,17 @@ interface Made {
 
 /**
  * Stored events of a subscription at the given times, as the deliverer writes them: the event (id a ULID of its
- * time), its transfer identity (block day = its day), its two address rows and one failed attempt.
+ * time), its delivery state, its transfer identity (block day = its day), its two address rows and one failed attempt.
  */
 async function store(sub: { id: string; keyId: string }, times: number[], status = "failed"): Promise<Made[]> {
   const made = times.map((at) => ({ id: `evt_${ulid(at)}`, at, tx: crypto.randomUUID().replaceAll("-", "").repeat(2) }));
   const rows = JSON.stringify(made.map((m) => ({ id: m.id, at: new Date(m.at).toISOString(), tx: m.tx, att: `att_${ulid(m.at)}` })));
   await db`WITH v AS (SELECT * FROM jsonb_to_recordset(${rows}::text::jsonb) AS v(id text, at timestamptz, tx text, att text)),
-    e AS (INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, status, created_at, updated_at)
+    e AS (INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, created_at)
       SELECT v.id, ${sub.id}, ${sub.keyId}, ARRAY[${PART_FROM}::text, ${PART_TO}::text], 'wallet.transfer.broadcasted', 'tron:mainnet', v.tx, -1,
-        jsonb_build_object('id', v.id, 'kind', 'wallet.transfer.broadcasted', 'data', '{}'::jsonb), ${status}, v.at, v.at FROM v),
+        jsonb_build_object('id', v.id, 'kind', 'wallet.transfer.broadcasted', 'data', '{}'::jsonb), v.at FROM v),
+    d AS (INSERT INTO event_deliveries (event_id, created_at, subscription_id, key_id, status, updated_at)
+      SELECT v.id, v.at, ${sub.id}, ${sub.keyId}, ${status}, v.at FROM v),
     k AS (INSERT INTO event_transfer_keys (subscription_id, kind, chain_id, tx_id, log_index, internal_index, block_day, event_id, event_created_at)
       SELECT ${sub.id}, 'wallet.transfer.broadcasted', 'tron:mainnet', v.tx, -1, -1, (v.at AT TIME ZONE 'UTC')::date, v.id, v.at FROM v),
     a AS (INSERT INTO event_addresses (key_id, address, created_at, event_id)
@@ -119,17 +121,19 @@ describe("retention", () => {
     // Whole days: the partitions themselves are gone, of every table that shares the events' days.
     expect(await parts()).toEqual([]);
     for (const d of [40, 35]) {
-      for (const table of ["events", "delivery_attempts", "event_addresses", "event_transfer_keys"]) {
+      for (const table of ["events", "event_deliveries", "delivery_attempts", "event_addresses", "event_transfer_keys"]) {
         expect(dropped).toContain(`${table}_p${dayName(now - d * DAY)}`);
       }
     }
     const oldIds = old.map((e) => e.id);
     const keptIds = kept.map((e) => e.id);
     expect(await count("events", "id", oldIds)).toBe(0);
+    expect(await count("event_deliveries", "event_id", oldIds)).toBe(0);
     expect(await count("delivery_attempts", "event_id", oldIds)).toBe(0);
     expect(await count("event_addresses", "event_id", oldIds)).toBe(0);
     expect(await count("event_transfer_keys", "event_id", oldIds)).toBe(0);
     expect(await count("events", "id", keptIds)).toBe(4);
+    expect(await count("event_deliveries", "event_id", keptIds)).toBe(4);
     expect(await count("delivery_attempts", "event_id", keptIds)).toBe(4);
     expect(await count("event_addresses", "event_id", keptIds)).toBe(8);
     expect(await count("event_transfer_keys", "event_id", keptIds)).toBe(4);
@@ -145,8 +149,9 @@ describe("retention", () => {
 
     // Upkeep makes today's and the next days' partitions, and a second pass drops nothing more.
     await deliverer.partitions.maintain(now);
-    const [{ n }] = (await db`SELECT count(*)::int AS n FROM pg_class WHERE relname = ${`events_p${dayName(now + 3 * DAY)}`}`) as [{ n: number }];
-    expect(n).toBe(1);
+    const ahead = ["events", "event_deliveries"].map((t) => `${t}_p${dayName(now + 3 * DAY)}`);
+    const [{ n }] = (await db`SELECT count(*)::int AS n FROM pg_class WHERE relname IN ${db(ahead)}`) as [{ n: number }];
+    expect(n).toBe(2);
     expect(await deliverer.partitions.dropExpired(now)).toEqual([]);
   }, 120_000);
 });
@@ -194,10 +199,12 @@ describe("deleting a subscription with many events", () => {
     const other = await subscription();
     const total = 30_000;
     // Delivered events (nothing in the schedule), each with an attempt and two address rows.
-    await db`WITH e AS (INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, status, created_at, updated_at)
+    await db`WITH e AS (INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, created_at)
         SELECT 'evt_P' || lpad(g::text, 25, '0'), ${sub.id}, ${sub.keyId}, ARRAY[${PURGE_A}::text, 'TPurge' || g], 'wallet.transfer.broadcasted',
-          'tron:mainnet', md5(g::text), -1, '{}'::jsonb, 'delivered', now() - g * interval '10 ms', now()
+          'tron:mainnet', md5(g::text), -1, '{}'::jsonb, now() - g * interval '10 ms'
         FROM generate_series(1, ${total}) g RETURNING id, created_at, addresses),
+      d AS (INSERT INTO event_deliveries (event_id, created_at, subscription_id, key_id, status, updated_at)
+        SELECT e.id, e.created_at, ${sub.id}, ${sub.keyId}, 'delivered', now() FROM e),
       a AS (INSERT INTO event_addresses (key_id, address, created_at, event_id) SELECT ${sub.keyId}, x, e.created_at, e.id FROM e, unnest(e.addresses) x)
       INSERT INTO delivery_attempts (id, event_id, event_created_at, subscription_id, attempted_at, duration_ms, ok, response_status, trigger)
         SELECT 'att_' || substr(e.id, 5), e.id, e.created_at, ${sub.id}, e.created_at, 3, true, 200, 'automatic' FROM e`;
@@ -219,6 +226,7 @@ describe("deleting a subscription with many events", () => {
     await until("the purge to finish", async () => {
       const [r] = (await db`SELECT
           (SELECT count(*) FROM events WHERE subscription_id = ${sub.id})::int
+        + (SELECT count(*) FROM event_deliveries WHERE subscription_id = ${sub.id})::int
         + (SELECT count(*) FROM delivery_attempts WHERE subscription_id = ${sub.id})::int
         + (SELECT count(*) FROM event_addresses WHERE key_id = ${sub.keyId})::int
         + (SELECT count(*) FROM event_purges WHERE subscription_id = ${sub.id})::int AS n`) as [{ n: number }];
@@ -226,6 +234,7 @@ describe("deleting a subscription with many events", () => {
     }, 120_000, 200);
     // Another subscription's events are untouched.
     expect(await count("events", "id", keep.map((e) => e.id))).toBe(1);
+    expect(await count("event_deliveries", "event_id", keep.map((e) => e.id))).toBe(1);
     expect(await count("event_addresses", "event_id", keep.map((e) => e.id))).toBe(2);
   }, 180_000);
 
@@ -243,6 +252,7 @@ describe("deleting a subscription with many events", () => {
       await restarted.stop();
     }
     expect(await count("delivery_attempts", "event_id", made.map((e) => e.id))).toBe(0);
+    expect(await count("event_deliveries", "event_id", made.map((e) => e.id))).toBe(0);
     const [{ n }] = (await db`SELECT count(*)::int AS n FROM event_purges WHERE subscription_id = ${sub.id}`) as [{ n: number }];
     expect(n).toBe(0);
   }, 60_000);

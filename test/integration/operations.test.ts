@@ -218,15 +218,20 @@ describe("GET /v1/events", () => {
     // 60,000 rows over 50 keys spread across 6 days, each day in its own partition: big enough that the planner's
     // honest choice shows, and every page may have to cross a partition boundary.
     await deliverer.partitions.ensure(new Date(Date.now() - 6 * day), new Date());
-    await sql`INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, status, created_at, updated_at)
+    await sql`INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, created_at)
       SELECT 'evt_X' || lpad(g::text, 25, '0'), 'sub_X' || (g % 500), 'key_X' || (g % 50),
         ARRAY['TA' || (g % 5000), 'TB' || g], CASE WHEN g % 3 = 0 THEN 'service.ping' ELSE 'wallet.transfer.confirmed' END,
         CASE g % 3 WHEN 0 THEN 'tron:mainnet' WHEN 1 THEN 'tron:nile' ELSE 'tron:shasta' END, md5(g::text) || md5(g::text), 0, '{}'::jsonb,
-        CASE WHEN g % 10 = 0 THEN 'failed' ELSE 'delivered' END, now() - g * interval '8 seconds', now()
+        now() - g * interval '8 seconds'
       FROM generate_series(1, 60000) g`;
+    await sql`INSERT INTO event_deliveries (event_id, created_at, subscription_id, key_id, status, updated_at)
+      SELECT e.id, e.created_at, e.subscription_id, e.key_id,
+        CASE WHEN substr(e.id, 6)::int % 10 = 0 THEN 'failed' ELSE 'delivered' END, now()
+      FROM events e WHERE e.id LIKE 'evt_X%'`;
     await sql`INSERT INTO event_addresses (key_id, address, created_at, event_id)
       SELECT e.key_id, a, e.created_at, e.id FROM events e, unnest(e.addresses) a WHERE e.id LIKE 'evt_X%'`;
     await sql`ANALYZE events`;
+    await sql`ANALYZE event_deliveries`;
     await sql`ANALYZE event_addresses`;
     const [{ parts }] = (await sql`SELECT count(DISTINCT tableoid)::int AS parts FROM events WHERE id LIKE 'evt_X%'`) as [{ parts: number }];
     expect(parts).toBeGreaterThanOrEqual(6);
@@ -265,11 +270,19 @@ describe("GET /v1/events", () => {
         const plan = plans.join("\n");
         const label = `${name}${after ? " (next page)" : ""}`;
         if (process.env.SHOW_PLANS) console.log(label, "\n", plan);
-        // No sequential scan of any partition, and no sort of the matches: the page is read in index order.
-        expect([label, /Seq Scan on (events|event_addresses)/.test(plan), /\bSort\s+\(cost/.test(plan)]).toEqual([label, false, false]);
+        // No sequential scan of any partition, and no sort of the matches: the page is read in index order. The
+        // event and its delivery state are joined per row of the page (a nested loop probing by key), never by
+        // reading one side whole for a hash or merge join.
+        expect([label, /Seq Scan on (events|event_addresses|event_deliveries)/.test(plan), /\bSort\s+\(cost/.test(plan), /Hash Join|Merge Join/.test(plan)])
+          .toEqual([label, false, false, false]);
+        // The status lives in event_deliveries: the page is a range of that table's (key, status, …) index (bounded
+        // by nothing but the key, the status and the cursor's time; not a probe by event id).
+        const statusRange = /using \S*key_id_status\S* on event_deliveries_\S+ [^\n]*\n\s*Index Cond: \(\(key_id = 'key_X7'::text\) AND \(status = 'failed'::text\)(\)\n| AND \(created_at <= )/;
+        if (name === "status") expect([label, statusRange.test(plan)]).toEqual([label, true]);
       }
     }
     await sql`DELETE FROM event_addresses WHERE event_id LIKE 'evt_X%'`;
+    await sql`DELETE FROM event_deliveries WHERE event_id LIKE 'evt_X%'`;
     await sql`DELETE FROM events WHERE id LIKE 'evt_X%'`;
   }, 180_000);
 });

@@ -46,12 +46,12 @@ describe("one outcome write with acked and failed publishes", () => {
       }
       bed.deliverer!.worker.start();
       await until("every event attempted once", async () => {
-        const [row] = (await bed.sql`SELECT count(*)::int AS n FROM events WHERE attempts = 1`) as { n: number }[];
+        const [row] = (await bed.sql`SELECT count(*)::int AS n FROM event_deliveries WHERE attempts = 1`) as { n: number }[];
         return row!.n === 4 * PER_DESTINATION;
       }, 30_000);
 
-      const rows = (await bed.sql`SELECT id, status, attempts, delivery_count, response_status, response_body, next_attempt_at, updated_at
-        FROM events`) as { id: string; status: string; attempts: number; delivery_count: number; response_status: number | null; response_body: string; next_attempt_at: Date | null; updated_at: Date }[];
+      const rows = (await bed.sql`SELECT event_id AS id, status, attempts, delivery_count, response_status, response_body, next_attempt_at, updated_at
+        FROM event_deliveries`) as { id: string; status: string; attempts: number; delivery_count: number; response_status: number | null; response_body: string; next_attempt_at: Date | null; updated_at: Date }[];
       // One statement wrote them all (its now() is the one updated_at), so the batch really mixed the outcomes.
       expect(new Set(rows.map((r) => new Date(r.updated_at).getTime())).size).toBe(1);
       const byId = new Map(rows.map((r) => [r.id, r]));
@@ -138,19 +138,19 @@ describe("a deliverer killed mid-batch", () => {
       await until("the first messages", async () => route.received.length >= 300, 30_000);
       first.kill("SIGKILL");
       await first.exited;
-      const [atKill] = (await bed.sql`SELECT count(*)::int AS n FROM events WHERE status = 'delivered'`) as { n: number }[];
+      const [atKill] = (await bed.sql`SELECT count(*)::int AS n FROM event_deliveries WHERE status = 'delivered'`) as { n: number }[];
       expect(atKill!.n).toBeLessThan(ids.length);
 
       const second = spawnDeliverer();
       await until("every event delivered", async () => {
-        const [row] = (await bed.sql`SELECT count(*)::int AS n FROM events WHERE status = 'delivered'`) as { n: number }[];
+        const [row] = (await bed.sql`SELECT count(*)::int AS n FROM event_deliveries WHERE status = 'delivered'`) as { n: number }[];
         return row!.n === ids.length;
       }, 60_000);
       second.kill("SIGTERM");
       expect(await second.exited).toBe(0);
       // At least once: every event reached the queue, a copy per attempt at most (same message_id).
       await until("every message in the queue", async () => new Set(route.received.map((m) => m.messageId)).size === ids.length, 10_000);
-      const [row] = (await bed.sql`SELECT count(*)::int AS n FROM events WHERE status <> 'delivered' OR delivery_count <> 1`) as { n: number }[];
+      const [row] = (await bed.sql`SELECT count(*)::int AS n FROM event_deliveries WHERE status <> 'delivered' OR delivery_count <> 1`) as { n: number }[];
       expect(row!.n).toBe(0);
     } finally {
       await route.close();
