@@ -153,14 +153,14 @@ export async function queueBench(events: number): Promise<void> {
           if ((await finishedCount()) - finished0 >= events) {
             const cpu = process.cpuUsage(cpu0);
             const ms = performance.now() - start;
-            const [row] = (await sql`SELECT count(*)::int AS n FROM events WHERE subscription_id IN ${sql(subIds)} AND status = 'delivered'`) as [{ n: number }];
+            const [row] = (await sql`SELECT count(*)::int AS n FROM event_deliveries WHERE subscription_id IN ${sql(subIds)} AND status = 'delivered'`) as [{ n: number }];
             if (row.n < events) throw new Error(`the worker counted ${events} finished but PostgreSQL has ${row.n} delivered`);
             console.log(`  cpu ${(((cpu.user + cpu.system) / 1000 / ms) * 100).toFixed(0)}% of one core, ${Math.round((cpu.user + cpu.system) / events)} µs per delivery`);
             return rate(events, ms);
           }
           if (Date.now() - lastCheck > 1_000) {
             lastCheck = Date.now();
-            const failed = (await sql`SELECT response_body AS b FROM events WHERE subscription_id IN ${sql(subIds)} AND status <> 'delivered' AND attempts > 0 LIMIT 1`) as { b: string }[];
+            const failed = (await sql`SELECT response_body AS b FROM event_deliveries WHERE subscription_id IN ${sql(subIds)} AND status <> 'delivered' AND attempts > 0 LIMIT 1`) as { b: string }[];
             if (failed[0]) throw new Error(`an attempt failed: ${failed[0].b}`);
           }
           if (Date.now() > deadline) throw new Error(`only ${(await finishedCount()) - finished0} of ${events} delivered`);

@@ -116,9 +116,12 @@ export default async function bench(): Promise<void> {
         const payload = { id, kind: "wallet.transfer.broadcasted", date: new Date().toISOString(), subscriptionId: bullSub, data };
         return { id, tx: t.txId, li: t.logIndex, payload };
       });
-      await sql`INSERT INTO events (id, subscription_id, kind, chain_id, tx_id, log_index, payload, status, created_at, updated_at, next_attempt_at)
-        SELECT v.id, ${bullSub}, 'wallet.transfer.broadcasted', 'tron:mainnet', v.tx, v.li, v.payload, 'pending', now(), now(), now()
-        FROM jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) AS v(id text, tx text, li int, payload jsonb)`;
+      await sql`WITH e AS (INSERT INTO events (id, subscription_id, kind, chain_id, tx_id, log_index, payload, created_at)
+          SELECT v.id, ${bullSub}, 'wallet.transfer.broadcasted', 'tron:mainnet', v.tx, v.li, v.payload, now()
+          FROM jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) AS v(id text, tx text, li int, payload jsonb)
+          RETURNING id, created_at)
+        INSERT INTO event_deliveries (event_id, created_at, subscription_id, status, next_attempt_at, updated_at)
+        SELECT e.id, e.created_at, ${bullSub}, 'pending', now(), now() FROM e`;
       await queue.addBulk(rows.map((r) => ({ name: "deliver", data: { eventId: r.id }, opts: { jobId: r.id, attempts: 7, backoff: { type: "custom" }, removeOnComplete: true } })));
     }
     const bullEnqueueMs = performance.now() - t0;
@@ -130,15 +133,16 @@ export default async function bench(): Promise<void> {
     const worker = new Worker(
       "deliveries",
       async (job) => {
-        const [row] = (await pool`SELECT id, subscription_id, attempts, payload FROM events WHERE id = ${job.data.eventId as string}`) as [{ id: string; subscription_id: string; attempts: number; payload: unknown }];
+        const [row] = (await pool`SELECT e.id, e.subscription_id, e.created_at, d.attempts, e.payload FROM events e
+          JOIN event_deliveries d ON d.event_id = e.id AND d.created_at = e.created_at WHERE e.id = ${job.data.eventId as string}`) as [{ id: string; subscription_id: string; created_at: Date; attempts: number; payload: unknown }];
         const target = (await targets.get([row.subscription_id])).get(row.subscription_id)!;
         const body = renderPayload(row.payload);
         const headers = deliveryHeaders({ eventId: row.id, subscriptionId: row.subscription_id, secrets: target.secrets, body, at: new Date() });
         const out = await sender.send({ url: target.url, body, headers });
         const attempts = row.attempts + 1;
         const status = out.ok ? "delivered" : attempts >= schedule.length ? "failed" : "pending";
-        await pool`UPDATE events SET status = ${status}, attempts = ${attempts}, delivery_count = delivery_count + ${out.ok ? 1 : 0},
-          response_status = ${out.status}, response_body = ${out.body}, updated_at = now() WHERE id = ${row.id}`;
+        await pool`UPDATE event_deliveries SET status = ${status}, attempts = ${attempts}, delivery_count = delivery_count + ${out.ok ? 1 : 0},
+          response_status = ${out.status}, response_body = ${out.body}, updated_at = now() WHERE event_id = ${row.id} AND created_at = ${row.created_at}`;
         if (!out.ok) throw new Error(out.body);
       },
       {

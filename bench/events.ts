@@ -139,16 +139,17 @@ export default async function main(): Promise<void> {
       const suffix = day.replaceAll("-", "");
       const bounds = `FROM ('${day} 00:00:00+00') TO ('${new Date(dayStart + DAY).toISOString().slice(0, 10)} 00:00:00+00')`;
       // The deliverer made today's partition already (empty): it is replaced by the loaded one.
-      await db.unsafe(`DROP TABLE IF EXISTS events_p${suffix}, event_addresses_p${suffix}`);
+      await db.unsafe(`DROP TABLE IF EXISTS events_p${suffix}, event_deliveries_p${suffix}, event_addresses_p${suffix}`);
       await db.unsafe(`CREATE TABLE events_p${suffix} (LIKE events INCLUDING DEFAULTS)`);
+      await db.unsafe(`CREATE TABLE event_deliveries_p${suffix} (LIKE event_deliveries INCLUDING DEFAULTS)`);
       await db.unsafe(`CREATE TABLE event_addresses_p${suffix} (LIKE event_addresses INCLUDING DEFAULTS)`);
       await db.unsafe(`
-        INSERT INTO events_p${suffix} (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, status, created_at, updated_at, seq)
+        INSERT INTO events_p${suffix} (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, created_at, seq)
         SELECT tt.id, s.sub, s.key, s.addrs, 'wallet.transfer.broadcasted', 'tron:mainnet', tt.tx, -1,
           jsonb_build_object('id', tt.id, 'kind', 'wallet.transfer.broadcasted', 'date', to_timestamp(t / 1000.0),
             'data', jsonb_build_object('chainId', 'tron:mainnet', 'txId', tt.tx, 'blockNumber', 60000000 + g / 10,
               'from', s.addrs[1], 'to', s.addrs[2], 'amount', (g * 1000)::text, 'asset', jsonb_build_object('type', 'trx', 'decimals', 6))),
-          s.status, to_timestamp(t / 1000.0), to_timestamp(t / 1000.0), g
+          to_timestamp(t / 1000.0), g
         FROM generate_series(${lo}::bigint, ${hi}::bigint) g,
           -- A txId is 64 hex digits, as the API requires of the ones it is queried with.
           LATERAL (SELECT ${startMs}::bigint + g * ${stepMs} AS t, 'evt_' || bench_ulid(${startMs}::bigint + g * ${stepMs}, g) AS id,
@@ -156,17 +157,21 @@ export default async function main(): Promise<void> {
           LATERAL (SELECT
             CASE WHEN g > ${total - recoverEvents} THEN '${recSub}' WHEN g % 100 = 0 THEN '${sub}' ELSE 'sub_O' || (g % 1000) END AS sub,
             CASE WHEN g > ${total - recoverEvents} OR g % 100 = 0 THEN '${keyId}' ELSE 'key_O' || (g % 999) END AS key,
-            CASE WHEN g > ${total - recoverEvents} THEN 'failed' ELSE 'delivered' END AS status,
             -- "from" is one of ${RARE_ADDRESSES} valid addresses (about 10 events each at 10,000,000); the benchmark
             -- key's "to" one of 10 valid busy addresses (about 10,000 events each). The other keys' "to" is a unique
             -- placeholder no query asks for (one per row: too many to make real ones cheaply). The pool is read by a
             -- scalar subquery (one primary-key probe a row) rather than a join, which may hash and so reorder the
             -- rows: written in g order, each partition's heap stays in created_at order, as a live one is.
             ARRAY[(SELECT address FROM bench_addresses WHERE n = g % ${poolSize}), CASE WHEN g % 100 = 0 THEN (ARRAY[${hot}])[(g / 100 % 10) + 1] ELSE 'TT' || g END] AS addrs) s`);
+      // The recover subscription's events failed; every other one was delivered.
+      await db.unsafe(`INSERT INTO event_deliveries_p${suffix} (event_id, created_at, subscription_id, key_id, status, updated_at)
+        SELECT e.id, e.created_at, e.subscription_id, e.key_id, CASE WHEN e.subscription_id = '${recSub}' THEN 'failed' ELSE 'delivered' END, e.created_at
+        FROM events_p${suffix} e`);
       await db.unsafe(`INSERT INTO event_addresses_p${suffix} (key_id, address, created_at, event_id)
         SELECT e.key_id, a, e.created_at, e.id FROM events_p${suffix} e, unnest(e.addresses) a`);
       const attachAt = performance.now();
       await db.unsafe(`ALTER TABLE events ATTACH PARTITION events_p${suffix} FOR VALUES ${bounds}`);
+      await db.unsafe(`ALTER TABLE event_deliveries ATTACH PARTITION event_deliveries_p${suffix} FOR VALUES ${bounds}`);
       await db.unsafe(`ALTER TABLE event_addresses ATTACH PARTITION event_addresses_p${suffix} FOR VALUES ${bounds}`);
       timing.attach += performance.now() - attachAt;
     }
@@ -175,6 +180,7 @@ export default async function main(): Promise<void> {
     // What autovacuum does to a day's partition once it stops changing: statistics, and the visibility map that lets
     // an index-only scan skip the heap.
     await db.unsafe("VACUUM ANALYZE events");
+    await db.unsafe("VACUUM ANALYZE event_deliveries");
     await db.unsafe("VACUUM ANALYZE event_addresses");
     const [{ n, parts }] = (await db`SELECT count(*)::int AS n, count(DISTINCT tableoid)::int AS parts FROM events`) as [{ n: number; parts: number }];
     console.log(`generated ${n} events in ${parts} daily partitions in ${((performance.now() - started) / 1000).toFixed(1)} s (address pool of ${poolSize} ${(poolMs / 1000).toFixed(1)} s, rows ${((timing.insert - poolMs) / 1000).toFixed(1)} s, ATTACH with its index builds ${(timing.attach / 1000).toFixed(1)} s)`);

@@ -308,7 +308,7 @@ async function startReceiverProcess(port: number, pki: TestPki, secrets: string[
  * no counter to poll: every scrape collects heap statistics, which cost ~25 ms of the deliverer's CPU in Bun).
  */
 async function deliveredCount(db: SQL): Promise<number> {
-  const [row] = (await db`SELECT count(*)::int AS n FROM events WHERE status = 'delivered'`) as { n: number }[];
+  const [row] = (await db`SELECT count(*)::int AS n FROM event_deliveries WHERE status = 'delivered'`) as { n: number }[];
   return row?.n ?? 0;
 }
 
