@@ -160,6 +160,37 @@ const { eventId: _eventId, createdAt: _createdAt, subscriptionId: _subscriptionI
   getTableColumns(eventDeliveries);
 const eventRowColumns = { ...getTableColumns(events), ...stateColumns };
 
+/** The delivery state of an event_deliveries row (EventRow's part of it). */
+function stateOf(row: typeof eventDeliveries.$inferSelect): Pick<EventRow, keyof typeof stateColumns> {
+  const { eventId: _e, createdAt: _c, subscriptionId: _s, keyId: _k, ...state } = row;
+  return state;
+}
+
+/** Leaves out the events of a subscription being purged (deliverer/purge.ts). */
+function notPurged(subscriptionId: PgColumn): SQL {
+  return sql`NOT EXISTS (SELECT 1 FROM ${eventPurges} p WHERE p.subscription_id = ${subscriptionId})`;
+}
+
+/** What a page of events may be filtered by (GET /v1/events, a subscription's list). */
+interface PageFilters {
+  keyId?: string | undefined;
+  subscriptionId?: string | undefined;
+  status?: EventStatus | undefined;
+  txId?: string | undefined;
+  chainId?: string | undefined;
+  kind?: string | undefined;
+  since?: Date | undefined;
+  until?: Date | undefined;
+  /** Leave out the events of subscriptions being purged. */
+  skipPurged?: boolean;
+}
+
+/** A page's statement (its text for EXPLAIN) and its run, mapped to EventRows. */
+interface PageQuery {
+  query: { toSQL(): { sql: string; params: unknown[] } };
+  run(): Promise<EventRow[]>;
+}
+
 /** created_at in [from, to] on both tables of the join. */
 function bothBetween(from: Date, to: Date): SQL {
   return and(between(events.createdAt, from, to), between(deliveries.createdAt, from, to))!;
@@ -565,12 +596,8 @@ export class DelivererStore {
   listEvents(subscriptionId: string, status: EventStatus | undefined, limit: number, after: PageCursor | undefined): Promise<EventRow[]> {
     return withDatabase(() => {
       // With a status the page is a range of event_deliveries_subscription_status_page_idx, else of
-      // events_subscription_page_idx (newestFirst).
-      // (The subscription is written on one table only: see eventFilters.)
-      const conds = status
-        ? [eq(deliveries.subscriptionId, subscriptionId), eq(deliveries.status, status)]
-        : [eq(events.subscriptionId, subscriptionId)];
-      return this.newestFirst(conds, limit, after);
+      // events_subscription_page_idx (pageQuery).
+      return this.pageQuery({ subscriptionId, status }, limit, after).run();
     });
   }
 
@@ -643,7 +670,7 @@ export class DelivererStore {
    */
   searchEvents(q: EventSearch, limit: number, after: PageCursor | undefined): Promise<EventRow[]> {
     return withDatabase(async () => {
-      if (!q.address) return this.searchQuery(q, limit, after);
+      if (!q.address) return this.searchQuery(q, limit, after).run();
       const out: EventRow[] = [];
       let cursor = after;
       // Other filters may drop some of an address's events: read further, in growing steps, until the page is full.
@@ -665,7 +692,7 @@ export class DelivererStore {
 
   /** The statements searchEvents runs, as text and parameters (test/integration/operations.test.ts checks their plans). */
   searchSql(q: EventSearch, limit: number, after: PageCursor | undefined): { sql: string; params: unknown[] }[] {
-    if (!q.address) return [this.searchQuery(q, limit, after).toSQL()];
+    if (!q.address) return [this.searchQuery(q, limit, after).query.toSQL()];
     const t = after ? new Date(after.t) : new Date();
     return [
       this.addressRefsQuery(q, limit + 1, after).toSQL(),
@@ -706,21 +733,10 @@ export class DelivererStore {
     return this.eventsOfRefsQuery(q, refs);
   }
 
-  /**
-   * The filters other than the address and the time range. With a status the key (and subscription) are written on
-   * event_deliveries only, beside the status, so its (key, status, …) index serves the page: written on both tables
-   * they would be counted twice in the planner's row estimate (it cannot know the two key columns are equal) and it
-   * would take the key's whole range of events instead.
-   */
+  /** The filters other than the address and the time range, on the events joined to their state (by id). */
   private eventFilters(q: EventSearch): SQL[] {
-    const owner = q.status
-      ? { key: deliveries.keyId, subscription: deliveries.subscriptionId }
-      : { key: events.keyId, subscription: events.subscriptionId };
-    const conds = [
-      eq(owner.key, q.keyId),
-      sql`NOT EXISTS (SELECT 1 FROM ${eventPurges} p WHERE p.subscription_id = ${owner.subscription})`,
-    ];
-    if (q.subscriptionId) conds.push(eq(owner.subscription, q.subscriptionId));
+    const conds = [eq(events.keyId, q.keyId), notPurged(events.subscriptionId)];
+    if (q.subscriptionId) conds.push(eq(events.subscriptionId, q.subscriptionId));
     if (q.status) conds.push(eq(deliveries.status, q.status));
     if (q.txId) conds.push(eq(events.txId, q.txId));
     if (q.chainId) conds.push(eq(events.chainId, q.chainId));
@@ -728,30 +744,75 @@ export class DelivererStore {
     return conds;
   }
 
-  private searchQuery(q: EventSearch, limit: number, after: PageCursor | undefined) {
-    const conds = this.eventFilters(q);
-    if (q.since) conds.push(gte(events.createdAt, q.since), gte(deliveries.createdAt, q.since));
-    if (q.until) conds.push(lt(events.createdAt, q.until), lt(deliveries.createdAt, q.until));
-    return this.newestFirst(conds, limit, after);
+  private searchQuery(q: EventSearch, limit: number, after: PageCursor | undefined): PageQuery {
+    return this.pageQuery({ ...q, skipPurged: true }, limit, after);
   }
 
-  /** Events joined to their delivery state (EventRow). */
+  /** Events joined to their delivery state (EventRow): for lookups by id, whose bounds prune both tables. */
   private selectEvents() {
     return this.db.select(eventRowColumns).from(events).innerJoin(deliveries, deliveryOfEvent);
   }
 
   /**
-   * One page of events matching `conds`, newest first, after the cursor, with one extra row to tell if more follow.
-   * The order (created_at, id) is the same on both tables (the join equates them), so the page may be an index range
-   * of either, whichever holds the filter; the other is probed by (id, created_at) per row. The cursor's time bound is
-   * written on both tables, so each skips its partitions newer than the cursor.
+   * One page of events, newest first, after the cursor, with one extra row to tell if more follow. With a status the
+   * page is a range of an event_deliveries (…, status, created_at, event_id) index, each row's event read by its
+   * (id, created_at); otherwise a range of an events index, each row's state read the same way. The other side is a
+   * LATERAL subquery (LIMIT 1: one row per event, and never flattened into a join): the planner estimates a join on
+   * two unique columns (id and created_at) at about one row, so a plain join under LIMIT was planned as a hash join of
+   * the key's every event with every state (hundreds of ms); a lateral probe is a nested loop by construction, each
+   * probe visiting one partition (run-time pruning on created_at).
    */
-  private newestFirst(conds: SQL[], limit: number, after: PageCursor | undefined) {
-    if (after) conds.push(beforeCursor(events.createdAt, events.id, after), lte(deliveries.createdAt, new Date(after.t)));
-    return this.selectEvents()
+  private pageQuery(f: PageFilters, limit: number, after: PageCursor | undefined): PageQuery {
+    if (f.status) {
+      const e = this.db
+        .select(getTableColumns(events))
+        .from(events)
+        .where(and(eq(events.id, deliveries.eventId), eq(events.createdAt, deliveries.createdAt)))
+        .limit(1)
+        .as("e");
+      const conds: SQL[] = [eq(deliveries.status, f.status)];
+      if (f.keyId) conds.push(eq(deliveries.keyId, f.keyId));
+      if (f.subscriptionId) conds.push(eq(deliveries.subscriptionId, f.subscriptionId));
+      if (f.skipPurged) conds.push(notPurged(deliveries.subscriptionId));
+      if (f.txId) conds.push(eq(e.txId, f.txId));
+      if (f.chainId) conds.push(eq(e.chainId, f.chainId));
+      if (f.kind) conds.push(eq(e.kind, f.kind));
+      if (f.since) conds.push(gte(deliveries.createdAt, f.since));
+      if (f.until) conds.push(lt(deliveries.createdAt, f.until));
+      if (after) conds.push(beforeCursor(deliveries.createdAt, deliveries.eventId, after));
+      const query = this.db
+        .select()
+        .from(deliveries)
+        .innerJoinLateral(e, sql`true`)
+        .where(and(...conds))
+        .orderBy(desc(deliveries.createdAt), desc(deliveries.eventId))
+        .limit(limit + 1);
+      return { query, run: async () => (await query).map((r) => ({ ...r.e, ...stateOf(r.event_deliveries) })) };
+    }
+    const d = this.db
+      .select(stateColumns)
+      .from(deliveries)
+      .where(and(eq(deliveries.eventId, events.id), eq(deliveries.createdAt, events.createdAt)))
+      .limit(1)
+      .as("d");
+    const conds: SQL[] = [];
+    if (f.keyId) conds.push(eq(events.keyId, f.keyId));
+    if (f.subscriptionId) conds.push(eq(events.subscriptionId, f.subscriptionId));
+    if (f.skipPurged) conds.push(notPurged(events.subscriptionId));
+    if (f.txId) conds.push(eq(events.txId, f.txId));
+    if (f.chainId) conds.push(eq(events.chainId, f.chainId));
+    if (f.kind) conds.push(eq(events.kind, f.kind));
+    if (f.since) conds.push(gte(events.createdAt, f.since));
+    if (f.until) conds.push(lt(events.createdAt, f.until));
+    if (after) conds.push(beforeCursor(events.createdAt, events.id, after));
+    const query = this.db
+      .select()
+      .from(events)
+      .innerJoinLateral(d, sql`true`)
       .where(and(...conds))
       .orderBy(desc(events.createdAt), desc(events.id))
       .limit(limit + 1);
+    return { query, run: async () => (await query).map((r) => ({ ...r.events, ...r.d })) };
   }
 
   /** A subscription's newest successful (or failed) attempt. */
@@ -880,7 +941,7 @@ export class DelivererStore {
    *
    * The hot read of StreamEvents: raw SQL of only the columns an event view shows (no ORM row mapping, no address
    * arrays), one index range of events_stream_idx (key_id, xid, seq), each row's delivery state probed by its
-   * (id, created_at).
+   * (id, created_at) in a LATERAL subquery (a nested loop by construction: see pageQuery).
    */
   async streamPage(filter: StreamFilter, after: StreamPosition, limit: number): Promise<StreamRow[]> {
     const client = this.db.$client;
@@ -895,7 +956,9 @@ export class DelivererStore {
         return tx`
           SELECT events.id, events.subscription_id, events.kind, events.chain_id, d.status, d.attempts, d.delivery_count,
             d.response_status, d.response_body, events.payload, events.created_at, events.xid::text AS xid, events.seq
-          FROM events JOIN event_deliveries d ON d.event_id = events.id AND d.created_at = events.created_at
+          FROM events CROSS JOIN LATERAL (
+            SELECT status, attempts, delivery_count, response_status, response_body FROM event_deliveries
+            WHERE event_id = events.id AND created_at = events.created_at LIMIT 1) d
           WHERE events.key_id = ${filter.keyId} AND (events.xid, events.seq) > (${after.xid}::xid8, ${after.seq}::bigint)
             AND events.xid < pg_snapshot_xmin(pg_current_snapshot()) ${subs} ${kinds} ${chains}
           ORDER BY events.xid, events.seq LIMIT ${limit}`;
