@@ -13,8 +13,12 @@
 // per shard, ~140 claims for 20,000 events), the row load, signing (the standardwebhooks library hashes in pure JS:
 // the largest single item of an attempt), the client library's publish, and the outcome write; a bare publish costs
 // the client library alone. On a shared machine the outcome write is the critical path: PostgreSQL updates the
-// event row (a status change touches every index of `events`) and inserts the attempt row, and a batch of ~200
-// outcomes took 25-190 ms depending on the load. Hence writes overlap (4 at once) and grow while PostgreSQL is busy,
+// event's delivery state and inserts the attempt row, and a batch of ~200 outcomes took 25-190 ms depending on the
+// load when the state was part of the event row (every outcome copied the row, payload included, and inserted into
+// all 11 indexes of `events`: the status is indexed, so the update is never heap-only). The state now has its own
+// narrow table (`event_deliveries`, 5 indexes; README "Event storage"), which the outcome statement alone updates:
+// PostgreSQL's exec time and WAL per outcome, read from pg_stat_statements of this bench's database, are in the
+// README's "Delivery" notes. Hence also writes overlap (4 at once) and grow while PostgreSQL is busy,
 // and a queue destination has 128 publishes in flight (one destination at 32 left the broker idle between
 // confirms). The deliverer's own CPU ran at 20-60% of a core in these runs: the rest is waiting on PostgreSQL and
 // the brokers, which share the same two cores.
