@@ -331,17 +331,41 @@ export class DelivererStore {
   /** One event (a test event), its delivery state and its address rows, on the caller's transaction. */
   async insertEvent(ex: Executor, row: NewEventRow): Promise<EventRow> {
     const { status, nextAttemptAt, held, trigger, updatedAt, ...event } = row;
-    const [out] = await ex.insert(events).values(event).returning();
-    const [state] = await ex
-      .insert(eventDeliveries)
-      .values({ eventId: out!.id, createdAt: out!.createdAt, subscriptionId: out!.subscriptionId, keyId: out!.keyId, status, nextAttemptAt, held, trigger, updatedAt })
-      .returning(stateColumns);
-    if (out!.keyId && out!.addresses.length > 0) {
+    // The event and its state in one statement, as Enqueue writes them.
+    const e = ex.$with("e").as(ex.insert(events).values(event).returning());
+    const state = ex.$with("s").as(
+      ex
+        .insert(eventDeliveries)
+        .select(
+          ex
+            .select({
+              eventId: e.id,
+              createdAt: e.createdAt,
+              subscriptionId: e.subscriptionId,
+              keyId: e.keyId,
+              status: sql`${status}::text`.as("status"),
+              attempts: sql`0`.as("attempts"),
+              deliveryCount: sql`0`.as("delivery_count"),
+              responseStatus: sql`NULL::int`.as("response_status"),
+              responseBody: sql`NULL::text`.as("response_body"),
+              nextAttemptAt: sql`${nextAttemptAt?.toISOString() ?? null}::timestamptz`.as("next_attempt_at"),
+              held: sql`${held ?? false}::boolean`.as("held"),
+              trigger: sql`${trigger ?? "automatic"}::text`.as("trigger"),
+              updatedAt: sql`${updatedAt.toISOString()}::timestamptz`.as("updated_at"),
+            })
+            .from(e),
+        )
+        .returning({ eventId: eventDeliveries.eventId, ...stateColumns }),
+    );
+    const [joined] = await ex.with(e, state).select().from(e).innerJoin(state, eq(state.eventId, e.id));
+    const { eventId: _id, ...rest } = joined!.s;
+    const out = { ...joined!.e, ...rest };
+    if (out.keyId && out.addresses.length > 0) {
       await ex.insert(eventAddresses).values(
-        out!.addresses.map((address) => ({ keyId: out!.keyId!, address, createdAt: out!.createdAt, eventId: out!.id })),
+        out.addresses.map((address) => ({ keyId: out.keyId!, address, createdAt: out.createdAt, eventId: out.id })),
       );
     }
-    return { ...out!, ...state! };
+    return out;
   }
 
   /** The claimed rows, in one round trip (the hot path: raw SQL, no query building). */
