@@ -196,7 +196,10 @@ function bothBetween(from: Date, to: Date): SQL {
   return and(between(events.createdAt, from, to), between(deliveries.createdAt, from, to))!;
 }
 
-/** Events by id: the id list, and created_at bounded by the ids' ULID times so only their partitions are read. */
+/**
+ * Events by id joined to their state (deliveryOfEvent): the id list, and created_at bounded on both tables by the ids'
+ * ULID times so only their partitions are read.
+ */
 function byIds(ids: string[]): SQL {
   const w = eventTimeWindow(ids);
   const inIds = ids.length === 1 ? eq(events.id, ids[0]!) : inArray(events.id, ids);
@@ -600,7 +603,8 @@ export class DelivererStore {
   }
 
   async lockEvent(tx: DelivererTx, subscriptionId: string, eventId: string): Promise<EventRow | undefined> {
-    // The delivery state is what a retry changes: its row is the one locked.
+    // The delivery state is what a retry changes: its row is the one locked, named in FOR UPDATE OF, hence a plain join
+    // here (one event by id: a nested loop of two key probes) rather than the LATERAL probe of the other reads.
     const [row] = await tx
       .select(eventRowColumns)
       .from(events)
