@@ -41,7 +41,7 @@ function line(label: string, ours: string, baseline: string, note = ""): void {
 async function waitDelivered(sql: SQL, subscriptionId: string, n: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const [row] = (await sql`SELECT count(*)::int AS n FROM events WHERE subscription_id = ${subscriptionId} AND status = 'delivered'`) as [{ n: number }];
+    const [row] = (await sql`SELECT count(*)::int AS n FROM event_deliveries WHERE subscription_id = ${subscriptionId} AND status = 'delivered'`) as [{ n: number }];
     if (row.n >= n) return;
     if (Date.now() > deadline) throw new Error(`only ${row.n} of ${n} delivered within ${timeoutMs} ms`);
     await Bun.sleep(50);

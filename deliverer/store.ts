@@ -426,7 +426,9 @@ export class DelivererStore {
     );
     // The outcome and its attempt record in one statement (so one transaction): an attempt is recorded exactly when
     // its outcome applied, with the trigger of the cycle it belongs to. Only the narrow event_deliveries row changes;
-    // the event itself (payload, page indexes) is never rewritten.
+    // the event itself (payload, page indexes) is never rewritten. The ids are also an array on the primary key's
+    // leading column: on a fresh partition without statistics the join alone was planned as a nested loop over a
+    // sequential scan of the day's states (seconds per batch; the narrow table looks cheap to scan).
     const rows = (await this.db.execute(sql`
       WITH v AS (
         SELECT * FROM jsonb_to_recordset(${json}::text::jsonb)
@@ -443,7 +445,8 @@ export class DelivererStore {
         held = false,
         updated_at = now()
       FROM v
-      WHERE d.event_id = v.id AND d.status = 'pending' AND d.attempts = v.prev ${windowSql(outcomes.map((o) => o.id))}
+      WHERE d.event_id = v.id AND d.event_id = ANY (ARRAY(SELECT v.id FROM v))
+        AND d.status = 'pending' AND d.attempts = v.prev ${windowSql(outcomes.map((o) => o.id))}
       RETURNING d.event_id AS id, d.subscription_id, d.trigger, d.created_at
       ), ins AS (
         INSERT INTO delivery_attempts (id, event_id, event_created_at, subscription_id, attempted_at, duration_ms, ok, response_status, response_body, error, trigger)
