@@ -17,8 +17,8 @@
 // load when the state was part of the event row (every outcome copied the row, payload included, and inserted into
 // all 11 indexes of `events`: the status is indexed, so the update is never heap-only). The state now has its own
 // narrow table (`event_deliveries`, 5 indexes; README "Event storage"), which the outcome statement alone updates:
-// per outcome, from pg_stat_statements of this bench's database, 85-145 µs of exec time and 1.4-1.8 KB of WAL
-// against 175-337 µs and 3.3-5.0 KB before (README "Benchmarks", "Delivery"). Writes overlap (4 at once) and grow
+// per outcome, from pg_stat_statements of this bench's database, 55-145 µs of exec time and 1.4-1.8 KB of WAL
+// against 153-337 µs and 3.2-5.0 KB before (README "Benchmarks", "Delivery"). Writes overlap (4 at once) and grow
 // while PostgreSQL is busy, and a queue destination has 128 publishes in flight (one destination at 32 left the
 // broker idle between confirms). The deliverer's own CPU ran at 20-60% of a core in these runs: the rest is waiting on PostgreSQL and
 // the brokers, which share the same two cores.
