@@ -42,7 +42,7 @@ function transferRow(id: string, data: Record<string, unknown>, overrides: Parti
     responseStatus: 500,
     responseBody: AWKWARD,
     // As PostgreSQL gives jsonb back: an object, keys in jsonb's order, not the contract's.
-    payload: JSON.parse(JSON.stringify(envelope(id, "wallet.transfer.broadcasted", "sub_01JZZZZZZZZZZZZZZZZZZZZZZZ", at, data))) as unknown,
+    payload: JSON.parse(JSON.stringify(envelope(id, "wallet.transfer.broadcasted", "sub_01JZZZZZZZZZZZZZZZZZZZZZZZ", at, data))) as Record<string, unknown>,
     createdAt: at,
     ...overrides,
   };
