@@ -82,6 +82,21 @@ describe("payload and headers", () => {
     expect(renderPayload(JSON.parse(body))).toBe(body);
   });
 
+  test("a transfer's data and asset render in the contract's order, unknown keys after the known ones", () => {
+    // As jsonb gives it back: keys shortest first, the contract's order lost.
+    const stored = {
+      id: "evt_X", data: { to: "TB", fee: "0", txId: "ab", from: "TA", asset: { type: "native", symbol: "TRX", extra: 1, decimals: 6, standard: "TRX" }, later: true, amount: "5", chainId: "tron:nile" },
+      date: "2026-01-01T00:00:00.000Z", kind: "wallet.transfer.broadcasted", other: 1, subscriptionId: "sub_X",
+    };
+    expect(renderPayload(stored)).toBe(
+      '{"id":"evt_X","kind":"wallet.transfer.broadcasted","date":"2026-01-01T00:00:00.000Z","subscriptionId":"sub_X","data":' +
+        '{"chainId":"tron:nile","txId":"ab","from":"TA","to":"TB","amount":"5","asset":{"type":"native","standard":"TRX","symbol":"TRX","decimals":6,"extra":1},"fee":"0","later":true},"other":1}',
+    );
+    // Without an asset the data keeps its other keys in order; a payload without data still has one.
+    expect(renderPayload({ data: { txId: "ab", asset: null, chainId: "c" }, id: "e" })).toBe('{"id":"e","data":{"chainId":"c","txId":"ab","asset":null}}');
+    expect(renderPayload({ id: "e" })).toBe('{"id":"e","data":{}}');
+  });
+
   test("headers carry the event id, timestamp and one signature per secret, newest first", () => {
     const newer = "whsec_" + Buffer.alloc(32, 1).toString("base64");
     const older = "whsec_" + Buffer.alloc(32, 2).toString("base64");
