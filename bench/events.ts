@@ -2,7 +2,12 @@
 // beside a primary-key lookup (GET one event) measured in the same run; then recover of 100,000 failed events: the
 // time to re-queue them and the API's p99 while it runs against its idle p99. The deliverer's worker does not run,
 // so nothing is sent anywhere. BENCH_EVENTS sets the table's size (default 10,000,000), BENCH_SECONDS each load
-// phase (default 10 s). Targets: filtered p99 ≤ 20 ms; recover ≤ 30 s; API p99 during recover ≤ 2× idle.
+// phase (default 10 s), BENCH_RECOVER_EVENTS the recover's size (default 100,000, or 1 % of a smaller table),
+// BENCH_PHASES=pk,txId,address,busy,page,recover the phases run (to profile one with `bun --cpu-prof`). Targets:
+// filtered p99 ≤ 20 ms; recover ≤ 30 s; API p99 during recover ≤ 2× idle. Each phase also prints the CPU it cost
+// per request in this process (gateway, registry and deliverer) and in the run's PostgreSQL backends: on a shared
+// 2-core machine the latency moves with everyone else's work, the CPU per request much less (though it too rises
+// by up to half when the machine is crowded).
 //
 // The rows span the last 29 days (inside the default 30-day retention), one daily partition each, as a deployment
 // keeps them. They are made fast the way a bulk load is: each day's events and address rows are written into a
@@ -22,6 +27,19 @@
 // 10,000,000 rows (warm): txId 1.9 ms planning, 0.19 ms execution; address 0.5 ms planning, 0.2 ms execution for a
 // rare and for a busy address alike. Planning over 30 partitions × 10 indexes outweighs execution, which is why the
 // address search is two single-table statements (the join of two partitioned tables planned in 10–60 ms).
+// EXPLAIN plans each time; the API mostly does not. Bun's SQL driver runs every statement as a named prepared
+// statement on its connection, and after five executions PostgreSQL (plan_cache_mode auto) keeps a generic plan when
+// it costs no more than the custom ones: the txId statement and the address range do (pg_prepared_statements on one
+// connection after 12 runs at 1,000,000 rows: 7 generic, 5 custom; then ~0.25 ms a round trip), since neither
+// prunes partitions at plan time anyway. The events-by-id statement of an address page stays on custom plans
+// (pruned to the page's days, they cost less than a generic plan over every partition); its planning is ~0.2 ms.
+//
+// In the stack (2026-11-24, `bun --cpu-prof` of the busy-address phase): a 50-event page used to spend about as
+// much in the gateway's rendering (JSON.parse of each payload, Elysia's check of the page, JSON.stringify again) as
+// in the deliverer; the gateway now splices the payload JSON into the answer (gateway/routes/events.ts eventJson),
+// and what is left is mostly drizzle (building the two statements, mapping 51 wide rows), the payload's ordering
+// (deliverer/payload.ts) and the protobuf view. Recover runs in batches of 250 with a rest as long as each batch
+// between them (deliverer/operations.ts), so reads are not queued behind one long UPDATE after another.
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
