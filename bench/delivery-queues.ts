@@ -221,6 +221,7 @@ export async function queueBench(events: number): Promise<void> {
         const abort = new AbortController();
         let got = 0;
         const t = performance.now();
+        const cpu0 = process.cpuUsage();
         try {
           for await (const r of client.streamEvents({}, { headers: { authorization: `Bearer ${key.secret}` }, signal: abort.signal })) {
             got += r.events.length;
@@ -229,6 +230,8 @@ export async function queueBench(events: number): Promise<void> {
         } catch (err) {
           if (!abort.signal.aborted) throw err;
         }
+        const cpu = process.cpuUsage(cpu0);
+        console.log(`  cpu ${Math.round((cpu.user + cpu.system) / got)} µs per event (this process: the server and the consumer)`);
         return rate(got, performance.now() - t);
       };
       const streamRate = await streamAll();
