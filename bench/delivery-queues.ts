@@ -54,6 +54,11 @@ async function finishedCount(): Promise<number> {
   return (await eventsFinished.get()).values.reduce((sum, v) => sum + v.value, 0);
 }
 
+/** Microseconds of this process's CPU per operation. */
+function cpuPer(cpu: NodeJS.CpuUsage, n: number): number {
+  return Math.round((cpu.user + cpu.system) / n);
+}
+
 function fmt(n: number): string {
   return `${n.toLocaleString("en-US")}/s`;
 }
@@ -112,17 +117,22 @@ export async function queueBench(events: number): Promise<void> {
     // ---- floors: the client libraries alone ----
     const confirm = await amqpConn.createConfirmChannel();
     let t0 = performance.now();
+    let floorCpu0 = process.cpuUsage();
     await windowed(events, (i) =>
       new Promise<void>((resolve, reject) =>
         confirm.publish(exchanges[i % 32]!, "k", Buffer.from(SAMPLE_BODY), { persistent: true, mandatory: true, messageId: `m${i}`, contentType: "application/json" }, (err) => (err ? reject(err) : resolve())),
       ),
     );
     const amqpFloor = rate(events, performance.now() - t0);
+    const amqpFloorCpu = cpuPer(process.cpuUsage(floorCpu0), events);
     await confirm.close();
     const js = jetstream(nc);
     t0 = performance.now();
+    floorCpu0 = process.cpuUsage();
     await windowed(events, (i) => js.publish(`bench.${tag}.floor`, SAMPLE_BODY, { msgID: `m${i}` }));
     const natsFloor = rate(events, performance.now() - t0);
+    const natsFloorCpu = cpuPer(process.cpuUsage(floorCpu0), events);
+    console.log(`  floors' CPU in this process: amqplib ${amqpFloorCpu} µs, JetStream ${natsFloorCpu} µs per publish`);
 
     const measure = async (label: string, subIds: string[], floor: number) => {
       if (ONLY && !ONLY.test(label)) return;
@@ -231,13 +241,15 @@ export async function queueBench(events: number): Promise<void> {
           if (!abort.signal.aborted) throw err;
         }
         const cpu = process.cpuUsage(cpu0);
-        console.log(`  cpu ${Math.round((cpu.user + cpu.system) / got)} µs per event (this process: the server and the consumer)`);
+        console.log(`  cpu ${cpuPer(cpu, got)} µs per event (this process: the server and the consumer)`);
         return rate(got, performance.now() - t);
       };
       const streamRate = await streamAll();
       t0 = performance.now();
+      const readCpu0 = process.cpuUsage();
       const read = await bareRead();
       const floor = rate(read, performance.now() - t0);
+      console.log(`  bare read: cpu ${cpuPer(process.cpuUsage(readCpu0), read)} µs per row in this process`);
       line(`StreamEvents to one consumer (${total} events)`, fmt(streamRate), fmt(floor), `bare keyset SELECT of the same rows; goal ≥ 50,000/s`);
     } finally {
       await served.stop();
