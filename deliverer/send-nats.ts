@@ -89,12 +89,11 @@ export class NatsSender {
         return fail(r.body, r.failure === "broker" ? "connect" : r.failure);
       }
     }
-    // append, not set: the headers are new, and set scans them for the name twice per call (delete, then append).
     const h = natsHeaders();
-    h.append("content-type", "application/json");
+    h.set("content-type", "application/json");
     for (const name of FORWARDED) {
       const v = req.headers[name];
-      if (v !== undefined) h.append(name, v);
+      if (v !== undefined) h.set(name, v);
     }
     if (signal.aborted) return fail("attempt aborted by shutdown", "aborted");
     try {
