@@ -1,12 +1,12 @@
 // The deliverer's pure rules: retry delays with jitter and Retry-After bounds, the 4,096-byte UTF-8 cut,
-// Retry-After parsing, payload rendering and signing headers.
+// Retry-After parsing, payload rendering, signing headers, and signatures equal to the `standardwebhooks` library's.
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { Webhook } from "standardwebhooks";
 import { describeSchedule, nextDelay, parseRetryAfter, parseRetrySchedule, retryAfterOf } from "../../common/retry-policy.ts";
 import { renderPayload } from "../../deliverer/payload.ts";
 import { truncateUtf8 } from "../../deliverer/send.ts";
-import { deliveryHeaders } from "../../deliverer/sign.ts";
+import { deliveryHeaders, signatureHeader } from "../../deliverer/sign.ts";
 
 const DEFAULT = parseRetrySchedule("0,1s,5s,1m,5m,30m,90m");
 
@@ -107,5 +107,48 @@ describe("payload and headers", () => {
     expect(h["webhook-signature"]).toBe(`${new Webhook(newer).sign("evt_01", at, "{}")} ${new Webhook(older).sign("evt_01", at, "{}")}`);
     expect(h["x-subscription-id"]).toBe("sub_01");
     expect(h["content-type"]).toBe("application/json");
+  });
+
+  // sign.ts hashes with node:crypto instead of the library's pure-JS HMAC: the library stays the reference.
+  test("signatures equal the standardwebhooks library's, and the library verifies them", () => {
+    const secret = fc.uint8Array({ minLength: 1, maxLength: 64 }).map((b) => "whsec_" + Buffer.from(b).toString("base64"));
+    // Unicode bodies, lone surrogates included (both sides encode them as U+FFFD), and ids with dots.
+    const body = fc.oneof(fc.string({ unit: "grapheme" }), fc.string({ unit: "binary" }), fc.json());
+    const id = fc.oneof(fc.constant("evt_01JDX4R8B2C3D4E5F6G7H8J9KA"), fc.string({ minLength: 1, unit: "grapheme-ascii" }));
+    const at = fc.integer({ min: 0, max: 4_102_444_800_000 }).map((ms) => new Date(ms));
+    fc.assert(
+      fc.property(fc.array(secret, { minLength: 1, maxLength: 3 }), id, at, body, (secrets, eventId, when, payload) => {
+        const header = signatureHeader(secrets, eventId, when, payload);
+        expect(header).toBe(secrets.map((s) => new Webhook(s).sign(eventId, when, payload)).join(" "));
+      }),
+      { numRuns: 500 },
+    );
+    fc.assert(
+      fc.property(secret, id, body, (s, eventId, payload) => {
+        const h = deliveryHeaders({ eventId, subscriptionId: "sub_01", secrets: [s], body: payload, at: new Date() });
+        // jsonParse off: the bodies here need not be JSON.
+        expect(() => new Webhook(s).verify(payload, h, { jsonParse: false })).not.toThrow();
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  test("a secret that is not canonical base64 signs as the library does (or fails as it does)", () => {
+    for (const s of ["whsec_AAA", "AAAA", "whsec_QUJD", "whsec_", "whsec_!!!!"]) {
+      let ours: string | Error;
+      let theirs: string | Error;
+      try {
+        ours = signatureHeader([s], "evt_1", new Date(0), "{}");
+      } catch (err) {
+        ours = err as Error;
+      }
+      try {
+        theirs = new Webhook(s).sign("evt_1", new Date(0), "{}");
+      } catch (err) {
+        theirs = err as Error;
+      }
+      if (typeof theirs === "string") expect(ours).toBe(theirs);
+      else expect(ours).toBeInstanceOf(Error);
+    }
   });
 });
