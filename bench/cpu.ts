@@ -2,16 +2,22 @@
 // throughput moves with everyone else's work, the CPU it cost per request much less.
 import { readFileSync } from "node:fs";
 
-/** CPU seconds (user + system) of a process, from /proc (Linux; NaN elsewhere). */
-export function procCpuSeconds(pid: number): number {
+/** CPU seconds (user + system) in a /proc `stat` file of a process or a thread (Linux; NaN elsewhere). */
+export function statCpuSeconds(path: string): number {
   try {
     // readFileSync: Bun.file(…).text() on a /proc file (reported size 0) was slow enough to show in a profile.
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const stat = readFileSync(path, "utf8");
+    // Fields after the parenthesised name: utime and stime are the 12th and 13th, in clock ticks (USER_HZ = 100).
     const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+    return (Number(f[11]) + Number(f[12])) / 100;
   } catch {
     return NaN;
   }
+}
+
+/** CPU seconds (user + system) of a process. */
+export function procCpuSeconds(pid: number): number {
+  return statCpuSeconds(`/proc/${pid}/stat`);
 }
 
 /** CPU seconds of this process (the stack, when it runs in-process) and of each PostgreSQL backend, by pid. */

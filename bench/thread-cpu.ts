@@ -2,6 +2,7 @@
 // ("bun") beside JavaScriptCore's JIT compiler, GC helpers and the allocator's scavenger, so a bench can tell the
 // cost of its own code from the runtime's warm-up.
 import { readdirSync, readFileSync } from "node:fs";
+import { statCpuSeconds } from "./cpu.ts";
 
 /** Milliseconds of CPU (user + system) per thread name, digits at the end of a name dropped (one per kind). */
 export function threadCpu(): Map<string, number> {
@@ -15,10 +16,8 @@ export function threadCpu(): Map<string, number> {
   for (const tid of tids) {
     try {
       const name = readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim().replace(/\d+$/, "");
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
-      // Fields after the parenthesised name: utime and stime are the 12th and 13th, in clock ticks (100 a second).
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) * 10);
+      const seconds = statCpuSeconds(`/proc/self/task/${tid}/stat`);
+      if (Number.isFinite(seconds)) out.set(name, (out.get(name) ?? 0) + seconds * 1000);
     } catch {
       // The thread ended between the listing and the read.
     }
