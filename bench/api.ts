@@ -30,7 +30,7 @@
 //   INSERT, due after COMMIT), then the claim (one 8-shard script pipeline: once per event, plus an empty one,
 //   until wake() coalesced), the row load, signing, the TLS POST and the batched outcome write.
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setLogLevel } from "../common/logger.ts";
@@ -38,6 +38,7 @@ import { hexToBase58 } from "../common/tron-address.ts";
 import { startStack, type Stack } from "../test/support/stack.ts";
 import { createTestPki } from "../tools/receiver/certs.ts";
 import { addressWrites, printAddressWrites } from "./api-addresses.ts";
+import { cpuBetween, cpuSample, type CpuSample } from "./cpu.ts";
 
 const CONNECTIONS = 64;
 const THREADS = 2;
@@ -56,18 +57,6 @@ interface WrkResult {
   cpu: CpuSplit;
 }
 
-/** CPU seconds (user + system) of a process, from /proc (Linux; NaN elsewhere). */
-async function procCpuSeconds(pid: number): Promise<number> {
-  try {
-    // readFileSync: Bun.file(…).text() on a /proc file (reported size 0) was slow enough to show in the profile.
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
-  } catch {
-    return NaN;
-  }
-}
-
 /**
  * Where a phase's CPU went: this process (gateway, registry and deliverer), the PostgreSQL backends
  * serving this run's database, and wrk. Redis is shared with the rest of the machine, so it is not counted here.
@@ -81,21 +70,8 @@ interface CpuSplit {
 let postgresPids: () => Promise<number[]> = async () => [];
 
 /** CPU seconds of this process, and of each PostgreSQL backend serving the run's database, by pid. */
-async function cpuNow(): Promise<{ stack: number; postgres: Map<number, number> }> {
-  const usage = process.cpuUsage();
-  const postgres = new Map<number, number>();
-  for (const pid of await postgresPids()) {
-    const v = await procCpuSeconds(pid);
-    if (Number.isFinite(v)) postgres.set(pid, v);
-  }
-  return { stack: (usage.user + usage.system) / 1e6, postgres };
-}
-
-/** PostgreSQL CPU between two snapshots; a backend that appeared in between (the pool grew) counts whole. */
-function postgresBetween(before: Map<number, number>, after: Map<number, number>): number {
-  let sum = 0;
-  for (const [pid, v] of after) sum += v - (before.get(pid) ?? 0);
-  return sum;
+async function cpuNow(): Promise<CpuSample> {
+  return cpuSample(await postgresPids());
 }
 
 interface Phase {
@@ -132,8 +108,7 @@ async function wrk(phase: Phase, seconds: number): Promise<WrkResult> {
   const after = await cpuNow();
   const wrkUsage = proc.resourceUsage();
   const cpu: CpuSplit = {
-    stack: after.stack - before.stack,
-    postgres: postgresBetween(before.postgres, after.postgres),
+    ...cpuBetween(before, after),
     wrk: wrkUsage ? Number(wrkUsage.cpuTime.user + wrkUsage.cpuTime.system) / 1e6 : NaN,
   };
   const num = (re: RegExp) => {

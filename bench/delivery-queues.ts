@@ -9,23 +9,31 @@
 // BENCH_WORKER='{"queuePerDestinationConcurrency":64}' passes worker options (deliverer/worker.ts) for experiments.
 //
 // Where the time goes (2026-11-24, bun --cpu-prof of this process, per-phase timers in the worker, Redis
-// INFO commandstats): the bench process spends 55-75 µs of CPU per queue delivery — claim (one pipelined Lua call
-// per shard, ~140 claims for 20,000 events), the row load, signing (the standardwebhooks library hashes in pure JS:
-// the largest single item of an attempt), the client library's publish, and the outcome write; a bare publish costs
-// the client library alone. On a shared machine the outcome write is the critical path: PostgreSQL updates the
-// event's delivery state and inserts the attempt row, and a batch of ~200 outcomes took 25-190 ms depending on the
-// load when the state was part of the event row (every outcome copied the row, payload included, and inserted into
-// all 11 indexes of `events`: the status is indexed, so the update is never heap-only). The state now has its own
-// narrow table (`event_deliveries`, 5 indexes; README "Event storage"), which the outcome statement alone updates:
-// per outcome, from pg_stat_statements of this bench's database, 55-145 µs of exec time and 1.4-1.8 KB of WAL
-// against 153-337 µs and 3.2-5.0 KB before (README "Benchmarks", "Delivery"). Writes overlap (4 at once) and grow
-// while PostgreSQL is busy, and a queue destination has 128 publishes in flight (one destination at 32 left the
-// broker idle between confirms). The deliverer's own CPU ran at 20-60% of a core in these runs: the rest is waiting on PostgreSQL and
-// the brokers, which share the same two cores.
+// INFO commandstats, the per-thread CPU this bench prints): the bench process spends 55-75 µs of CPU per queue delivery on a
+// quiet machine, several times that on a loaded one — claim (one pipelined Lua call per shard, ~140 claims for 20,000
+// events), the row load (JSON.parse of the payload), rendering and signing (node:crypto's HMAC since the
+// standardwebhooks library's pure-JS one was the largest single item), the client library's publish (JetStream: a
+// request per message, with its own per-request allocations), and the outcome write (JSON of the batch); a bare
+// publish costs the client library alone. Not all of it is the event loop: in a 20,000-event run a third or more is
+// JavaScriptCore compiling (JIT threads) and the allocator's and GC's threads, a share that shrinks as a run grows
+// (JIT ~98 µs per delivery at 10,000 events, ~42 at 40,000), so the first figure of a run pays the most; the floors
+// print their own CPU per publish for comparison. On a shared machine the outcome write is the critical path:
+// PostgreSQL updates the event's delivery state and inserts the attempt row. When the state was part of the event
+// row, every outcome copied the row, payload included, and inserted into all 11 indexes of `events` (the status is
+// indexed, so the update is never heap-only), and a batch of ~200 outcomes took 25-190 ms depending on the load. The
+// state now has its own narrow table (`event_deliveries`, 5 indexes; README "Event storage"), which the outcome
+// statement alone updates: per outcome, from pg_stat_statements of this bench's database, 55-145 µs of exec time and
+// 1.4-1.8 KB of WAL against 153-337 µs and 3.2-5.0 KB before (README "Benchmarks", "Delivery"). Writes overlap (4 at
+// once) and grow while PostgreSQL is busy, and a queue destination has 128 publishes in flight (one destination at 32
+// left the broker idle between confirms). The deliverer's own CPU ran at 20-60% of a core in these runs: the rest is
+// waiting on PostgreSQL and the brokers, which share the same two cores.
 // StreamEvents: a page is one index range read with sorting off (before statistics exist the planner sorted every
 // remaining row of the key on each page, O(n²) for a consumer far behind) and the next page is read while this one
-// is encoded; the rate is then bound by the transfer and the consumer's decoding (the same process here), and by any
-// long transaction in the cluster (rows newer than the oldest running transaction wait for it).
+// is encoded; a page goes out in messages of up to 250 events (one 2 MB message per page cost more in buffer growth
+// and copies than the extra frames). The rate is then bound by PostgreSQL's read of the rows (the bare read beside
+// it), the row parsing and the consumer's decoding (the same process here: ~45 µs of event-loop CPU per event in a
+// loaded run, of which the view, encoding and decoding are ~8 warm), and by any long transaction in the cluster
+// (rows newer than the oldest running transaction wait for it).
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
@@ -41,6 +49,7 @@ import { createDeliverer } from "../deliverer/index.ts";
 import { eventsFinished } from "../deliverer/metrics.ts";
 import { DeliveryService, NewEventSchema } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { startBenchRegistry } from "./registry-bed.ts";
+import { threadCpu, threadCpuPer } from "./thread-cpu.ts";
 import { transfer } from "./transfers.ts";
 
 const RABBIT = process.env.BENCH_AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672/";
@@ -56,6 +65,11 @@ function rate(n: number, ms: number): number {
 /** Events the deliverers of this process have finished (delivered or failed), from the worker's metric. */
 async function finishedCount(): Promise<number> {
   return (await eventsFinished.get()).values.reduce((sum, v) => sum + v.value, 0);
+}
+
+/** Microseconds of this process's CPU per operation. */
+function cpuPer(cpu: NodeJS.CpuUsage, n: number): number {
+  return Math.round((cpu.user + cpu.system) / n);
 }
 
 function fmt(n: number): string {
@@ -116,17 +130,22 @@ export async function queueBench(events: number): Promise<void> {
     // ---- floors: the client libraries alone ----
     const confirm = await amqpConn.createConfirmChannel();
     let t0 = performance.now();
+    let floorCpu0 = process.cpuUsage();
     await windowed(events, (i) =>
       new Promise<void>((resolve, reject) =>
         confirm.publish(exchanges[i % 32]!, "k", Buffer.from(SAMPLE_BODY), { persistent: true, mandatory: true, messageId: `m${i}`, contentType: "application/json" }, (err) => (err ? reject(err) : resolve())),
       ),
     );
     const amqpFloor = rate(events, performance.now() - t0);
+    const amqpFloorCpu = cpuPer(process.cpuUsage(floorCpu0), events);
     await confirm.close();
     const js = jetstream(nc);
     t0 = performance.now();
+    floorCpu0 = process.cpuUsage();
     await windowed(events, (i) => js.publish(`bench.${tag}.floor`, SAMPLE_BODY, { msgID: `m${i}` }));
     const natsFloor = rate(events, performance.now() - t0);
+    const natsFloorCpu = cpuPer(process.cpuUsage(floorCpu0), events);
+    console.log(`  floors' CPU in this process: amqplib ${amqpFloorCpu} µs, JetStream ${natsFloorCpu} µs per publish`);
 
     const measure = async (label: string, subIds: string[], floor: number) => {
       if (ONLY && !ONLY.test(label)) return;
@@ -147,6 +166,7 @@ export async function queueBench(events: number): Promise<void> {
         }
         const start = performance.now();
         const cpu0 = process.cpuUsage();
+        const threads0 = threadCpu();
         const finished0 = await finishedCount();
         d.worker.start();
         const deadline = Date.now() + 600_000;
@@ -159,7 +179,7 @@ export async function queueBench(events: number): Promise<void> {
             const ms = performance.now() - start;
             const [row] = (await sql`SELECT count(*)::int AS n FROM event_deliveries WHERE subscription_id IN ${sql(subIds)} AND status = 'delivered'`) as [{ n: number }];
             if (row.n < events) throw new Error(`the worker counted ${events} finished but PostgreSQL has ${row.n} delivered`);
-            console.log(`  cpu ${(((cpu.user + cpu.system) / 1000 / ms) * 100).toFixed(0)}% of one core, ${Math.round((cpu.user + cpu.system) / events)} µs per delivery`);
+            console.log(`  cpu ${(((cpu.user + cpu.system) / 1000 / ms) * 100).toFixed(0)}% of one core, ${Math.round((cpu.user + cpu.system) / events)} µs per delivery (${threadCpuPer(threads0, threadCpu(), events)})`);
             return rate(events, ms);
           }
           if (Date.now() - lastCheck > 1_000) {
@@ -225,6 +245,8 @@ export async function queueBench(events: number): Promise<void> {
         const abort = new AbortController();
         let got = 0;
         const t = performance.now();
+        const cpu0 = process.cpuUsage();
+        const threads0 = threadCpu();
         try {
           for await (const r of client.streamEvents({}, { headers: { authorization: `Bearer ${key.secret}` }, signal: abort.signal })) {
             got += r.events.length;
@@ -233,12 +255,16 @@ export async function queueBench(events: number): Promise<void> {
         } catch (err) {
           if (!abort.signal.aborted) throw err;
         }
+        const cpu = process.cpuUsage(cpu0);
+        console.log(`  cpu ${cpuPer(cpu, got)} µs per event (this process: the server and the consumer; ${threadCpuPer(threads0, threadCpu(), got)})`);
         return rate(got, performance.now() - t);
       };
       const streamRate = await streamAll();
       t0 = performance.now();
+      const readCpu0 = process.cpuUsage();
       const read = await bareRead();
       const floor = rate(read, performance.now() - t0);
+      console.log(`  bare read: cpu ${cpuPer(process.cpuUsage(readCpu0), read)} µs per row in this process`);
       line(`StreamEvents to one consumer (${total} events)`, fmt(streamRate), fmt(floor), `bare keyset SELECT of the same rows; goal ≥ 50,000/s`);
     } finally {
       await served.stop();

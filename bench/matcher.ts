@@ -75,6 +75,7 @@ import { allocateRedisDb } from "../test/support/redis.ts";
 import { Webhook } from "standardwebhooks";
 import { createTestPki, type TestPki } from "../tools/receiver/certs.ts";
 import { startReceiver } from "../tools/receiver/server.ts";
+import { procCpuSeconds } from "./cpu.ts";
 
 // tronweb through its CommonJS build: under Bun its ESM build sometimes fails to load ("proto is not defined" in
 // its generated protobuf files, which need a load order only require() guarantees; see common/tron-address.ts).
@@ -187,17 +188,6 @@ async function startServiceProcess(
   }
 }
 
-/** CPU seconds (user + system) of a process, from /proc (Linux; NaN elsewhere). */
-async function procCpuSeconds(pid: number): Promise<number> {
-  try {
-    const stat = await Bun.file(`/proc/${pid}/stat`).text();
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
-  } catch {
-    return NaN;
-  }
-}
-
 /** PIDs whose command name is `comm` (PostgreSQL backends, redis-server: shared with anything else on the machine). */
 async function pidsNamed(comm: string): Promise<number[]> {
   const out: number[] = [];
@@ -214,7 +204,7 @@ async function cpuByRole(roles: Record<string, number[]>): Promise<Record<string
   for (const [role, pids] of Object.entries(roles)) {
     const m = new Map<number, number>();
     for (const pid of pids) {
-      const v = await procCpuSeconds(pid);
+      const v = procCpuSeconds(pid);
       if (Number.isFinite(v)) m.set(pid, v);
     }
     out[role] = m;

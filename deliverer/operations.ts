@@ -33,8 +33,22 @@ import type { EventSearch, PageCursor } from "./store.ts";
 const EVENT_KINDS: readonly string[] = [...TRANSFER_KINDS, PING_KIND];
 /** How far back recover reaches (the contract's bound on `since`). */
 export const RECOVER_MAX_AGE_MS = 14 * 24 * 3_600_000;
-/** Events re-queued per statement: each batch is one short UPDATE, so no transaction lasts long. */
-export const RECOVER_BATCH = 1_000;
+/**
+ * Events re-queued per statement: each batch is one short UPDATE, so no transaction lasts long. While a batch runs,
+ * its UPDATE takes a core of PostgreSQL (it writes every index of each event it changes) and this event loop spends
+ * one uninterrupted stretch building the statements and mapping their rows, which every API request in flight waits
+ * out: the stretch grows with the batch. Batches of 1,000 back to back (~110 ms each at 10,000,000 events) tripled
+ * the reads' p99 in one quiet run (README "Benchmarks"). Smaller ones cost a fixed share each (round trips, the
+ * commit): at 1,000,000 events and load average 6–8, 100,000 took 16–20 s in batches of 1,000, 30 s in batches of
+ * 250, so 500 is the compromise.
+ */
+export const RECOVER_BATCH = 500;
+/**
+ * After each batch recover rests this share of the time the batch took, so that the reads get the machine to
+ * themselves for a while between batches. A small share: the time goes onto the recover's 30 s budget (bench/events.ts;
+ * batches of 500 resting as long as they took needed 35 s in the run above).
+ */
+export const RECOVER_REST = 0.25;
 /** How long a recover may hold its Idempotency-Key before another request may take it. */
 const RECOVER_LOCK_MS = 10 * 60_000;
 
@@ -77,6 +91,7 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
     let total = 0;
     let after: PageCursor | undefined;
     for (;;) {
+      const started = performance.now();
       const batch = await d.store.recoverCandidates(req.subscriptionId, status, since, until, after, RECOVER_BATCH);
       if (batch.length === 0) break;
       const ids = batch.map((b) => b.id);
@@ -90,6 +105,7 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       if (batch.length < RECOVER_BATCH) break;
       const last = batch[batch.length - 1]!;
       after = { t: last.t, id: last.id };
+      await Bun.sleep((performance.now() - started) * RECOVER_REST);
     }
     return total;
   }

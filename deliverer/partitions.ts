@@ -2,7 +2,6 @@
 // EVENT_RETENTION_DAYS (README "Events"). events, event_deliveries, delivery_attempts and event_addresses share the
 // bounds of the event's created_at; event_transfer_keys is cut by the transfer's block day. Rows outside every partition sit in the
 // default partitions (an insert is never refused); retention deletes those in short batches, as they are strays.
-import { decodeTime } from "ulid";
 import type { Logger } from "../common/logger.ts";
 import type { DelivererDb } from "./store.ts";
 
@@ -28,17 +27,40 @@ const TIME_COLUMN: Record<(typeof PARTITIONED_TABLES)[number], string> = {
  */
 export const ID_TIME_SLACK_MS = 10 * 60_000;
 
+// A ULID's time: its first 10 Crockford base32 characters (either case). The `ulid` package's decodeTime splits,
+// reverses and reduces the string, and eventTimeWindow runs for every id of every claim load and outcome write (twice
+// per delivery); this reads the same characters with a table. test/unit/partitions.test.ts holds the two equal (a
+// non-ASCII letter that decodeTime's toUpperCase would map into the alphabet, never in an id minted here, gives no
+// window: the lookup then reads every partition).
+const ULID_LENGTH = 26;
+const TIME_CHARS = 10;
+const TIME_MAX = 2 ** 48 - 1;
+const BASE32 = new Int8Array(128).fill(-1);
+[..."0123456789ABCDEFGHJKMNPQRSTVWXYZ"].forEach((c, i) => {
+  BASE32[c.charCodeAt(0)] = i;
+  BASE32[c.toLowerCase().charCodeAt(0)] = i;
+});
+
+/** decodeTime of the ULID starting at `from`, or undefined where decodeTime throws. */
+function ulidTime(id: string, from: number): number | undefined {
+  if (id.length - from !== ULID_LENGTH) return undefined;
+  let t = 0;
+  for (let i = from; i < from + TIME_CHARS; i++) {
+    const code = id.charCodeAt(i);
+    const v = code < 128 ? BASE32[code]! : -1;
+    if (v < 0) return undefined;
+    t = t * 32 + v;
+  }
+  return t > TIME_MAX ? undefined : t;
+}
+
 /** The created_at bounds an event with this id lies in, or undefined when the id carries no ULID time. */
 export function eventTimeWindow(ids: readonly string[]): { from: Date; to: Date } | undefined {
   let min = Infinity;
   let max = -Infinity;
   for (const id of ids) {
-    let t: number;
-    try {
-      t = decodeTime(id.slice(id.indexOf("_") + 1));
-    } catch {
-      return undefined;
-    }
+    const t = ulidTime(id, id.indexOf("_") + 1);
+    if (t === undefined) return undefined;
     if (t < min) min = t;
     if (t > max) max = t;
   }

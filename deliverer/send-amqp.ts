@@ -14,6 +14,8 @@ type Outcome = Omit<AttemptOutcome, "durationMs">;
 interface Link {
   conn: Promise<ChannelModel>;
   channels: Map<string, Promise<Lane>>;
+  /** The channels that are open, by exchange: attempts publish on them without waiting on a promise. */
+  ready: Map<string, Lane>;
 }
 
 /** A confirm channel and the returns it has seen, by message id, until their confirms arrive. */
@@ -22,6 +24,9 @@ interface Lane {
   returned: Map<string, string>;
   closed: string | undefined;
 }
+
+const FORWARDED = ["webhook-id", "webhook-timestamp", "webhook-signature", "x-subscription-id"] as const;
+const ACKED: Outcome = { ok: true, status: null, body: "acked", retryAfterMs: null, failure: null };
 
 function fail(body: string, failure = "broker"): Outcome {
   return { ok: false, status: null, body, retryAfterMs: null, failure };
@@ -40,6 +45,7 @@ export function amqpReason(err: unknown): string {
 
 export class AmqpSender {
   private readonly links = new Map<string, Link>();
+  private readonly onAbort = new WeakMap<AbortSignal, Set<() => void>>();
 
   constructor(private readonly timeoutMs: number) {}
 
@@ -55,7 +61,7 @@ export class AmqpSender {
       c.on("error", drop);
       return c;
     });
-    const created: Link = { conn, channels: new Map() };
+    const created: Link = { conn, channels: new Map(), ready: new Map() };
     conn.catch(() => {
       if (this.links.get(key) === created) this.links.delete(key);
     });
@@ -76,9 +82,11 @@ export class AmqpSender {
       const drop = (err?: unknown) => {
         made.closed ??= err ? `channel closed: ${amqpReason(err)}` : "channel closed";
         if (link.channels.get(exchange) === lane) link.channels.delete(exchange);
+        if (link.ready.get(exchange) === made) link.ready.delete(exchange);
       };
       channel.on("error", drop);
       channel.on("close", () => drop());
+      link.ready.set(exchange, made);
       return made;
     });
     lane.catch(() => {
@@ -88,69 +96,87 @@ export class AmqpSender {
     return lane;
   }
 
-  async send(req: AttemptRequest, q: QueueTarget, signal: AbortSignal): Promise<Outcome> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const deadline = new Promise<Outcome>((resolve) => {
-      timer = setTimeout(() => resolve(fail("timeout", "timeout")), this.timeoutMs);
-    });
-    let onAbort: (() => void) | undefined;
-    const aborted = new Promise<Outcome>((resolve) => {
-      if (signal.aborted) resolve(fail("attempt aborted by shutdown", "aborted"));
-      onAbort = () => resolve(fail("attempt aborted by shutdown", "aborted"));
-      signal.addEventListener("abort", onAbort, { once: true });
-    });
-    try {
-      return await Promise.race([this.publish(req, q), deadline, aborted]);
-    } finally {
-      clearTimeout(timer);
-      // The signal is the worker's, shared by every attempt of its life: a listener left behind per attempt would
-      // pile up by the million.
-      if (onAbort) signal.removeEventListener("abort", onAbort);
+  /**
+   * One listener per abort signal (the worker's, shared by every attempt of its life) calling the attempts in flight,
+   * rather than a listener added and removed per attempt.
+   */
+  private aborting(signal: AbortSignal): Set<() => void> {
+    let set = this.onAbort.get(signal);
+    if (!set) {
+      const made = new Set<() => void>();
+      signal.addEventListener("abort", () => {
+        for (const f of [...made]) f();
+      }, { once: true });
+      this.onAbort.set(signal, (set = made));
     }
+    return set;
   }
 
-  private async publish(req: AttemptRequest, q: QueueTarget): Promise<Outcome> {
-    let lane: Lane;
-    try {
-      lane = await this.lane(this.link(q), q.exchange);
-    } catch (err) {
-      return fail(amqpReason(err), "connect");
-    }
-    const messageId = req.headers["webhook-id"] ?? "";
-    const headers: Record<string, string> = {};
-    for (const name of ["webhook-id", "webhook-timestamp", "webhook-signature", "x-subscription-id"]) {
-      if (req.headers[name] !== undefined) headers[name] = req.headers[name]!;
-    }
+  send(req: AttemptRequest, q: QueueTarget, signal: AbortSignal): Promise<Outcome> {
+    if (signal.aborted) return Promise.resolve(fail("attempt aborted by shutdown", "aborted"));
+    // The first of: the broker's answer, the attempt's deadline, the worker's shutdown.
     return new Promise<Outcome>((resolve) => {
-      try {
-        lane.channel.publish(
-          q.exchange,
-          q.routingKey,
-          Buffer.from(req.body),
-          {
-            persistent: true,
-            mandatory: true,
-            messageId,
-            contentType: "application/json",
-            timestamp: Number(req.headers["webhook-timestamp"] ?? 0) || undefined,
-            headers,
-          },
-          (err) => {
-            const returned = lane.returned.get(messageId);
-            lane.returned.delete(messageId);
-            if (err) {
-              // A channel closed by the broker fails its confirms before the channel's error event names the
-              // reason (e.g. NOT_FOUND - no exchange): look once the event had its turn.
-              setImmediate(() => resolve(fail(lane.closed ?? (/nack/i.test(String(err?.message ?? err)) ? "nacked" : `channel closed: ${amqpReason(err)}`))));
-            } else if (returned) resolve(fail(returned));
-            else resolve({ ok: true, status: null, body: "acked", retryAfterMs: null, failure: null });
-          },
+      const aborts = this.aborting(signal);
+      const settle = (out: Outcome) => {
+        clearTimeout(timer);
+        aborts.delete(onAbort);
+        resolve(out);
+      };
+      const onAbort = () => settle(fail("attempt aborted by shutdown", "aborted"));
+      const timer = setTimeout(() => settle(fail("timeout", "timeout")), this.timeoutMs);
+      aborts.add(onAbort);
+      const lane = this.readyLane(q);
+      if (lane) this.publish(req, q, lane, settle);
+      else {
+        this.lane(this.link(q), q.exchange).then(
+          (l) => this.publish(req, q, l, settle),
+          (err: unknown) => settle(fail(amqpReason(err), "connect")),
         );
-      } catch (err) {
-        // publish throws on a channel already closed (the lane is dropped; the next attempt opens a new one).
-        resolve(fail(lane.closed ?? `channel closed: ${amqpReason(err)}`));
       }
     });
+  }
+
+  /** The exchange's confirm channel if it is open already (no promise to wait on). */
+  private readyLane(q: QueueTarget): Lane | undefined {
+    const lane = this.links.get(`${q.broker}|${q.brokerUrl}`)?.ready.get(q.exchange);
+    return lane && lane.closed === undefined ? lane : undefined;
+  }
+
+  private publish(req: AttemptRequest, q: QueueTarget, lane: Lane, settle: (out: Outcome) => void): void {
+    const messageId = req.headers["webhook-id"] ?? "";
+    const headers: Record<string, string> = {};
+    for (const name of FORWARDED) {
+      const v = req.headers[name];
+      if (v !== undefined) headers[name] = v;
+    }
+    try {
+      lane.channel.publish(
+        q.exchange,
+        q.routingKey,
+        Buffer.from(req.body),
+        {
+          persistent: true,
+          mandatory: true,
+          messageId,
+          contentType: "application/json",
+          timestamp: Number(req.headers["webhook-timestamp"] ?? 0) || undefined,
+          headers,
+        },
+        (err) => {
+          const returned = lane.returned.get(messageId);
+          if (returned !== undefined) lane.returned.delete(messageId);
+          if (err) {
+            // A channel closed by the broker fails its confirms before the channel's error event names the
+            // reason (e.g. NOT_FOUND - no exchange): look once the event had its turn.
+            setImmediate(() => settle(fail(lane.closed ?? (/nack/i.test(String(err?.message ?? err)) ? "nacked" : `channel closed: ${amqpReason(err)}`))));
+          } else if (returned !== undefined) settle(fail(returned));
+          else settle(ACKED);
+        },
+      );
+    } catch (err) {
+      // publish throws on a channel already closed (the lane is dropped; the next attempt opens a new one).
+      settle(fail(lane.closed ?? `channel closed: ${amqpReason(err)}`));
+    }
   }
 
   async close(): Promise<void> {

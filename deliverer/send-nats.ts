@@ -11,9 +11,13 @@ import type { AttemptOutcome, AttemptRequest, QueueTarget } from "./send.ts";
 
 type Outcome = Omit<AttemptOutcome, "durationMs">;
 
+const FORWARDED = ["webhook-id", "webhook-timestamp", "webhook-signature", "x-subscription-id"] as const;
+
 interface Link {
   nc: Promise<NatsConnection>;
   js: Promise<JetStreamClient>;
+  /** The client once connected: attempts publish without waiting on the promise (one microtask turn less each). */
+  ready?: JetStreamClient;
 }
 
 function fail(body: string, failure = "broker"): Outcome {
@@ -35,6 +39,9 @@ function connectOptions(brokerUrl: string, timeoutMs: number) {
     reconnect: true,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
+    // Async traces build an Error (a stack capture) for every request, i.e. every publish, to decorate a failure
+    // with where the request started; an attempt reports only a short reason (natsReason), so they are pure cost.
+    noAsyncTraces: true,
     name: "tron-webhooks-deliverer",
   };
 }
@@ -62,7 +69,7 @@ export class NatsSender {
     const existing = this.links.get(key);
     if (existing) return existing;
     const nc = connect(connectOptions(q.brokerUrl, this.timeoutMs));
-    const link: Link = { nc, js: nc.then((c) => jetstream(c, { timeout: this.timeoutMs })) };
+    const link: Link = { nc, js: nc.then((c) => (link.ready = jetstream(c, { timeout: this.timeoutMs }))) };
     const drop = () => {
       if (this.links.get(key) === link) this.links.delete(key);
     };
@@ -72,17 +79,21 @@ export class NatsSender {
   }
 
   async send(req: AttemptRequest, q: QueueTarget, signal: AbortSignal): Promise<Outcome> {
-    let js: JetStreamClient;
-    try {
-      js = await this.link(q).js;
-    } catch (err) {
-      const r = natsReason(err);
-      return fail(r.body, r.failure === "broker" ? "connect" : r.failure);
+    const link = this.link(q);
+    let js = link.ready;
+    if (!js) {
+      try {
+        js = await link.js;
+      } catch (err) {
+        const r = natsReason(err);
+        return fail(r.body, r.failure === "broker" ? "connect" : r.failure);
+      }
     }
     const h = natsHeaders();
     h.set("content-type", "application/json");
-    for (const name of ["webhook-id", "webhook-timestamp", "webhook-signature", "x-subscription-id"]) {
-      if (req.headers[name] !== undefined) h.set(name, req.headers[name]!);
+    for (const name of FORWARDED) {
+      const v = req.headers[name];
+      if (v !== undefined) h.set(name, v);
     }
     if (signal.aborted) return fail("attempt aborted by shutdown", "aborted");
     try {

@@ -382,9 +382,9 @@ export class DeliveryWorker {
 
   private async attempt(row: ClaimedEvent, target: DeliveryTarget, host: string): Promise<void> {
     const body = renderPayload(row.payload);
-    const headers = deliveryHeaders({ eventId: row.id, subscriptionId: row.subscriptionId, secrets: target.secrets, body, at: new Date() });
-    let result: AttemptOutcome;
     const startedAt = new Date();
+    const headers = deliveryHeaders({ eventId: row.id, subscriptionId: row.subscriptionId, secrets: target.secrets, body, at: startedAt });
+    let result: AttemptOutcome;
     const queue = queueTarget(target);
     try {
       result = await this.sender.send({ url: target.url, body, headers, queue }, this.aborter.signal);

@@ -66,8 +66,10 @@ const TestInput = t.Optional(
   }),
 );
 
-export function renderEvent(e: EventView | undefined): EventViewJson {
-  if (!e) throw new ApiError("internal_error", "An unexpected error occurred.");
+/** The view's fields before `payload`, in the schema's order. */
+type EventHead = Omit<EventViewJson, "payload" | "dateCreated">;
+
+function eventHead(e: EventView): EventHead {
   return {
     id: e.id,
     subscriptionId: e.subscriptionId,
@@ -78,9 +80,36 @@ export function renderEvent(e: EventView | undefined): EventViewJson {
     deliveryCount: e.deliveryCount,
     responseStatus: e.responseStatus ?? null,
     responseBody: e.responseBody ?? null,
-    payload: JSON.parse(e.payloadJson) as Record<string, unknown>,
-    dateCreated: isoTime(e.dateCreatedMs),
   };
+}
+
+/**
+ * An event view (EventViewSchema) as JSON text. The payload is spliced in as the deliverer's text ("the webhook
+ * payload JSON exactly as delivered", delivery.proto) instead of parsed here only to be serialized again: for a page
+ * of 50 transfer views that round trip cost ~290 µs against ~40 µs for the text (2026-11-24, best of seven runs in
+ * one process), before Elysia's check of the parsed page. The text equals JSON.stringify of the view object.
+ */
+export function eventJson(e: EventView | undefined): string {
+  // An empty payload would splice into invalid JSON: the deliverer always sends one, so its absence is a fault.
+  if (!e || e.payloadJson === "") throw new ApiError("internal_error", "An unexpected error occurred.");
+  const head = JSON.stringify(eventHead(e));
+  return `${head.slice(0, -1)},"payload":${e.payloadJson},"dateCreated":"${isoTime(e.dateCreatedMs)}"}`;
+}
+
+/** A page of event views (EventPageSchema) as JSON text. */
+export function eventPageJson(items: readonly EventView[], nextPageToken: string): string {
+  const token = nextPageToken ? `,"nextPageToken":${JSON.stringify(nextPageToken)}` : "";
+  return `{"items":[${items.map(eventJson).join(",")}]${token}}`;
+}
+
+/**
+ * Event routes answer with a Response holding that text. Elysia passes a Response through as is: its response
+ * schema (EventViewSchema, EventPageSchema) still documents the body in the OpenAPI document, but is no longer checked
+ * on each answer; test/unit/event-render.test.ts checks the text against the schemas and against JSON.stringify of
+ * the view object. The headers set on the context (request id, rate limit, replay) are merged in.
+ */
+export function jsonResponse(text: string): Response {
+  return new Response(text, { headers: { "content-type": "application/json;charset=utf-8" } });
 }
 
 export function eventId(id: string): string {
@@ -117,7 +146,7 @@ export function eventRoutes(deps: GatewayDeps) {
         const idempotency = idempotencyFor(request, `/v1/subscriptions/${ref.subscriptionId}/test`);
         const res = await rpc(() => delivery().createTestEvent({ ...ref, kind: body?.kind ?? "", idempotency }, WRITE_RPC_OPTIONS));
         Object.assign(set.headers, replayHeaders(res.idempotency));
-        return renderEvent(res.event);
+        return jsonResponse(eventJson(res.event));
       },
       {
         params: SubscriptionIdParams,
@@ -143,9 +172,7 @@ export function eventRoutes(deps: GatewayDeps) {
             RPC_OPTIONS,
           ),
         );
-        const page: { items: EventViewJson[]; nextPageToken?: string } = { items: res.items.map(renderEvent) };
-        if (res.nextPageToken) page.nextPageToken = res.nextPageToken;
-        return page;
+        return jsonResponse(eventPageJson(res.items, res.nextPageToken));
       },
       {
         params: SubscriptionIdParams,
@@ -160,7 +187,7 @@ export function eventRoutes(deps: GatewayDeps) {
         const ref = await owned(request, params.id);
         const id = eventId(params.eventId);
         const res = await rpc(() => delivery().getEvent({ ...ref, eventId: id }, RPC_OPTIONS));
-        return renderEvent(res.event);
+        return jsonResponse(eventJson(res.event));
       },
       {
         params: EventParams,
@@ -176,7 +203,7 @@ export function eventRoutes(deps: GatewayDeps) {
         const idempotency = idempotencyFor(request, `/v1/subscriptions/${ref.subscriptionId}/events/${id}/retry`);
         const res = await rpc(() => delivery().retryEvent({ ...ref, eventId: id, idempotency }, WRITE_RPC_OPTIONS));
         Object.assign(set.headers, replayHeaders(res.idempotency));
-        return renderEvent(res.event);
+        return jsonResponse(eventJson(res.event));
       },
       {
         params: EventParams,

@@ -8,7 +8,7 @@ import { RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
 import { idempotencyFor, replayHeaders } from "../idempotency.ts";
 import { isoTime } from "../render.ts";
 import { IdempotencyHeaders, InputObject, PageQuery, SubscriptionIdParams, errorResponses } from "../schemas.ts";
-import { EventPageSchema, EventParams, deliveryAccess, eventId, renderEvent, type EventViewJson } from "./events.ts";
+import { EventPageSchema, EventParams, deliveryAccess, eventId, eventPageJson, jsonResponse } from "./events.ts";
 import { subscriptionId } from "./subscriptions.ts";
 import { queryPageLimit } from "../../common/page-token.ts";
 import { checkEventSearchFilters } from "../../common/event-search.ts";
@@ -223,9 +223,7 @@ export function operationRoutes(deps: GatewayDeps) {
             RPC_OPTIONS,
           ),
         );
-        const page: { items: EventViewJson[]; nextPageToken?: string } = { items: res.items.map(renderEvent) };
-        if (res.nextPageToken) page.nextPageToken = res.nextPageToken;
-        return page;
+        return jsonResponse(eventPageJson(res.items, res.nextPageToken));
       },
       {
         query: SearchQuery,

@@ -24,7 +24,7 @@ let served: ServedService;
 let client: grpc.Client;
 
 beforeAll(async () => {
-  bed = await startDeliveryBed({ delivererDeps: { stream: { pollMs: 100, batch: 500, authRecheckMs: 300 } } });
+  bed = await startDeliveryBed({ delivererDeps: { stream: { pollMs: 100, batch: 500, messageEvents: 200, authRecheckMs: 300 } } });
   served = await serveService(bed.deliverer!, 0, 0);
   const address = served.grpc!.address();
   if (address === null || typeof address === "string") throw new Error("gRPC server has no TCP address");
@@ -52,6 +52,8 @@ async function keyWithSubscription(): Promise<{ keyId: string; secret: string; s
 
 interface GrpcStream {
   events: StreamedEvent[];
+  /** Events per response message, in arrival order. */
+  messages: number[];
   error: grpc.ServiceError | undefined;
   ended: Promise<void>;
   call: grpc.ClientReadableStream<StreamEventsResponse>;
@@ -67,8 +69,11 @@ function openGrpc(secret: string | undefined, req: MessageInitShape<typeof Strea
     create(StreamEventsRequestSchema, req),
     metadata,
   );
-  const out: GrpcStream = { events: [], error: undefined, ended: Promise.resolve(), call };
-  call.on("data", (r: StreamEventsResponse) => out.events.push(...r.events));
+  const out: GrpcStream = { events: [], messages: [], error: undefined, ended: Promise.resolve(), call };
+  call.on("data", (r: StreamEventsResponse) => {
+    out.events.push(...r.events);
+    out.messages.push(r.events.length);
+  });
   out.ended = new Promise((resolve) => {
     call.on("error", (err: grpc.ServiceError) => {
       out.error = err;
@@ -90,6 +95,9 @@ test("gRPC: a key's events in creation order with cursors; resumes after the las
   const s1 = openGrpc(k.secret);
   await until("1200 streamed events", async () => s1.events.length >= 1200, 30_000);
   expect(s1.events.map((e) => e.event!.id)).toEqual(first.ids);
+  // Pages of 500 go out in messages of at most 200 events.
+  expect(Math.max(...s1.messages)).toBeLessThanOrEqual(200);
+  expect(s1.messages.length).toBeGreaterThanOrEqual(6);
   const payload = JSON.parse(s1.events[0]!.event!.payloadJson);
   expect(payload.id).toBe(first.ids[0]);
   // Live: made while the stream is open.

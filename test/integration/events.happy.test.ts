@@ -64,6 +64,14 @@ describe("POST /v1/subscriptions/:id/test", () => {
     expect(d!.headers["webhook-id"]).toBe(e.id);
     expect(JSON.parse(d!.body)).toEqual(e.payload);
     new Webhook(s.secret).verify(d!.body, d!.headers);
+    // The view is answered as text with the payload spliced in: the very bytes delivered, and the headers (media
+    // type, request id, rate limit) every JSON answer of the API has.
+    const view = await fetch(`${base}/v1/subscriptions/${s.id}/events/${e.id}`, { headers: { authorization: `Bearer ${s.key}`, "x-request-id": "ev-view-1" } });
+    expect(await view.text()).toContain(`"payload":${d!.body},`);
+    const sub = await call(base, s.key, "GET", `/v1/subscriptions/${s.id}`);
+    expect(view.headers.get("content-type")).toBe(sub.headers.get("content-type")!);
+    expect(view.headers.get("x-request-id")).toBe("ev-view-1");
+    expect(view.headers.get("ratelimit-limit")).toMatch(/^\d+$/);
   });
 
   test("kind wallet.transfer.broadcasted: a sample transfer marked test, on mainnet or the key's first chain", async () => {

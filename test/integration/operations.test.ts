@@ -5,6 +5,7 @@ import { SQL } from "bun";
 import { createClient } from "@connectrpc/connect";
 import { networkTransport } from "../../common/rpc.ts";
 import { fromRpcError } from "../../common/errors.ts";
+import { RECOVER_BATCH } from "../../deliverer/operations.ts";
 import { DeliveryService } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { call, startEventsStack, type EventsStack } from "../support/events.ts";
 
@@ -123,6 +124,24 @@ describe("recover", () => {
     const before = await call<{ recovered: number }>(base, s.key, "POST", `/v1/subscriptions/${s.id}/events/recover`, { since: new Date(Date.now() - 3_600_000).toISOString(), until: since });
     expect(before.body).toEqual({ recovered: 0 });
   });
+
+  test("more events than one batch: every one re-queued exactly once across the paced batches", async () => {
+    const s = await setup("/op-rec-many");
+    env.receiver.setBehaviour("/op-rec-many", { kind: "status", status: 500 });
+    const since = new Date(Date.now() - 1_000).toISOString();
+    const n = RECOVER_BATCH + 7;
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) ids.push((await call<Ev>(base, s.key, "POST", `/v1/subscriptions/${s.id}/test`)).body.id);
+    for (const id of ids) await settled(s.key, s.id, id, "failed");
+    // The receiver keeps failing, so an event re-queued by an early batch may be failed again before a later batch
+    // runs: the keyset walk must not take it a second time (recovered would exceed n).
+    const res = await call<{ recovered: number }>(base, s.key, "POST", `/v1/subscriptions/${s.id}/events/recover`, { since });
+    expect([res.status, res.body]).toEqual([202, { recovered: n }]);
+    for (const id of ids) await settled(s.key, s.id, id, "failed");
+    const [manual] = (await db`SELECT count(DISTINCT event_id)::int AS n FROM delivery_attempts
+      WHERE subscription_id = ${s.id} AND trigger = 'manual'`) as { n: number }[];
+    expect(manual!.n).toBe(n);
+  }, 120_000);
 
   test("bad bodies are invalid_request with param; a disabled subscription is 409; a foreign key 404", async () => {
     const s = await setup("/op-rec-err");

@@ -2,7 +2,7 @@
 // (its ULID time ± the slack), the UTC day a time falls in, and EVENT_RETENTION_DAYS as the configuration reads it.
 import { expect, test } from "bun:test";
 import fc from "fast-check";
-import { monotonicFactory, ulid } from "ulid";
+import { decodeTime, monotonicFactory, ulid } from "ulid";
 import { loadConfig } from "../../common/config.ts";
 import { ID_TIME_SLACK_MS, eventTimeWindow, utcDay } from "../../deliverer/partitions.ts";
 
@@ -31,6 +31,34 @@ test("an id without a ULID time gives no window (the lookup then reads every par
   expect(eventTimeWindow(["evt_not-a-ulid"])).toBeUndefined();
   expect(eventTimeWindow([`evt_${ulid()}`, "evt_X000001"])).toBeUndefined();
   expect(eventTimeWindow([])).toBeUndefined();
+});
+
+test("the id's time is the ulid package's decodeTime, and no window wherever decodeTime throws", () => {
+  const reference = (id: string): number | undefined => {
+    try {
+      return decodeTime(id.slice(id.indexOf("_") + 1));
+    } catch {
+      return undefined;
+    }
+  };
+  const crockford = fc.constantFrom(..."0123456789ABCDEFGHJKMNPQRSTVWXYZabcdefghjkmnpqrstvwxyz");
+  const nearUlid = fc.oneof(
+    fc.integer({ min: 0, max: 2 ** 48 - 1 }).map((t) => ulid(t)),
+    fc.string({ unit: crockford, minLength: 24, maxLength: 28 }),
+    fc.string({ minLength: 24, maxLength: 28 }),
+    // Crockford characters with one foreign one (I, L, O, U, a symbol, a non-ASCII letter) somewhere.
+    fc.tuple(fc.string({ unit: crockford, minLength: 26, maxLength: 26 }), fc.nat(25), fc.constantFrom("I", "L", "O", "U", "i", "-", "é", "\u0100")).map(([s, i, c]) => s.slice(0, i) + c + s.slice(i + 1)),
+  );
+  fc.assert(
+    fc.property(nearUlid, (u) => {
+      const id = `evt_${u}`;
+      const t = reference(id);
+      const w = eventTimeWindow([id]);
+      if (t === undefined) expect(w).toBeUndefined();
+      else expect(w!.from.getTime()).toBe(t - ID_TIME_SLACK_MS);
+    }),
+    { numRuns: 2_000 },
+  );
 });
 
 test("utcDay is the UTC calendar day, whatever the local zone", () => {
