@@ -36,11 +36,11 @@ export const RECOVER_MAX_AGE_MS = 14 * 24 * 3_600_000;
 /**
  * Events re-queued per statement: each batch is one short UPDATE, so no transaction lasts long. While a batch runs,
  * its UPDATE takes a core of PostgreSQL (it writes the five indexes of the delivery state of each event it changes)
- * and this event loop spends one uninterrupted stretch building the statements and mapping their rows, which every API request in flight waits
- * out: the stretch grows with the batch. Batches of 1,000 back to back (~110 ms each at 10,000,000 events) tripled
- * the reads' p99 in one quiet run (README "Benchmarks"). Smaller ones cost a fixed share each (round trips, the
- * commit): at 1,000,000 events and load average 6–8, 100,000 took 16–20 s in batches of 1,000, 30 s in batches of
- * 250, so 500 is the compromise.
+ * and this event loop spends one uninterrupted stretch building the statements and mapping their rows, which every
+ * API request in flight waits out: the stretch grows with the batch. Batches of 1,000 back to back (~110 ms each at
+ * 10,000,000 events) tripled the reads' p99 in one quiet run (README "Benchmarks"). Smaller ones cost a fixed share
+ * each (round trips, the commit): at 1,000,000 events and load average 6–8, 100,000 took 16–20 s in batches of 1,000,
+ * 30 s in batches of 250, so 500 is the compromise.
  */
 export const RECOVER_BATCH = 500;
 /**
