@@ -16,8 +16,8 @@
 // request per message, with its own per-request allocations), and the outcome write (JSON of the batch); a bare
 // publish costs the client library alone. Not all of it is the event loop: in a 20,000-event run a third or more is
 // JavaScriptCore compiling (JIT threads) and the allocator's and GC's threads, a share that shrinks as a run grows
-// (JIT ~98 µs per delivery at 10,000 events, ~42 at 40,000), so the first figure of a run pays the most; the floors
-// print their own CPU per publish for comparison. On a shared machine the outcome write is the critical path:
+// (JIT ~98 µs per delivery at 10,000 events, ~42 at 40,000), so the run first delivers BENCH_QUEUE_WARMUP (10,000)
+// events through each kind unmeasured, as a service that has run a while; the floors print their own CPU per publish. On a shared machine the outcome write is the critical path:
 // PostgreSQL updates the event's delivery state and inserts the attempt row. When the state was part of the event
 // row, every outcome copied the row, payload included, and inserted into all 11 indexes of `events` (the status is
 // indexed, so the update is never heap-only), and a batch of ~200 outcomes took 25-190 ms depending on the load. The
@@ -55,6 +55,7 @@ import { transfer } from "./transfers.ts";
 const RABBIT = process.env.BENCH_AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672/";
 const NATS = process.env.BENCH_NATS_URL ?? "nats://127.0.0.1:4222";
 const WINDOW = 256;
+const WARMUP = Number(process.env.BENCH_QUEUE_WARMUP ?? 10_000);
 // BENCH_QUEUE_ONLY=<regex>: only the figures whose label matches (profiling one of them).
 const ONLY = process.env.BENCH_QUEUE_ONLY ? new RegExp(process.env.BENCH_QUEUE_ONLY, "i") : undefined;
 
@@ -127,6 +128,15 @@ export async function queueBench(events: number): Promise<void> {
         description: "",
       })).subscription!.id;
 
+    // ---- warm-up, unmeasured: a service that has run a while has its code compiled (JavaScriptCore's JIT took
+    // ~98 µs per delivery in a cold 10,000-event run, ~42 in a 40,000 one), and the floors' client libraries are the
+    // same code the senders run. BENCH_QUEUE_WARMUP=0 measures cold.
+    if (WARMUP > 0) {
+      await runFresh([await newSub({ type: "amqp", broker: "bench-amqp", exchange: exchanges[0]!, routingKey: "k" })], WARMUP);
+      await runFresh([await newSub({ type: "nats", broker: "bench-nats", subject: `bench.${tag}.warm` })], WARMUP);
+      console.log(`  (warm-up: ${WARMUP.toLocaleString("en-US")} deliveries each through AMQP and NATS, not measured)`);
+    }
+
     // ---- floors: the client libraries alone ----
     const confirm = await amqpConn.createConfirmChannel();
     let t0 = performance.now();
@@ -149,12 +159,12 @@ export async function queueBench(events: number): Promise<void> {
 
     const measure = async (label: string, subIds: string[], floor: number) => {
       if (ONLY && !ONLY.test(label)) return;
-      const ours = await runFresh(subIds);
+      const ours = await runFresh(subIds, events);
       line(label, fmt(ours), fmt(floor), `ratio ${(ours / floor).toFixed(2)}× of the floor (goal ≥ 10,000/s and ≥ 0.5×)`);
     };
 
     // Each run gets a fresh deliverer (a stopped worker does not start again).
-    async function runFresh(subIds: string[]): Promise<number> {
+    async function runFresh(subIds: string[], events: number): Promise<number> {
       const d = await createDeliverer(config, { registry: registryTransport, startWorker: false, worker: JSON.parse(process.env.BENCH_WORKER ?? "{}") as Record<string, number> });
       const client = createClient(DeliveryService, inProcessTransport(d.routes));
       try {
