@@ -16,6 +16,8 @@ export type Database<TSchema extends Record<string, unknown> = Record<string, ne
 export interface DbOptions {
   /** Pool size. */
   max?: number;
+  /** PostgreSQL settings for each connection of the pool (runtime-config-client parameters). */
+  settings?: Record<string, string>;
 }
 
 function openSql(url: string, opts: DbOptions = {}): SQL {
@@ -24,6 +26,7 @@ function openSql(url: string, opts: DbOptions = {}): SQL {
     // A dead server must surface as an error (503), never as a hang: in whole seconds, as the driver takes it.
     connectionTimeout: DB_CONNECT_TIMEOUT_MS / 1000,
     idleTimeout: 30,
+    ...(opts.settings ? { connection: opts.settings } : {}),
   });
 }
 
