@@ -9,6 +9,7 @@ import { IdempotencyLedger, type IdempotentOutcome } from "../common/idempotency
 import { SETTINGS_MIGRATIONS } from "../common/settings/migrate.ts";
 import { openMigratedDatabase, withDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
 import { eventTimeWindow, utcDay } from "./partitions.ts";
+import { asLimit, PreparedShapes, type Bind, type Statement } from "./prepared.ts";
 import {
   attempts,
   deliveryIdempotency,
@@ -205,6 +206,39 @@ interface PageQuery {
   run(): Promise<EventRow[]>;
 }
 
+/** The values of a page's filters, by the names the statements bind them under. */
+function filterValues(f: PageFilters): Record<string, unknown> {
+  return { keyId: f.keyId, subscriptionId: f.subscriptionId, status: f.status, txId: f.txId, chainId: f.chainId, kind: f.kind, since: f.since, until: f.until };
+}
+
+/** Which filters are present: what, with the cursor, shapes a page's statement (deliverer/prepared.ts). */
+function filterShape(f: PageFilters): string {
+  const present = [f.keyId, f.subscriptionId, f.status, f.txId, f.chainId, f.kind, f.since, f.until, f.skipPurged];
+  return present.map((v) => (v ? "1" : "0")).join("");
+}
+
+/** The conditions of a page's filters on the events table (not the status, which is the state's, nor the times). */
+function eventConditions(f: PageFilters, p: Bind): SQL[] {
+  const conds: SQL[] = [];
+  if (f.keyId) conds.push(eq(events.keyId, p("keyId")));
+  if (f.subscriptionId) conds.push(eq(events.subscriptionId, p("subscriptionId")));
+  if (f.skipPurged) conds.push(notPurged(events.subscriptionId));
+  if (f.txId) conds.push(eq(events.txId, p("txId")));
+  if (f.chainId) conds.push(eq(events.chainId, p("chainId")));
+  if (f.kind) conds.push(eq(events.kind, p("kind")));
+  return conds;
+}
+
+/** A page cursor's values, bound as `afterT` and `afterId` (beforeBound). */
+function cursorValues(after: PageCursor | undefined): Record<string, unknown> {
+  return after ? { afterT: new Date(after.t), afterId: after.id } : {};
+}
+
+/** beforeCursor with the cursor's values bound by name. */
+function beforeBound(time: PgColumn, id: PgColumn, p: Bind): SQL {
+  return and(lte(time, p("afterT")), or(lt(time, p("afterT")), lt(id, p("afterId"))))!;
+}
+
 /** created_at in [from, to] on both tables of the join. */
 function bothBetween(from: Date, to: Date): SQL {
   return and(between(events.createdAt, from, to), between(deliveries.createdAt, from, to))!;
@@ -252,6 +286,8 @@ export type TransferEventRow = NewEventRow & { blockAt: Date };
 
 export class DelivererStore {
   private readonly ledger: IdempotencyLedger;
+  /** The event reads of the API, each built once per shape (deliverer/prepared.ts). */
+  private readonly shapes = new PreparedShapes();
 
   constructor(
     readonly db: DelivererDb,
@@ -616,7 +652,7 @@ export class DelivererStore {
 
   getEvent(subscriptionId: string, eventId: string): Promise<EventRow | undefined> {
     return withDatabase(async () => {
-      const [row] = await this.eventsById([eventId], [eq(events.subscriptionId, subscriptionId)]).run();
+      const [row] = await this.eventsById([eventId], { subscriptionId }).run();
       return row;
     });
   }
@@ -751,40 +787,32 @@ export class DelivererStore {
     ];
   }
 
-  private addressRefsQuery(q: EventSearch, limit: number, after: PageCursor | undefined) {
-    const a = eventAddresses;
-    const conds = [eq(a.keyId, q.keyId), eq(a.address, q.address!)];
-    if (q.since) conds.push(gte(a.createdAt, q.since));
-    if (q.until) conds.push(lt(a.createdAt, q.until));
-    if (after) conds.push(beforeCursor(a.createdAt, a.eventId, after));
-    return this.db
-      .select({ eventId: a.eventId, createdAt: a.createdAt })
-      .from(a)
-      .where(and(...conds))
-      .orderBy(desc(a.createdAt), desc(a.eventId))
-      .limit(limit);
+  private addressRefsQuery(q: EventSearch, limit: number, after: PageCursor | undefined): Statement<{ eventId: string; createdAt: Date }> {
+    const values = { keyId: q.keyId, address: q.address, since: q.since, until: q.until, ...cursorValues(after), limit };
+    return this.shapes.statement(`addressRefs:${q.since ? "s" : ""}${q.until ? "u" : ""}${after ? "a" : ""}`, values, (p) => {
+      const a = eventAddresses;
+      const conds = [eq(a.keyId, p("keyId")), eq(a.address, p("address"))];
+      if (q.since) conds.push(gte(a.createdAt, p("since")));
+      if (q.until) conds.push(lt(a.createdAt, p("until")));
+      if (after) conds.push(beforeBound(a.createdAt, a.eventId, p));
+      return this.db
+        .select({ eventId: a.eventId, createdAt: a.createdAt })
+        .from(a)
+        .where(and(...conds))
+        .orderBy(desc(a.createdAt), desc(a.eventId))
+        .limit(asLimit(p("limit")));
+    });
   }
 
   private addressRefs(q: EventSearch, limit: number, after: PageCursor | undefined): Promise<{ eventId: string; createdAt: Date }[]> {
-    return this.addressRefsQuery(q, limit, after);
+    return this.addressRefsQuery(q, limit, after).execute();
   }
 
   private eventsOfRefsQuery(q: EventSearch, refs: { eventId: string; createdAt: Date }[]): PageQuery {
     const times = refs.map((r) => r.createdAt.getTime());
     const window = { from: new Date(Math.min(...times)), to: new Date(Math.max(...times)) };
-    return this.eventsById(
-      refs.map((r) => r.eventId),
-      (d) => {
-        const conds = [eq(events.keyId, q.keyId), notPurged(events.subscriptionId)];
-        if (q.subscriptionId) conds.push(eq(events.subscriptionId, q.subscriptionId));
-        if (q.status) conds.push(eq(d.status, q.status));
-        if (q.txId) conds.push(eq(events.txId, q.txId));
-        if (q.chainId) conds.push(eq(events.chainId, q.chainId));
-        if (q.kind) conds.push(eq(events.kind, q.kind));
-        return conds;
-      },
-      window,
-    );
+    const { keyId, subscriptionId, status, txId, chainId, kind } = q;
+    return this.eventsById(refs.map((r) => r.eventId), { keyId, subscriptionId, status, txId, chainId, kind, skipPurged: true }, window);
   }
 
   private eventsOfRefs(q: EventSearch, refs: { eventId: string; createdAt: Date }[]): Promise<EventRow[]> {
@@ -796,26 +824,29 @@ export class DelivererStore {
   }
 
   /**
-   * The state of each row of `events` in scope, as a LATERAL subquery (see pageQuery), bounded to `window` when the
-   * rows' days are known so it is planned over those partitions only.
+   * The state of each row of `events` in scope, as a LATERAL subquery (see pageQuery), bounded to the statement's
+   * `from` and `to` when the rows' days are known so it reads those partitions only.
    */
-  private stateProbe(window?: { from: Date; to: Date }) {
+  private stateProbe(window?: Bind) {
     const conds = [eq(deliveries.eventId, events.id), eq(deliveries.createdAt, events.createdAt)];
-    if (window) conds.push(between(deliveries.createdAt, window.from, window.to));
+    if (window) conds.push(between(deliveries.createdAt, window("from"), window("to")));
     return this.db.select(stateColumns).from(deliveries).where(and(...conds)).limit(1).as("d");
   }
 
-  /** Events by id (bounded by the ids' times, or `window`) with their state, filtered further by `filters`. */
-  private eventsById(
-    ids: string[],
-    filters: SQL[] | ((d: ReturnType<DelivererStore["stateProbe"]>) => SQL[]),
-    window = eventTimeWindow(ids),
-  ): PageQuery {
-    const d = this.stateProbe(window);
-    const conds = [ids.length === 1 ? eq(events.id, ids[0]!) : inArray(events.id, ids), ...(typeof filters === "function" ? filters(d) : filters)];
-    if (window) conds.push(between(events.createdAt, window.from, window.to));
-    const query = this.db.select().from(events).innerJoinLateral(d, sql`true`).where(and(...conds));
-    return { query, run: async () => (await query).map((r) => ({ ...r.events, ...r.d })) };
+  /** Events by id (bounded by the ids' times, or `window`) with their state, filtered further by `f`. */
+  private eventsById(ids: string[], f: PageFilters, window = eventTimeWindow(ids)): PageQuery {
+    const one = ids.length === 1;
+    const values = { ...filterValues(f), ids: one ? ids[0] : ids, from: window?.from, to: window?.to };
+    const shape = `eventsById:${one ? "1" : "n"}${window ? "w" : ""}:${filterShape(f)}`;
+    const statement = this.shapes.statement(shape, values, (p) => {
+      const d = this.stateProbe(window ? p : undefined);
+      // Many ids are one array parameter: one statement for any number of them.
+      const conds = [one ? eq(events.id, p("ids")) : sql`${events.id} = ANY(${p("ids")}::text[])`, ...eventConditions(f, p)];
+      if (f.status) conds.push(eq(d.status, p("status")));
+      if (window) conds.push(between(events.createdAt, p("from"), p("to")));
+      return this.db.select().from(events).innerJoinLateral(d, sql`true`).where(and(...conds));
+    });
+    return { query: statement, run: async () => (await statement.execute()).map((r) => ({ ...r.events, ...r.d })) };
   }
 
   /**
@@ -828,51 +859,51 @@ export class DelivererStore {
    * probe visiting one partition (run-time pruning on created_at).
    */
   private pageQuery(f: PageFilters, limit: number, after: PageCursor | undefined): PageQuery {
+    const values = { ...filterValues(f), ...cursorValues(after), limit: limit + 1 };
+    const shape = `page:${filterShape(f)}${after ? "a" : ""}`;
     if (f.status) {
-      const e = this.db
-        .select(getTableColumns(events))
-        .from(events)
-        .where(and(eq(events.id, deliveries.eventId), eq(events.createdAt, deliveries.createdAt)))
-        .limit(1)
-        .as("e");
-      const conds: SQL[] = [eq(deliveries.status, f.status)];
-      if (f.keyId) conds.push(eq(deliveries.keyId, f.keyId));
-      if (f.subscriptionId) conds.push(eq(deliveries.subscriptionId, f.subscriptionId));
-      if (f.skipPurged) conds.push(notPurged(deliveries.subscriptionId));
-      if (f.txId) conds.push(eq(e.txId, f.txId));
-      if (f.chainId) conds.push(eq(e.chainId, f.chainId));
-      if (f.kind) conds.push(eq(e.kind, f.kind));
-      if (f.since) conds.push(gte(deliveries.createdAt, f.since));
-      if (f.until) conds.push(lt(deliveries.createdAt, f.until));
-      if (after) conds.push(beforeCursor(deliveries.createdAt, deliveries.eventId, after));
-      const query = this.db
-        .select()
-        .from(deliveries)
-        .innerJoinLateral(e, sql`true`)
-        .where(and(...conds))
-        .orderBy(desc(deliveries.createdAt), desc(deliveries.eventId))
-        .limit(limit + 1);
-      return { query, run: async () => (await query).map((r) => ({ ...r.e, ...stateOf(r.event_deliveries) })) };
+      const statement = this.shapes.statement(shape, values, (p) => {
+        const e = this.db
+          .select(getTableColumns(events))
+          .from(events)
+          .where(and(eq(events.id, deliveries.eventId), eq(events.createdAt, deliveries.createdAt)))
+          .limit(1)
+          .as("e");
+        const conds: SQL[] = [eq(deliveries.status, p("status"))];
+        if (f.keyId) conds.push(eq(deliveries.keyId, p("keyId")));
+        if (f.subscriptionId) conds.push(eq(deliveries.subscriptionId, p("subscriptionId")));
+        if (f.skipPurged) conds.push(notPurged(deliveries.subscriptionId));
+        if (f.txId) conds.push(eq(e.txId, p("txId")));
+        if (f.chainId) conds.push(eq(e.chainId, p("chainId")));
+        if (f.kind) conds.push(eq(e.kind, p("kind")));
+        if (f.since) conds.push(gte(deliveries.createdAt, p("since")));
+        if (f.until) conds.push(lt(deliveries.createdAt, p("until")));
+        if (after) conds.push(beforeBound(deliveries.createdAt, deliveries.eventId, p));
+        return this.db
+          .select()
+          .from(deliveries)
+          .innerJoinLateral(e, sql`true`)
+          .where(and(...conds))
+          .orderBy(desc(deliveries.createdAt), desc(deliveries.eventId))
+          .limit(asLimit(p("limit")));
+      });
+      return { query: statement, run: async () => (await statement.execute()).map((r) => ({ ...r.e, ...stateOf(r.event_deliveries) })) };
     }
-    const d = this.stateProbe();
-    const conds: SQL[] = [];
-    if (f.keyId) conds.push(eq(events.keyId, f.keyId));
-    if (f.subscriptionId) conds.push(eq(events.subscriptionId, f.subscriptionId));
-    if (f.skipPurged) conds.push(notPurged(events.subscriptionId));
-    if (f.txId) conds.push(eq(events.txId, f.txId));
-    if (f.chainId) conds.push(eq(events.chainId, f.chainId));
-    if (f.kind) conds.push(eq(events.kind, f.kind));
-    if (f.since) conds.push(gte(events.createdAt, f.since));
-    if (f.until) conds.push(lt(events.createdAt, f.until));
-    if (after) conds.push(beforeCursor(events.createdAt, events.id, after));
-    const query = this.db
-      .select()
-      .from(events)
-      .innerJoinLateral(d, sql`true`)
-      .where(and(...conds))
-      .orderBy(desc(events.createdAt), desc(events.id))
-      .limit(limit + 1);
-    return { query, run: async () => (await query).map((r) => ({ ...r.events, ...r.d })) };
+    const statement = this.shapes.statement(shape, values, (p) => {
+      const d = this.stateProbe();
+      const conds = eventConditions(f, p);
+      if (f.since) conds.push(gte(events.createdAt, p("since")));
+      if (f.until) conds.push(lt(events.createdAt, p("until")));
+      if (after) conds.push(beforeBound(events.createdAt, events.id, p));
+      return this.db
+        .select()
+        .from(events)
+        .innerJoinLateral(d, sql`true`)
+        .where(and(...conds))
+        .orderBy(desc(events.createdAt), desc(events.id))
+        .limit(asLimit(p("limit")));
+    });
+    return { query: statement, run: async () => (await statement.execute()).map((r) => ({ ...r.events, ...r.d })) };
   }
 
   /** A subscription's newest successful (or failed) attempt. */
