@@ -27,18 +27,22 @@
 // 10,000,000 rows (warm): txId 1.9 ms planning, 0.19 ms execution; address 0.5 ms planning, 0.2 ms execution for a
 // rare and for a busy address alike. Planning over 30 partitions × 10 indexes outweighs execution, which is why the
 // address search is two single-table statements (the join of two partitioned tables planned in 10–60 ms).
-// EXPLAIN plans each time; the API mostly does not. Bun's SQL driver runs every statement as a named prepared
-// statement on its connection, and after five executions PostgreSQL (plan_cache_mode auto) keeps a generic plan when
-// it costs no more than the custom ones: the txId statement and the address range do (pg_prepared_statements on one
-// connection after 12 runs at 1,000,000 rows: 7 generic, 5 custom; then ~0.25 ms a round trip), since neither
-// prunes partitions at plan time anyway. The events-by-id statement of an address page stays on custom plans
-// (pruned to the page's days, they cost less than a generic plan over every partition); its planning is ~0.2 ms.
+// EXPLAIN plans each time; the API does not. Bun's SQL driver runs every statement as a named prepared statement on
+// its connection, and the deliverer's connections keep each on its generic plan (plan_cache_mode force_generic_plan,
+// deliverer/store.ts): PostgreSQL's default re-planned the statements that prune partitions on their parameters (one
+// event by id, an address page's events) on every run, ~0.15 ms each, where the generic plan prunes the same
+// partitions when it starts. What the txId search and the address range still pay is their partitions: one index
+// probe in each of the 30 days, ~0.2 ms of execution and about as much again to open and lock 30 partitions and
+// their indexes (PostgreSQL's CPU per request, printed beside each figure, against GET one event's).
 //
-// In the stack (2026-11-24, `bun --cpu-prof` of the busy-address phase): a 50-event page used to spend about as
-// much in the gateway's rendering (JSON.parse of each payload, Elysia's check of the page, JSON.stringify again) as
-// in the deliverer; the gateway now splices the payload JSON into the answer (gateway/routes/events.ts eventJson),
-// and what is left is mostly drizzle (building the two statements, mapping 51 wide rows), the payload's ordering
-// (deliverer/payload.ts) and the protobuf view. Recover runs in batches of 500 with a short rest after each
+// In the stack (2026-11-24, `bun --cpu-prof` of the txId phase): drizzle built each statement's text from its query
+// builder on every run, 45% of the stack's samples; the event reads are now built once per shape and prepared
+// (deliverer/prepared.ts), which halved the stack's CPU per request (GET one event 439 → 189 µs, txId 406 → 212,
+// a rare address 513 → 227, at 1,000,000 rows). Before that a 50-event page spent about as much in the gateway's
+// rendering (JSON.parse of each payload, Elysia's check of the page, JSON.stringify again) as in the deliverer; the
+// gateway splices the payload JSON into the answer (gateway/routes/events.ts eventJson), and what is left is mostly
+// the payload's ordering (deliverer/payload.ts), the protobuf view and mapping the wide rows. Recover runs in batches
+// of 500 with a short rest after each
 // (deliverer/operations.ts: what batch sizes and rests cost a 100,000-event recover at 1,000,000 rows).
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
