@@ -23,10 +23,17 @@
 // indexed, so the update is never heap-only), and a batch of ~200 outcomes took 25-190 ms depending on the load. The
 // state now has its own narrow table (`event_deliveries`, 5 indexes; README "Event storage"), which the outcome
 // statement alone updates: per outcome, from pg_stat_statements of this bench's database, 55-145 µs of exec time and
-// 1.4-1.8 KB of WAL against 153-337 µs and 3.2-5.0 KB before (README "Benchmarks", "Delivery"). Writes overlap (4 at
-// once) and grow while PostgreSQL is busy, and a queue destination has 128 publishes in flight (one destination at 32
-// left the broker idle between confirms). The deliverer's own CPU ran at 20-60% of a core in these runs: the rest is
-// waiting on PostgreSQL and the brokers, which share the same two cores.
+// 1.4-1.8 KB of WAL against 153-337 µs and 3.2-5.0 KB before (README "Benchmarks", "Delivery"). Most of what was left
+// was planning: PostgreSQL planned the outcome statement anew for every batch (its generic plan is estimated dearer
+// over the daily partitions), ~1.6 ms a batch, folding the batch's JSON into a constant (jsonb_in of all of it) on
+// the way. On its generic plan (deliverer/store.ts GENERIC_PLANS) a 40,000-outcome AMQP run measured 36 µs of exec
+// time per outcome against 152 before, the PostgreSQL backends fell from ~90% of a core to ~46%, and the machine
+// stopped being saturated (bun ~55%, RabbitMQ ~50%). What holds a run now is latency, not CPU: per round the claim
+// (one Redis script per shard, 2-4 ms) and the row load (3-4 ms) run one after the other while the event loop also
+// serves the confirms, and a second concurrent claim loop measured no faster; amqplib writes each frame to the
+// socket on its own (Bun's socket write was a quarter of the process's samples in a profile of this run). Writes
+// overlap (4 at once) and grow while PostgreSQL is busy, and a queue destination has 128 publishes in flight (one
+// destination at 32 left the broker idle between confirms).
 // StreamEvents: a page is one index range read with sorting off (before statistics exist the planner sorted every
 // remaining row of the key on each page, O(n²) for a consumer far behind) and the next page is read while this one
 // is encoded; a page goes out in messages of up to 250 events (one 2 MB message per page cost more in buffer growth
