@@ -16,7 +16,7 @@ import { createRoutingSender } from "./senders.ts";
 import { DeliveryService } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { deliveryRoutes } from "./service.ts";
 import { StreamWaker, streamEventsHandler, type StreamOptions } from "./stream.ts";
-import { DelivererStore, openDelivererDatabase } from "./store.ts";
+import { DelivererStore, openDelivererDatabase, openPlannedReads } from "./store.ts";
 import { TargetCache } from "./targets.ts";
 import { DeliveryWorker, type WorkerOptions } from "./worker.ts";
 
@@ -60,7 +60,8 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
   const db = await openDelivererDatabase(config.databaseUrl, { max: 10 });
   const appKeys = await loadAppKeys(db.$client, config.appSecret);
   const internalToken = await loadInternalToken(db.$client, config.internalToken);
-  const store = new DelivererStore(db, appKeys.encryptionKey);
+  const planned = openPlannedReads(config.databaseUrl);
+  const store = new DelivererStore(db, appKeys.encryptionKey, planned);
   const redis = openRedis(config.redisUrl);
   // Connection errors surface on the calls that fail (and in /readyz); openRedis reports them, rate-limited.
   const schedule = new Schedule(redis, { prefix: config.redisPrefix, shards: deps.shards ?? 8 });
@@ -151,6 +152,7 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
       await sender.close();
       unwatch();
       redis.disconnect();
+      await planned.$client.close();
       await db.$client.close();
     },
   };

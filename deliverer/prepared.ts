@@ -13,6 +13,7 @@ export type Bind = (name: string) => SQLWrapper;
 
 interface Buildable<R> {
   toSQL(): { sql: string; params: unknown[] };
+  execute(): Promise<R[]>;
   prepare(name: string): { execute(values?: Record<string, unknown>): Promise<R[]> };
 }
 
@@ -34,15 +35,18 @@ export class PreparedShapes {
 
   /**
    * The statement `build` makes for `values`. `shape` must name everything that changes the statement's text (which
-   * conditions are present), never a value: the first build for a shape is kept and reused for every later one.
+   * conditions are present), never a value: the first build for a shape is kept and reused for every later one. A
+   * shape that is not `kept` (one of too many to keep, e.g. an id list of a rare length) is built for each run.
    */
-  statement<R>(shape: string, values: Record<string, unknown>, build: (p: Bind) => Buildable<R>): Statement<R> {
+  statement<R>(shape: string, values: Record<string, unknown>, build: (p: Bind) => Buildable<R>, kept = true): Statement<R> {
+    const literal = () => {
+      const params = driverValues(values);
+      return build((name) => sql.param(params[name]));
+    };
     return {
-      toSQL: () => {
-        const params = driverValues(values);
-        return build((name) => sql.param(params[name])).toSQL();
-      },
+      toSQL: () => literal().toSQL(),
       execute: () => {
+        if (!kept) return literal().execute();
         let prepared = this.prepared.get(shape) as { execute(values?: Record<string, unknown>): Promise<R[]> } | undefined;
         if (!prepared) {
           prepared = build((name) => sql.placeholder(name)).prepare(shape);

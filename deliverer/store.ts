@@ -7,7 +7,7 @@ import type { PgColumn } from "drizzle-orm/pg-core";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { IdempotencyLedger, type IdempotentOutcome } from "../common/idempotency.ts";
 import { SETTINGS_MIGRATIONS } from "../common/settings/migrate.ts";
-import { openMigratedDatabase, withDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
+import { openDatabase, openMigratedDatabase, withDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
 import { eventTimeWindow, utcDay } from "./partitions.ts";
 import { asLimit, PreparedShapes, type Bind, type Statement } from "./prepared.ts";
 import {
@@ -41,14 +41,29 @@ export const DELIVERER_MIGRATIONS_TABLE = "__deliverer_migrations";
  * buys nothing and costs most of a point read: GET one event by id at 1,000,000 events, pgbench on one connection,
  * 0.27 ms a statement re-planned each time against 0.13 ms on the generic plan; the bench (`bun run bench events`)
  * measured PostgreSQL's CPU per request falling from 328 to 230 µs for GET one event and from 665 to 484 µs for an
- * address search. Every read and write of this service is an index condition whatever the parameters' values, which
- * is what makes one plan for all of them safe.
+ * address search. Where one plan does not fit every value, the statement runs on the planned reads' pool instead
+ * (openPlannedReads).
  */
 const GENERIC_PLANS = { plan_cache_mode: "force_generic_plan" };
 
 export async function openDelivererDatabase(url: string, opts: DbOptions = {}): Promise<DelivererDb> {
   const own = { folder: DELIVERER_MIGRATIONS, table: DELIVERER_MIGRATIONS_TABLE };
   return openMigratedDatabase(url, delivererSchema, [own, SETTINGS_MIGRATIONS], { ...opts, settings: { ...GENERIC_PLANS, ...opts.settings } });
+}
+
+/**
+ * A second, small pool for the reads whose plan must follow their values, or must come off an index in order: an
+ * address page's events by id, an address's refs (a range over every daily partition) and the StreamEvents pages.
+ * Its connections keep PostgreSQL's own choice between generic and custom plans, and have sorting off. On a generic
+ * plan a page's 51 ids are "some ids": the planner, costing a probe of every id in every partition, read the key's
+ * events between the ids' times instead (20 ms at 1,000,000 rows, against 51 primary-key probes on a custom plan);
+ * and it knows no address's frequency, so it sorted a busy address's refs across the 30 days rather than merging the
+ * days' index ranges in order and stopping at the page's end. Before statistics exist it did the same to every
+ * StreamEvents page. With sorting off the ordered merge is the plan whatever the estimates (none of these reads sorts
+ * its matching rows anywhere, so nothing loses a sort it needed).
+ */
+export function openPlannedReads(url: string, opts: DbOptions = {}): DelivererDb {
+  return openDatabase(url, delivererSchema, { max: 4, ...opts, settings: { enable_sort: "off", ...opts.settings } });
 }
 
 /** What a worker needs of a claimed event. */
@@ -206,6 +221,12 @@ interface PageQuery {
   run(): Promise<EventRow[]>;
 }
 
+/**
+ * Id lists up to this length are prepared once per length (eventsById); longer ones are built for each run. An
+ * address page asks for 51 ids, then 204, 816… (searchEvents): the lengths in use are few.
+ */
+const MAX_KEPT_IDS = 256;
+
 /** The values of a page's filters, by the names the statements bind them under. */
 function filterValues(f: PageFilters): Record<string, unknown> {
   return { keyId: f.keyId, subscriptionId: f.subscriptionId, status: f.status, txId: f.txId, chainId: f.chainId, kind: f.kind, since: f.since, until: f.until };
@@ -292,6 +313,8 @@ export class DelivererStore {
   constructor(
     readonly db: DelivererDb,
     encryptionKey: Buffer,
+    /** The pool of the reads planned for their values (openPlannedReads); the main pool without one. */
+    private readonly planned: DelivererDb = db,
   ) {
     this.ledger = new IdempotencyLedger(deliveryIdempotency, encryptionKey);
   }
@@ -795,7 +818,7 @@ export class DelivererStore {
       if (q.since) conds.push(gte(a.createdAt, p("since")));
       if (q.until) conds.push(lt(a.createdAt, p("until")));
       if (after) conds.push(beforeBound(a.createdAt, a.eventId, p));
-      return this.db
+      return this.planned
         .select({ eventId: a.eventId, createdAt: a.createdAt })
         .from(a)
         .where(and(...conds))
@@ -811,8 +834,11 @@ export class DelivererStore {
   private eventsOfRefsQuery(q: EventSearch, refs: { eventId: string; createdAt: Date }[]): PageQuery {
     const times = refs.map((r) => r.createdAt.getTime());
     const window = { from: new Date(Math.min(...times)), to: new Date(Math.max(...times)) };
-    const { keyId, subscriptionId, status, txId, chainId, kind } = q;
-    return this.eventsById(refs.map((r) => r.eventId), { keyId, subscriptionId, status, txId, chainId, kind, skipPurged: true }, window);
+    // No key condition: the refs are the key's already (event_addresses is keyed by it), and with one the planner
+    // could read the key's events between the refs' times through its page index instead of probing the page's ids
+    // (at 1,000,000 rows, where the key's newest day is dense, 10,000 rows read for a busy address's 51).
+    const { subscriptionId, status, txId, chainId, kind } = q;
+    return this.eventsById(refs.map((r) => r.eventId), { subscriptionId, status, txId, chainId, kind, skipPurged: true }, window);
   }
 
   private eventsOfRefs(q: EventSearch, refs: { eventId: string; createdAt: Date }[]): Promise<EventRow[]> {
@@ -835,17 +861,18 @@ export class DelivererStore {
 
   /** Events by id (bounded by the ids' times, or `window`) with their state, filtered further by `f`. */
   private eventsById(ids: string[], f: PageFilters, window = eventTimeWindow(ids)): PageQuery {
-    const one = ids.length === 1;
-    const values = { ...filterValues(f), ids: one ? ids[0] : ids, from: window?.from, to: window?.to };
-    const shape = `eventsById:${one ? "1" : "n"}${window ? "w" : ""}:${filterShape(f)}`;
+    const values: Record<string, unknown> = { ...filterValues(f), from: window?.from, to: window?.to };
+    ids.forEach((id, i) => (values[`id${i}`] = id));
+    const shape = `eventsById:${ids.length}${window ? "w" : ""}:${filterShape(f)}`;
     const statement = this.shapes.statement(shape, values, (p) => {
       const d = this.stateProbe(window ? p : undefined);
-      // Many ids are one array parameter: one statement for any number of them.
-      const conds = [one ? eq(events.id, p("ids")) : sql`${events.id} = ANY(${p("ids")}::text[])`, ...eventConditions(f, p)];
+      const list = ids.map((_, i) => p(`id${i}`));
+      const conds = [ids.length === 1 ? eq(events.id, list[0]!) : sql`${events.id} IN (${sql.join(list, sql`, `)})`, ...eventConditions(f, p)];
       if (f.status) conds.push(eq(d.status, p("status")));
       if (window) conds.push(between(events.createdAt, p("from"), p("to")));
-      return this.db.select().from(events).innerJoinLateral(d, sql`true`).where(and(...conds));
-    });
+      // One id is a primary-key probe on any plan; many are planned for their values (openPlannedReads).
+      return (ids.length === 1 ? this.db : this.planned).select().from(events).innerJoinLateral(d, sql`true`).where(and(...conds));
+    }, ids.length <= MAX_KEPT_IDS);
     return { query: statement, run: async () => (await statement.execute()).map((r) => ({ ...r.events, ...r.d })) };
   }
 
@@ -1002,8 +1029,8 @@ export class DelivererStore {
     return this.ledger.purgeExpired(this.db);
   }
 
-  private streamConditions(filter: StreamFilter) {
-    const client = this.db.$client;
+  /** The filters of a stream as fragments of `client`'s statements (a fragment belongs to the pool that runs it). */
+  private streamConditions(filter: StreamFilter, client: DelivererDb["$client"]) {
     return {
       subs: filter.subscriptionIds.length > 0 ? client`AND events.subscription_id IN ${client(filter.subscriptionIds)}` : client``,
       kinds: filter.kinds.length > 0 ? client`AND events.kind IN ${client(filter.kinds)}` : client``,
@@ -1017,7 +1044,7 @@ export class DelivererStore {
    */
   async streamHeldBack(filter: StreamFilter, after: StreamPosition): Promise<boolean> {
     const client = this.db.$client;
-    const { subs, kinds, chains } = this.streamConditions(filter);
+    const { subs, kinds, chains } = this.streamConditions(filter, client);
     const rows = (await withDatabase(() => client`
       SELECT 1 FROM events
       WHERE key_id = ${filter.keyId} AND (events.xid, events.seq) > (${after.xid}::xid8, ${after.seq}::bigint) ${subs} ${kinds} ${chains}
@@ -1035,16 +1062,14 @@ export class DelivererStore {
    * (id, created_at) in a LATERAL subquery (a nested loop by construction: see pageQuery).
    */
   async streamPage(filter: StreamFilter, after: StreamPosition, limit: number): Promise<StreamRow[]> {
-    const client = this.db.$client;
-    const { subs, kinds, chains } = this.streamConditions(filter);
+    const client = this.planned.$client;
+    const { subs, kinds, chains } = this.streamConditions(filter, client);
     // The page must come off events_stream_idx in order. Before the table has statistics (fresh rows, autovacuum
     // not yet run) the planner guesses a handful of rows and picks a bitmap scan and a sort of every remaining row
-    // of the key, on every page: a consumer far behind would read in O(n²). Sorting is therefore off for this one
-    // statement (SET LOCAL ends with its transaction).
+    // of the key, on every page: a consumer far behind would read in O(n²). The planned reads' connections have
+    // sorting off (openPlannedReads).
     const rows = (await withDatabase(() =>
-      client.begin(async (tx) => {
-        await tx`SET LOCAL enable_sort = off`;
-        return tx`
+      client`
           SELECT events.id, events.subscription_id, events.kind, events.chain_id, d.status, d.attempts, d.delivery_count,
             d.response_status, d.response_body, events.payload, events.created_at, events.xid::text AS xid, events.seq
           FROM events CROSS JOIN LATERAL (
@@ -1052,8 +1077,7 @@ export class DelivererStore {
             WHERE event_id = events.id AND created_at = events.created_at LIMIT 1) d
           WHERE events.key_id = ${filter.keyId} AND (events.xid, events.seq) > (${after.xid}::xid8, ${after.seq}::bigint)
             AND events.xid < pg_snapshot_xmin(pg_current_snapshot()) ${subs} ${kinds} ${chains}
-          ORDER BY events.xid, events.seq LIMIT ${limit}`;
-      }),
+          ORDER BY events.xid, events.seq LIMIT ${limit}`,
     )) as {
       id: string;
       subscription_id: string;
