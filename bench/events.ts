@@ -29,9 +29,10 @@
 // address search is two single-table statements (the join of two partitioned tables planned in 10–60 ms).
 // EXPLAIN plans each time; the API does not. Bun's SQL driver runs every statement as a named prepared statement on
 // its connection, and the deliverer's connections keep each on its generic plan (plan_cache_mode force_generic_plan,
-// deliverer/store.ts): PostgreSQL's default re-planned the statements that prune partitions on their parameters (one
-// event by id, an address page's events) on every run, ~0.15 ms each, where the generic plan prunes the same
-// partitions when it starts. What the txId search and the address range still pay is their partitions: one index
+// deliverer/store.ts): PostgreSQL's default re-planned one event by id on every run, ~0.15 ms, where the generic plan
+// prunes the same partitions when it starts. An address's refs and its page's events run on a second pool planned
+// per value with sorting off (openPlannedReads): on generic plans a busy address's refs were sorted across the 30
+// days (~51 ms of PostgreSQL per request). What the txId search and the address range still pay is their partitions: one index
 // probe in each of the 30 days, ~0.2 ms of execution and about as much again to open and lock 30 partitions and
 // their indexes (PostgreSQL's CPU per request, printed beside each figure, against GET one event's).
 //

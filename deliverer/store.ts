@@ -40,9 +40,8 @@ export const DELIVERER_MIGRATIONS_TABLE = "__deliverer_migrations";
  * the generic plan prunes the same partitions when it starts (run-time pruning on created_at), so the re-planning
  * buys nothing and costs most of a point read: GET one event by id at 1,000,000 events, pgbench on one connection,
  * 0.27 ms a statement re-planned each time against 0.13 ms on the generic plan; the bench (`bun run bench events`)
- * measured PostgreSQL's CPU per request falling from 328 to 230 µs for GET one event and from 665 to 484 µs for an
- * address search. Where one plan does not fit every value, the statement runs on the planned reads' pool instead
- * (openPlannedReads).
+ * measured PostgreSQL's CPU per request falling from 328 to 230 µs for GET one event. Where one plan does not fit
+ * every value, the statement runs on the planned reads' pool instead (openPlannedReads).
  */
 const GENERIC_PLANS = { plan_cache_mode: "force_generic_plan" };
 
@@ -250,14 +249,21 @@ function eventConditions(f: PageFilters, p: Bind): SQL[] {
   return conds;
 }
 
-/** A page cursor's values, bound as `afterT` and `afterId` (beforeBound). */
+/** A page cursor's values, bound as `afterT` and `afterId` (pageBounds). */
 function cursorValues(after: PageCursor | undefined): Record<string, unknown> {
   return after ? { afterT: new Date(after.t), afterId: after.id } : {};
 }
 
-/** beforeCursor with the cursor's values bound by name. */
-function beforeBound(time: PgColumn, id: PgColumn, p: Bind): SQL {
-  return and(lte(time, p("afterT")), or(lt(time, p("afterT")), lt(id, p("afterId"))))!;
+/**
+ * A page's time bounds (`since`, `until`) and its cursor (before `afterT`, `afterId` in (time, id) order) on the
+ * given columns, their values bound by name.
+ */
+function pageBounds(time: PgColumn, id: PgColumn, f: { since?: Date | undefined; until?: Date | undefined }, after: PageCursor | undefined, p: Bind): SQL[] {
+  const conds: SQL[] = [];
+  if (f.since) conds.push(gte(time, p("since")));
+  if (f.until) conds.push(lt(time, p("until")));
+  if (after) conds.push(and(lte(time, p("afterT")), or(lt(time, p("afterT")), lt(id, p("afterId"))))!);
+  return conds;
 }
 
 /** created_at in [from, to] on both tables of the join. */
@@ -814,10 +820,7 @@ export class DelivererStore {
     const values = { keyId: q.keyId, address: q.address, since: q.since, until: q.until, ...cursorValues(after), limit };
     return this.shapes.statement(`addressRefs:${q.since ? "s" : ""}${q.until ? "u" : ""}${after ? "a" : ""}`, values, (p) => {
       const a = eventAddresses;
-      const conds = [eq(a.keyId, p("keyId")), eq(a.address, p("address"))];
-      if (q.since) conds.push(gte(a.createdAt, p("since")));
-      if (q.until) conds.push(lt(a.createdAt, p("until")));
-      if (after) conds.push(beforeBound(a.createdAt, a.eventId, p));
+      const conds = [eq(a.keyId, p("keyId")), eq(a.address, p("address")), ...pageBounds(a.createdAt, a.eventId, q, after, p)];
       return this.planned
         .select({ eventId: a.eventId, createdAt: a.createdAt })
         .from(a)
@@ -903,9 +906,7 @@ export class DelivererStore {
         if (f.txId) conds.push(eq(e.txId, p("txId")));
         if (f.chainId) conds.push(eq(e.chainId, p("chainId")));
         if (f.kind) conds.push(eq(e.kind, p("kind")));
-        if (f.since) conds.push(gte(deliveries.createdAt, p("since")));
-        if (f.until) conds.push(lt(deliveries.createdAt, p("until")));
-        if (after) conds.push(beforeBound(deliveries.createdAt, deliveries.eventId, p));
+        conds.push(...pageBounds(deliveries.createdAt, deliveries.eventId, f, after, p));
         return this.db
           .select()
           .from(deliveries)
@@ -918,10 +919,7 @@ export class DelivererStore {
     }
     const statement = this.shapes.statement(shape, values, (p) => {
       const d = this.stateProbe();
-      const conds = eventConditions(f, p);
-      if (f.since) conds.push(gte(events.createdAt, p("since")));
-      if (f.until) conds.push(lt(events.createdAt, p("until")));
-      if (after) conds.push(beforeBound(events.createdAt, events.id, p));
+      const conds = [...eventConditions(f, p), ...pageBounds(events.createdAt, events.id, f, after, p)];
       return this.db
         .select()
         .from(events)
