@@ -7,7 +7,7 @@
 // reconnects; one confirm channel per exchange on it, because RabbitMQ closes a channel that publishes to a missing
 // exchange, and that must fail only the attempts to that exchange.
 import amqp, { type ChannelModel, type ConfirmChannel, type Message } from "amqplib";
-import type { AttemptOutcome, AttemptRequest, QueueTarget } from "./send.ts";
+import { QUEUE_MESSAGE_HEADERS, type AttemptOutcome, type AttemptRequest, type QueueTarget } from "./send.ts";
 
 type Outcome = Omit<AttemptOutcome, "durationMs">;
 
@@ -25,7 +25,6 @@ interface Lane {
   closed: string | undefined;
 }
 
-const FORWARDED = ["webhook-id", "webhook-timestamp", "webhook-signature", "x-subscription-id"] as const;
 const ACKED: Outcome = { ok: true, status: null, body: "acked", retryAfterMs: null, failure: null };
 
 function fail(body: string, failure = "broker"): Outcome {
@@ -145,7 +144,7 @@ export class AmqpSender {
   private publish(req: AttemptRequest, q: QueueTarget, lane: Lane, settle: (out: Outcome) => void): void {
     const messageId = req.headers["webhook-id"] ?? "";
     const headers: Record<string, string> = {};
-    for (const name of FORWARDED) {
+    for (const name of QUEUE_MESSAGE_HEADERS) {
       const v = req.headers[name];
       if (v !== undefined) headers[name] = v;
     }

@@ -7,11 +7,9 @@
 // a connection that closes for good is dropped so the next attempt makes a new one.
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
-import type { AttemptOutcome, AttemptRequest, QueueTarget } from "./send.ts";
+import { QUEUE_MESSAGE_HEADERS, type AttemptOutcome, type AttemptRequest, type QueueTarget } from "./send.ts";
 
 type Outcome = Omit<AttemptOutcome, "durationMs">;
-
-const FORWARDED = ["webhook-id", "webhook-timestamp", "webhook-signature", "x-subscription-id"] as const;
 
 interface Link {
   nc: Promise<NatsConnection>;
@@ -91,7 +89,7 @@ export class NatsSender {
     }
     const h = natsHeaders();
     h.set("content-type", "application/json");
-    for (const name of FORWARDED) {
+    for (const name of QUEUE_MESSAGE_HEADERS) {
       const v = req.headers[name];
       if (v !== undefined) h.set(name, v);
     }

@@ -17,6 +17,12 @@ export interface AttemptRequest {
   queue?: QueueTarget;
 }
 
+/**
+ * The headers of an attempt a queue message carries as its own headers (AMQP properties, NATS headers): the
+ * Standard Webhooks ones and the subscription, so a consumer verifies it as a webhook receiver does.
+ */
+export const QUEUE_MESSAGE_HEADERS = ["webhook-id", "webhook-timestamp", "webhook-signature", "x-subscription-id"] as const;
+
 /** Where a queue attempt goes: the registered broker (its name and connection URL) and the exchange or subject. */
 export interface QueueTarget {
   type: "amqp" | "nats";
