@@ -45,7 +45,6 @@
 // PostgreSQL ~50%, consumer ~25%), so the rate is set by the hand-offs between them. A long transaction anywhere in
 // the cluster also holds the stream back (rows newer than the oldest running transaction wait for it).
 import { randomBytes } from "node:crypto";
-import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { SQL } from "bun";
@@ -58,6 +57,7 @@ import { serveService } from "../common/service.ts";
 import { createDeliverer } from "../deliverer/index.ts";
 import { eventsFinished } from "../deliverer/metrics.ts";
 import { DeliveryService, NewEventSchema } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
+import { runJsonChild } from "./child-json.ts";
 import { startBenchRegistry } from "./registry-bed.ts";
 import type { ConsumerResult, ConsumerSpec } from "./stream-consumer.ts";
 import { threadCpu, threadCpuPer } from "./thread-cpu.ts";
@@ -267,10 +267,7 @@ export async function queueBench(events: number): Promise<void> {
         const cpu0 = process.cpuUsage();
         const threads0 = threadCpu();
         const spec: ConsumerSpec = { url: `http://127.0.0.1:${served.http.port}`, secret: key.secret, total };
-        const child = Bun.spawn([process.execPath, join(import.meta.dir, "stream-consumer.ts"), JSON.stringify(spec)], { stdout: "pipe", stderr: "inherit" });
-        const out = await new Response(child.stdout).text();
-        if ((await child.exited) !== 0) throw new Error(`the stream consumer failed: ${out}`);
-        const r = JSON.parse(out.trim().split("\n").at(-1)!) as ConsumerResult;
+        const r = await runJsonChild<ConsumerResult>("stream-consumer.ts", spec);
         const cpu = process.cpuUsage(cpu0);
         console.log(`  cpu ${cpuPer(cpu, r.got)} µs per event in the server (${threadCpuPer(threads0, threadCpu(), r.got)}); the consumer's process ${Math.round(r.cpuUs / r.got)} µs`);
         return rate(r.got, r.ms);

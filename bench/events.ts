@@ -46,12 +46,12 @@
 // of 500 with a short rest after each
 // (deliverer/operations.ts: what batch sizes and rests cost a 100,000-event recover at 1,000,000 rows).
 import { cpus, loadavg } from "node:os";
-import { join } from "node:path";
 import { SQL } from "bun";
 import { setLogLevel } from "../common/logger.ts";
 import { isTxId } from "../common/event-search.ts";
 import { hexToBase58, isBase58Address } from "../common/tron-address.ts";
 import { startStack } from "../test/support/stack.ts";
+import { runJsonChild } from "./child-json.ts";
 import { cpuBetween, cpuSample } from "./cpu.ts";
 import type { LoadResult, LoadSpec } from "./load-generator.ts";
 
@@ -102,10 +102,7 @@ async function load(spec: LoadSpec): Promise<Measured> {
 }
 
 async function generate(spec: LoadSpec): Promise<LoadResult> {
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, "load-generator.ts"), JSON.stringify(spec)], { stdout: "pipe", stderr: "inherit" });
-  const out = await new Response(child.stdout).text();
-  if ((await child.exited) !== 0) throw new Error(`load generator failed: ${out}`);
-  return JSON.parse(out.trim().split("\n").at(-1)!) as LoadResult;
+  return runJsonChild<LoadResult>("load-generator.ts", spec);
 }
 
 function line(label: string, r: Measured, target = ""): string {
