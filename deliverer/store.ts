@@ -233,8 +233,7 @@ function filterValues(f: PageFilters): Record<string, unknown> {
 
 /** Which filters are present: what, with the cursor, shapes a page's statement (deliverer/prepared.ts). */
 function filterShape(f: PageFilters): string {
-  const present = [f.keyId, f.subscriptionId, f.status, f.txId, f.chainId, f.kind, f.since, f.until, f.skipPurged];
-  return present.map((v) => (v ? "1" : "0")).join("");
+  return [...Object.values(filterValues(f)), f.skipPurged].map((v) => (v ? "1" : "0")).join("");
 }
 
 /** The conditions of a page's filters on the events table (not the status, which is the state's, nor the times). */
