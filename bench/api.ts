@@ -30,15 +30,14 @@
 //   INSERT, due after COMMIT), then the claim (one 8-shard script pipeline: once per event, plus an empty one,
 //   until wake() coalesced), the row load, signing, the TLS POST and the batched outcome write.
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, loadavg, tmpdir } from "node:os";
+import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { setLogLevel } from "../common/logger.ts";
 import { hexToBase58 } from "../common/tron-address.ts";
 import { startStack, type Stack } from "../test/support/stack.ts";
 import { createTestPki } from "../tools/receiver/certs.ts";
 import { addressWrites, printAddressWrites } from "./api-addresses.ts";
-import { cpuBetween, cpuSample, type CpuSample } from "./cpu.ts";
+import { getPhase, luaString, Wrk, type WrkPhase, type WrkResult } from "./wrk.ts";
 
 const CONNECTIONS = 64;
 const THREADS = 2;
@@ -46,111 +45,20 @@ const WARMUP_SECONDS = 3;
 const SUBSCRIPTIONS = 1_000;
 const INLINED_ADDRESSES = 200;
 
-interface WrkResult {
-  rps: number;
-  p50Ms: number;
-  p99Ms: number;
-  requests: number;
-  /** Responses that were not 2xx (wrk's count; the exact status is checked once before the phase, see expectStatus). */
-  errors: number;
-  socketErrors: string;
-  cpu: CpuSplit;
-}
-
-/**
- * Where a phase's CPU went: this process (gateway, registry and deliverer), the PostgreSQL backends
- * serving this run's database, and wrk. Redis is shared with the rest of the machine, so it is not counted here.
- */
-interface CpuSplit {
-  stack: number;
-  postgres: number;
-  wrk: number;
-}
-
+/** The PostgreSQL backends serving the run's database (none until the stack is up). */
 let postgresPids: () => Promise<number[]> = async () => [];
-
-/** CPU seconds of this process, and of each PostgreSQL backend serving the run's database, by pid. */
-async function cpuNow(): Promise<CpuSample> {
-  return cpuSample(await postgresPids());
-}
-
-interface Phase {
-  url: string;
-  /**
-   * A Lua script for wrk (method, headers, bodies). No `response` callback: with one, wrk hands every body to Lua,
-   * which cost wrk more CPU than the server's work on the 25 KB list pages (wrk then competes for the same cores).
-   */
-  lua: string;
-  /** Checked on one request before the phase (the same method, headers and body as wrk's first request). */
-  expectStatus: number;
-  probe: () => Promise<Response>;
-}
-
-let scriptDir = "";
-
-function toMs(value: string, unit: string): number {
-  const n = Number(value);
-  return unit === "us" ? n / 1000 : unit === "s" ? n * 1000 : unit === "m" ? n * 60_000 : n;
-}
-
-async function wrk(phase: Phase, seconds: number): Promise<WrkResult> {
-  const probe = await phase.probe();
-  if (probe.status !== phase.expectStatus) throw new Error(`${phase.url} answered ${probe.status}: ${await probe.text()}`);
-  const file = join(scriptDir, `phase-${Math.random().toString(36).slice(2)}.lua`);
-  writeFileSync(file, phase.lua);
-  const before = await cpuNow();
-  const proc = Bun.spawn(
-    ["wrk", `-t${THREADS}`, `-c${CONNECTIONS}`, `-d${seconds}s`, "--latency", "--timeout", "10s", "-s", file, phase.url],
-    { stdout: "pipe", stderr: "pipe" },
-  );
-  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  if ((await proc.exited) !== 0) throw new Error(`wrk failed: ${err || out}`);
-  const after = await cpuNow();
-  const wrkUsage = proc.resourceUsage();
-  const cpu: CpuSplit = {
-    ...cpuBetween(before, after),
-    wrk: wrkUsage ? Number(wrkUsage.cpuTime.user + wrkUsage.cpuTime.system) / 1e6 : NaN,
-  };
-  const num = (re: RegExp) => {
-    const m = re.exec(out);
-    if (!m) throw new Error(`unexpected wrk output (${re}):\n${out}`);
-    return m;
-  };
-  const p50 = num(/^\s+50%\s+([\d.]+)(us|ms|s|m)\s*$/m);
-  const p99 = num(/^\s+99%\s+([\d.]+)(us|ms|s|m)\s*$/m);
-  return {
-    rps: Number(num(/Requests\/sec:\s+([\d.]+)/)[1]),
-    p50Ms: toMs(p50[1]!, p50[2]!),
-    p99Ms: toMs(p99[1]!, p99[2]!),
-    requests: Number(num(/(\d+) requests in/)[1]),
-    errors: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
-    socketErrors: /Socket errors:.*$/m.exec(out)?.[0] ?? "",
-    cpu,
-  };
-}
+const wrk = new Wrk({ threads: THREADS, connections: CONNECTIONS, postgresPids: () => postgresPids() });
 
 /** A warm-up run (discarded) then the measured one. */
-async function measure(phase: Phase, seconds: number): Promise<WrkResult> {
-  await wrk(phase, WARMUP_SECONDS);
-  return wrk(phase, seconds);
-}
-
-const luaString = (s: string) => JSON.stringify(s); // a JSON string literal is a valid Lua string literal here
-
-function getPhase(url: string, authorization: string): Phase {
-  return {
-    url,
-    expectStatus: 200,
-    probe: () => fetch(url, { headers: { authorization } }),
-    lua: `wrk.method = "GET"\nwrk.headers["authorization"] = ${luaString(authorization)}`,
-  };
+function measure(phase: WrkPhase, seconds: number): Promise<WrkResult> {
+  return wrk.measure(phase, seconds, WARMUP_SECONDS);
 }
 
 /**
  * POSTs whose body differs per request: `template` with "{n}" replaced by a per-thread counter and the thread's id,
  * so no two requests in the run send the same body.
  */
-function postPhase(url: string, authorization: string, template: string, expectStatus: number): Phase {
+function postPhase(url: string, authorization: string, template: string, expectStatus: number): WrkPhase {
   const [head, tail] = template.split("{n}");
   const lua = `
 wrk.method = "POST"
@@ -175,10 +83,10 @@ end
  */
 async function measureTest(url: string, authorization: string, seconds: number, delivered: () => Promise<number>) {
   const phase = postPhase(url, authorization, `{"kind":"service.ping"}`, 200);
-  const warmup = await wrk(phase, WARMUP_SECONDS);
+  const warmup = await wrk.run(phase, WARMUP_SECONDS);
   const before = await delivered();
   const started = performance.now();
-  const result = await wrk(phase, seconds);
+  const result = await wrk.run(phase, seconds);
   const atEnd = await delivered();
   const drainDeadline = performance.now() + 60_000;
   let last = -1;
@@ -251,7 +159,6 @@ async function seed(stack: Stack, authorization: string, receiverUrl: string): P
 export default async function bench(): Promise<void> {
   const argSeconds = Number(process.argv[3] ?? process.env.BENCH_SECONDS ?? 15);
   const seconds = Number.isFinite(argSeconds) && argSeconds > 0 ? argSeconds : 15;
-  scriptDir = mkdtempSync(join(tmpdir(), "bench-api-"));
 
   // The floor, measured first and again last (the machine's load moves during the run): wrk against hello world.
   // In its own process, so a profile of this one (`bun --cpu-prof`) holds the stack's work only.
@@ -261,7 +168,7 @@ export default async function bench(): Promise<void> {
   );
   const [helloPort] = await firstLinePorts(hello.stdout);
   const helloUrl = `http://127.0.0.1:${helloPort}/`;
-  const helloPhase: Phase = { url: helloUrl, lua: "", expectStatus: 200, probe: () => fetch(helloUrl) };
+  const helloPhase: WrkPhase = { url: helloUrl, lua: "", expectStatus: 200, probe: () => fetch(helloUrl) };
   const floorBefore = await measure(helloPhase, seconds);
 
   setLogLevel("warn");
@@ -350,6 +257,6 @@ export default async function bench(): Promise<void> {
     await stack.stop();
     receiverProc.kill();
     hello.kill();
-    rmSync(scriptDir, { recursive: true, force: true });
+    wrk.close();
   }
 }

@@ -51,11 +51,12 @@ import { setLogLevel } from "../common/logger.ts";
 import { isTxId } from "../common/event-search.ts";
 import { hexToBase58, isBase58Address } from "../common/tron-address.ts";
 import { startStack } from "../test/support/stack.ts";
-import { runJsonChild } from "./child-json.ts";
-import { cpuBetween, cpuSample } from "./cpu.ts";
-import type { LoadResult, LoadSpec } from "./load-generator.ts";
+import { getPhase, Wrk, type WrkResult } from "./wrk.ts";
 
-const CONCURRENCY = 16;
+/** wrk's connections (a closed loop: each sends its next request when the last is answered) and threads. */
+const CONNECTIONS = 16;
+const THREADS = 2;
+const WARMUP_SECONDS = 3;
 const RECOVER_EVENTS = 100_000;
 const DAY = 86_400_000;
 const SPAN_DAYS = 29;
@@ -88,26 +89,14 @@ async function loadAddressPool(db: SQL, size: number): Promise<void> {
   await db.unsafe("ANALYZE bench_addresses");
 }
 
-/** A load phase's result with the CPU it cost per request: this process (the stack) and the run's PostgreSQL backends. */
-type Measured = LoadResult & { stackUs: number; postgresUs: number };
-
 let postgresPids: () => Promise<number[]> = async () => [];
+const wrk = new Wrk({ threads: THREADS, connections: CONNECTIONS, postgresPids: () => postgresPids() });
 
-async function load(spec: LoadSpec): Promise<Measured> {
-  const before = cpuSample(await postgresPids());
-  const result = await generate(spec);
-  const cpu = cpuBetween(before, cpuSample(await postgresPids()));
-  const per = (s: number) => (result.requests === 0 ? 0 : (s * 1e6) / result.requests);
-  return { ...result, stackUs: per(cpu.stack), postgresUs: per(cpu.postgres) };
-}
-
-async function generate(spec: LoadSpec): Promise<LoadResult> {
-  return runJsonChild<LoadResult>("load-generator.ts", spec);
-}
-
-function line(label: string, r: Measured, target = ""): string {
-  const cpu = `CPU/req: stack ${Math.round(r.stackUs)} µs, PostgreSQL ${Math.round(r.postgresUs)} µs`;
-  return `${label.padEnd(44)} p50 ${r.p50Ms.toFixed(1).padStart(6)} ms   p99 ${r.p99Ms.toFixed(1).padStart(6)} ms   ${Math.round(r.rps)} req/s, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ""}   ${cpu}   ${target}`;
+function line(label: string, r: WrkResult, target = ""): string {
+  const per = (s: number) => `${r.requests === 0 ? 0 : Math.round((s * 1e6) / r.requests)} µs`;
+  const cpu = `CPU/req: stack ${per(r.cpu.stack)}, PostgreSQL ${per(r.cpu.postgres)}, wrk ${per(r.cpu.wrk)}`;
+  const errors = `${r.errors} errors${r.socketErrors ? ` (${r.socketErrors})` : ""}`;
+  return `${label.padEnd(44)} p50 ${r.p50Ms.toFixed(1).padStart(6)} ms   p99 ${r.p99Ms.toFixed(1).padStart(6)} ms   ${Math.round(r.rps)} req/s, ${errors}   ${cpu}   ${target}`;
 }
 
 /**
@@ -243,12 +232,12 @@ export default async function main(): Promise<void> {
       console.log(`EXPLAIN ANALYZE ${name}: ${[...scans].join(", ")}; ${plan.filter((l) => /Execution Time|Planning Time/.test(l)).map((l) => l.trim()).join(", ")}`);
     }
 
-    const spec = (path: string): LoadSpec => ({ url: stack.baseUrl + path, method: "GET", headers: auth, concurrency: CONCURRENCY, seconds, expectStatus: 200 });
+    const spec = (path: string) => getPhase(stack.baseUrl + path, auth.authorization);
     // BENCH_PHASES=pk,txId,address,busy,page,recover runs only those (to profile one path with bun --cpu-prof).
     const only = process.env.BENCH_PHASES?.split(",");
-    const phase = async (name: string, label: string, path: string, target = ""): Promise<Measured | undefined> => {
+    const phase = async (name: string, label: string, path: string, target = ""): Promise<WrkResult | undefined> => {
       if (only && !only.includes(name)) return undefined;
-      const r = await load(spec(path));
+      const r = await wrk.measure(spec(path), seconds, WARMUP_SECONDS);
       console.log(line(label, r, target));
       return r;
     };
@@ -261,7 +250,7 @@ export default async function main(): Promise<void> {
 
     if (!only || only.includes("recover")) {
       const since = new Date(Date.now() - 13 * DAY).toISOString();
-      const during = load(spec(`/v1/events?txId=${probe.tx_id}`));
+      const during = wrk.run(spec(`/v1/events?txId=${probe.tx_id}`), seconds);
       const t0 = performance.now();
       const rec = await fetch(`${stack.baseUrl}/v1/subscriptions/${recSub}/events/recover`, {
         method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ since }),
@@ -273,6 +262,7 @@ export default async function main(): Promise<void> {
       console.log(line("GET /v1/events?txId= during recover", busy, `${idle}target ≤ 2× idle (the load ran ${seconds} s, recover ${(recoverMs / 1000).toFixed(1)} s)`));
     }
   } finally {
+    wrk.close();
     await db.close();
     await stack.stop();
   }
