@@ -1,7 +1,8 @@
 // The events' daily partitions (migrations 0004, 0005): made ahead of time, and dropped whole once older than
 // EVENT_RETENTION_DAYS (README "Events"). events, event_deliveries, delivery_attempts and event_addresses share the
 // bounds of the event's created_at; event_transfer_keys is cut by the transfer's block day. Rows outside every partition sit in the
-// default partitions (an insert is never refused); retention deletes those in short batches, as they are strays.
+// default partitions (an insert is never refused); retention deletes those in short batches, as they are strays, and
+// the unpartitioned event_tx_refs rows of the days dropped the same way.
 import type { Logger } from "../common/logger.ts";
 import type { DelivererDb } from "./store.ts";
 
@@ -9,7 +10,7 @@ export const PARTITIONED_TABLES = ["events", "event_deliveries", "delivery_attem
 /** Days made ahead of today, so a missed maintenance run or two still leaves tomorrow's partition in place. */
 export const PARTITION_DAYS_AHEAD = 3;
 const DAY_MS = 86_400_000;
-/** Rows deleted per statement from a default partition. */
+/** Rows deleted per statement from a default partition, or from the txId refs. */
 const STRAY_BATCH = 5_000;
 /** The default partition's column the retention compares, per table. */
 const TIME_COLUMN: Record<(typeof PARTITIONED_TABLES)[number], string> = {
@@ -116,18 +117,22 @@ export class EventPartitions {
       await this.db.$client.unsafe(`DROP TABLE IF EXISTS "${name}"`);
       dropped.push(name);
     }
-    for (const table of PARTITIONED_TABLES) {
-      const col = TIME_COLUMN[table];
-      for (;;) {
-        const res = await this.db.$client.unsafe(
-          `DELETE FROM "${table}_default" WHERE ctid = ANY (ARRAY(SELECT ctid FROM "${table}_default" WHERE "${col}" < $1 LIMIT ${STRAY_BATCH}))`,
-          [cutoff],
-        );
-        if ((res as unknown as { count: number }).count < STRAY_BATCH) break;
-      }
-    }
+    for (const table of PARTITIONED_TABLES) await this.deleteBefore(`${table}_default`, TIME_COLUMN[table], cutoff);
+    // The txId refs have no partitions (schema.ts): their expired rows go by range of the primary key.
+    await this.deleteBefore("event_tx_refs", "created_at", cutoff);
     if (dropped.length > 0) this.logger?.info("event partitions dropped (retention)", { cutoff, dropped: dropped.length });
     return dropped;
+  }
+
+  /** Deletes a table's rows whose time column lies before the cutoff, STRAY_BATCH rows per statement. */
+  private async deleteBefore(table: string, column: string, cutoff: string): Promise<void> {
+    for (;;) {
+      const res = await this.db.$client.unsafe(
+        `DELETE FROM "${table}" WHERE ctid = ANY (ARRAY(SELECT ctid FROM "${table}" WHERE "${column}" < $1 LIMIT ${STRAY_BATCH}))`,
+        [cutoff],
+      );
+      if ((res as unknown as { count: number }).count < STRAY_BATCH) break;
+    }
   }
 
   /** One maintenance pass: today's and the next days' partitions, then retention. */

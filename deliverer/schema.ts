@@ -57,11 +57,10 @@ export const events = pgTable(
     index("events_subscription_page_idx").on(t.subscriptionId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     index("events_stream_idx").on(t.keyId, t.xid, t.seq),
     // GET /v1/events: one index per filter, each ending in the page order so a page is an index range (the status
-    // filter's are on event_deliveries).
+    // filter's are on event_deliveries, the txId filter's on event_tx_refs, the address filter's on event_addresses).
     index("events_key_page_idx").on(t.keyId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     index("events_key_kind_page_idx").on(t.keyId, t.kind, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     index("events_key_chain_page_idx").on(t.keyId, t.chainId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
-    index("events_tx_idx").on(t.txId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
   ],
 );
 
@@ -141,6 +140,25 @@ export const eventAddresses = pgTable(
   (t) => [index("event_addresses_page_idx").on(t.keyId, t.address, t.createdAt.desc().nullsFirst(), t.eventId.desc().nullsFirst())],
 );
 
+// GET /v1/events?txId=: one row per event of a key with a transaction, written in the event's statement. Not
+// partitioned, unlike the events: a txId says nothing of its time, so on the events a search probed one index in each
+// of the 30-odd daily partitions, and opening and locking them cost more than the probes (README "Events"). Here it
+// is one index range in page order; retention deletes the rows older than the oldest partition left (partitions.ts),
+// in short batches along the primary key.
+export const eventTxRefs = pgTable(
+  "event_tx_refs",
+  {
+    keyId: text("key_id").notNull(),
+    txId: text("tx_id").notNull(),
+    createdAt: ms("created_at").notNull(),
+    eventId: text("event_id").notNull(),
+  },
+  (t) => [
+    primaryKey({ name: "event_tx_refs_pkey", columns: [t.createdAt, t.eventId] }),
+    index("event_tx_refs_page_idx").on(t.keyId, t.txId, t.createdAt.desc().nullsFirst(), t.eventId.desc().nullsFirst()),
+  ],
+);
+
 // Subscriptions whose events are being deleted in the background (DeleteSubscriptionEvents returns at once; the
 // deliverer's purge loop deletes in batches and removes the row when nothing is left).
 export const eventPurges = pgTable("event_purges", {
@@ -179,7 +197,7 @@ export const attempts = pgTable(
 // Idempotency records of the deliverer's effects (test and retry), written in the effect's transaction.
 export const deliveryIdempotency = idempotencyTable("delivery_idempotency_records", "delivery_idempotency_expires_idx");
 
-export const delivererSchema = { events, eventDeliveries, attempts, eventTransferKeys, eventAddresses, eventPurges, deliveryIdempotency };
+export const delivererSchema = { events, eventDeliveries, attempts, eventTransferKeys, eventAddresses, eventTxRefs, eventPurges, deliveryIdempotency };
 export type DelivererSchema = typeof delivererSchema;
 
 export type DeliveryRow = typeof eventDeliveries.$inferSelect;

@@ -18,6 +18,7 @@ import {
   eventDeliveries,
   eventPurges,
   events,
+  eventTxRefs,
   type AttemptRow,
   type DelivererSchema,
   type EventRow,
@@ -299,12 +300,13 @@ function windowSql(ids: string[]): SQL {
   return sql`AND d.created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz`;
 }
 
-/** What deleting an event needs to know of it (its partition, and its address rows). */
+/** What deleting an event needs to know of it (its partition, its address rows and its txId row). */
 interface Doomed {
   id: string;
   created_at: Date | string;
   key_id: string | null;
   addresses: string[];
+  tx_id: string | null;
 }
 
 /** An event to insert through the Enqueue path: the row, and the time of the transfer's block (its identity's day). */
@@ -379,6 +381,9 @@ export class DelivererStore {
           INSERT INTO event_addresses (key_id, address, created_at, event_id)
           SELECT v.key, x, v.at, v.id FROM v JOIN k ON k.event_id = v.id, jsonb_array_elements_text(v.addrs) x
           WHERE v.key IS NOT NULL
+        ), t AS (
+          INSERT INTO event_tx_refs (key_id, tx_id, created_at, event_id)
+          SELECT v.key, v.tx, v.at, v.id FROM v JOIN k ON k.event_id = v.id WHERE v.key IS NOT NULL
         )
         SELECT id FROM e`) as { id: string }[];
       for (const r of done) inserted.add(r.id);
@@ -445,6 +450,9 @@ export class DelivererStore {
       await ex.insert(eventAddresses).values(
         out.addresses.map((address) => ({ keyId: out.keyId!, address, createdAt: out.createdAt, eventId: out.id })),
       );
+    }
+    if (out.keyId && out.txId) {
+      await ex.insert(eventTxRefs).values({ keyId: out.keyId, txId: out.txId, createdAt: out.createdAt, eventId: out.id });
     }
     return out;
   }
@@ -543,19 +551,19 @@ export class DelivererStore {
       .where(and(deliveriesByIds(ids), eq(deliveries.status, "pending")));
   }
 
-  /** Deletes events with their delivery state, attempts and address rows. */
+  /** Deletes events with their delivery state, attempts, address rows and txId rows. */
   async deleteEvents(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     const [from, to] = windowBounds(ids);
     const rows = (await this.db.$client`
-      SELECT id, created_at, key_id, addresses FROM events
+      SELECT id, created_at, key_id, addresses, tx_id FROM events
       WHERE id IN (SELECT jsonb_array_elements_text(${JSON.stringify(ids)}::text::jsonb))
         AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz`) as Doomed[];
     await this.deleteBatch(rows);
   }
 
   /**
-   * Deletes the given events with their delivery state, attempts and address rows in one statement. Every condition is an array
+   * Deletes the given events with their delivery state, attempts, address rows and txId rows in one statement. Every condition is an array
    * or a range on an index's leading columns (never a join the planner could turn into a scan of a key's rows).
    */
   private async deleteBatch(rows: Doomed[]): Promise<{ id: string; status: EventStatus }[]> {
@@ -566,6 +574,7 @@ export class DelivererStore {
     const ids = JSON.stringify(rows.map((r) => r.id));
     const keys = [...new Set(rows.map((r) => r.key_id).filter((k): k is string => k !== null))];
     const addrs = JSON.stringify([...new Set(rows.flatMap((r) => r.addresses))]);
+    const txs = JSON.stringify([...new Set(rows.map((r) => r.tx_id).filter((t): t is string => t !== null))]);
     return (await this.db.$client`
       WITH d AS (
         DELETE FROM events WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
@@ -581,6 +590,11 @@ export class DelivererStore {
       ), dx AS (
         DELETE FROM event_addresses WHERE key_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(keys)}::text::jsonb)))
           AND address = ANY (ARRAY(SELECT jsonb_array_elements_text(${addrs}::text::jsonb)))
+          AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
+          AND event_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
+      ), dt AS (
+        DELETE FROM event_tx_refs WHERE key_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(keys)}::text::jsonb)))
+          AND tx_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${txs}::text::jsonb)))
           AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
           AND event_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
       )
@@ -614,7 +628,7 @@ export class DelivererStore {
   async purgeBatch(subscriptionId: string, limit: number): Promise<{ deleted: number; pendingIds: string[] }> {
     // Newest first along events_subscription_page_idx: a batch is one slice of time, so its delete bounds are tight.
     const doomed = (await this.db.$client`
-      SELECT id, created_at, key_id, addresses FROM events WHERE subscription_id = ${subscriptionId}
+      SELECT id, created_at, key_id, addresses, tx_id FROM events WHERE subscription_id = ${subscriptionId}
       ORDER BY created_at DESC, id DESC LIMIT ${limit}`) as Doomed[];
     const rows = await this.deleteBatch(doomed);
     if (doomed.length < limit) await this.db.delete(eventPurges).where(eq(eventPurges.subscriptionId, subscriptionId));
@@ -777,20 +791,21 @@ export class DelivererStore {
 
   /**
    * GET /v1/events: a key's events, newest first, every filter an index condition (see the events_key_* indexes, and
-   * event_deliveries_key_status_page_idx for the status); a
-   * subscription whose events are being purged is already left out. With an address the page comes in two short
-   * statements instead of one join: the address's range of event_addresses (key, address, created_at, event id) in
-   * page order, then those events by id with created_at bounded to the range's days. A join over two partitioned
-   * tables costs more to plan (every partition of both, every index) than to run (README "Events").
+   * event_deliveries_key_status_page_idx for the status); a subscription whose events are being purged is already
+   * left out. With an address or a txId the page comes in two short statements instead of one join: the key's refs
+   * in page order (the address's range of event_addresses, or the txId's of event_tx_refs), then those events by id
+   * with created_at bounded to the refs' days. A join over two partitioned tables costs more to plan (every
+   * partition of both, every index) than to run, and a txId names no day to prune the events' partitions by
+   * (README "Events").
    */
   searchEvents(q: EventSearch, limit: number, after: PageCursor | undefined): Promise<EventRow[]> {
     return withDatabase(async () => {
-      if (!q.address) return this.searchQuery(q, limit, after).run();
+      if (!q.address && !q.txId) return this.searchQuery(q, limit, after).run();
       const out: EventRow[] = [];
       let cursor = after;
-      // Other filters may drop some of an address's events: read further, in growing steps, until the page is full.
+      // Other filters may drop some of the refs' events: read further, in growing steps, until the page is full.
       for (let chunk = limit + 1; ; chunk = Math.min(chunk * 4, 5_000)) {
-        const refs = await this.addressRefs(q, chunk, cursor);
+        const refs = await this.refsQuery(q, chunk, cursor).execute();
         if (refs.length === 0) break;
         const found = new Map((await this.eventsOfRefs(q, refs)).map((e) => [e.id, e]));
         for (const r of refs) {
@@ -807,36 +822,49 @@ export class DelivererStore {
 
   /** The statements searchEvents runs, as text and parameters (test/integration/operations.test.ts checks their plans). */
   searchSql(q: EventSearch, limit: number, after: PageCursor | undefined): { sql: string; params: unknown[] }[] {
-    if (!q.address) return [this.searchQuery(q, limit, after).query.toSQL()];
+    if (!q.address && !q.txId) return [this.searchQuery(q, limit, after).query.toSQL()];
     const t = after ? new Date(after.t) : new Date();
     return [
-      this.addressRefsQuery(q, limit + 1, after).toSQL(),
+      this.refsQuery(q, limit + 1, after).toSQL(),
       this.eventsOfRefsQuery(q, [{ eventId: after?.id ?? "evt_", createdAt: t }]).query.toSQL(),
     ];
   }
 
-  private addressRefsQuery(q: EventSearch, limit: number, after: PageCursor | undefined): Statement<{ eventId: string; createdAt: Date }> {
-    const values = { keyId: q.keyId, address: q.address, since: q.since, until: q.until, ...cursorValues(after), limit };
-    return this.shapes.statement(`addressRefs:${q.since ? "s" : ""}${q.until ? "u" : ""}${after ? "a" : ""}`, values, (p) => {
-      const a = eventAddresses;
-      const conds = [eq(a.keyId, p("keyId")), eq(a.address, p("address")), ...pageBounds(a.createdAt, a.eventId, q, after, p)];
-      return this.planned
-        .select({ eventId: a.eventId, createdAt: a.createdAt })
-        .from(a)
+  /**
+   * A page of the key's refs for the search's address (event_addresses) or, without one, its txId (event_tx_refs):
+   * (event id, created_at) in page order. The address's run on the pool planned per value (openPlannedReads: a
+   * generic plan sorted a busy address's refs across every partition); the txId's table has no partitions.
+   */
+  private refsQuery(q: EventSearch, limit: number, after: PageCursor | undefined): Statement<{ eventId: string; createdAt: Date }> {
+    const byAddress = Boolean(q.address);
+    const values = { keyId: q.keyId, value: byAddress ? q.address : q.txId, since: q.since, until: q.until, ...cursorValues(after), limit };
+    const shape = `refs:${byAddress ? "address" : "txId"}:${q.since ? "s" : ""}${q.until ? "u" : ""}${after ? "a" : ""}`;
+    return this.shapes.statement(shape, values, (p) => {
+      if (byAddress) {
+        const a = eventAddresses;
+        const conds = [eq(a.keyId, p("keyId")), eq(a.address, p("value")), ...pageBounds(a.createdAt, a.eventId, q, after, p)];
+        return this.planned
+          .select({ eventId: a.eventId, createdAt: a.createdAt })
+          .from(a)
+          .where(and(...conds))
+          .orderBy(desc(a.createdAt), desc(a.eventId))
+          .limit(asLimit(p("limit")));
+      }
+      const t = eventTxRefs;
+      const conds = [eq(t.keyId, p("keyId")), eq(t.txId, p("value")), ...pageBounds(t.createdAt, t.eventId, q, after, p)];
+      return this.db
+        .select({ eventId: t.eventId, createdAt: t.createdAt })
+        .from(t)
         .where(and(...conds))
-        .orderBy(desc(a.createdAt), desc(a.eventId))
+        .orderBy(desc(t.createdAt), desc(t.eventId))
         .limit(asLimit(p("limit")));
     });
-  }
-
-  private addressRefs(q: EventSearch, limit: number, after: PageCursor | undefined): Promise<{ eventId: string; createdAt: Date }[]> {
-    return this.addressRefsQuery(q, limit, after).execute();
   }
 
   private eventsOfRefsQuery(q: EventSearch, refs: { eventId: string; createdAt: Date }[]): PageQuery {
     const times = refs.map((r) => r.createdAt.getTime());
     const window = { from: new Date(Math.min(...times)), to: new Date(Math.max(...times)) };
-    // No key condition: the refs are the key's already (event_addresses is keyed by it), and with one the planner
+    // No key condition: the refs are the key's already (both ref tables are keyed by it), and with one the planner
     // could read the key's events between the refs' times through its page index instead of probing the page's ids
     // (at 1,000,000 rows, where the key's newest day is dense, 10,000 rows read for a busy address's 51).
     const { subscriptionId, status, txId, chainId, kind } = q;

@@ -100,6 +100,11 @@ describe("Enqueue", () => {
     expect(again.created).toBe(0);
     expect(again.eventIds).toEqual([...first.eventIds].reverse());
     expect(await eventCount(sub.subscriptionId)).toBe(5);
+    // The key's search by txId finds each event once, newest first (the block read again wrote no second ref).
+    const byTx = await bed.delivery.searchEvents({ keyId: sub.keyId, txId: base.txId, limit: 50 });
+    expect(byTx.items.map((e) => e.id).sort()).toEqual([...first.eventIds].sort());
+    const [{ refs }] = (await bed.sql`SELECT count(*)::int AS refs FROM event_tx_refs WHERE key_id = ${sub.keyId} AND tx_id = ${base.txId}`) as [{ refs: number }];
+    expect(refs).toBe(5);
 
     const data = async (i: number) => {
       const e = await waitForEvent(bed, { ...sub, eventId: first.eventIds[i]! }, () => true);

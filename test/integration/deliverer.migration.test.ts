@@ -1,7 +1,7 @@
 // The deliverer's migrations applied to a deployment that already holds events: 0001 made the transfer identity
 // (subscription, kind, chain, txId, logIndex, internalIndex); 0004 partitioned the events by day; 0005 moved the
-// delivery state into event_deliveries. Every stored row keeps its id, payload, stream position, attempts and delivery
-// state, and the identity is still the one enforced.
+// delivery state into event_deliveries; 0006 gave the txId search its own table (event_tx_refs). Every stored row
+// keeps its id, payload, stream position, attempts and delivery state, and the identity is still the one enforced.
 import { afterAll, expect, test } from "bun:test";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -176,7 +176,7 @@ test("the delivery state moves to event_deliveries: every event keeps its state,
   const eventIndexes = (await sql`SELECT indexname AS i FROM pg_indexes WHERE tablename = 'events' ORDER BY 1`) as { i: string }[];
   expect(eventIndexes.map((r) => r.i)).toEqual([
     "events_key_chain_page_idx", "events_key_kind_page_idx", "events_key_page_idx", "events_pkey", "events_stream_idx",
-    "events_subscription_page_idx", "events_tx_idx",
+    "events_subscription_page_idx",
   ]);
 
   const rows = (await sql`SELECT event_id, created_at, subscription_id, key_id, status, attempts, delivery_count, response_status,
@@ -206,4 +206,33 @@ test("the delivery state moves to event_deliveries: every event keeps its state,
     "event_deliveries_held_idx", "event_deliveries_key_status_page_idx", "event_deliveries_pending_idx", "event_deliveries_pkey",
     "event_deliveries_subscription_status_page_idx",
   ]);
+}, 60_000);
+
+test("the txId refs are filled from the stored events: one per event with a key and a txId, found by the search's index", async () => {
+  const { url, sql } = await freshDatabase("delmigtx");
+  await migrate(url, migrationsBefore("0006_event_tx_refs"));
+  const now = Date.now();
+  const made = [5, 1, 0].map((d, i) => ({ id: `evt_${ulid(now - d * 86_400_000)}`, at: new Date(now - d * 86_400_000), tx: `${i + 1}`.repeat(64) }));
+  for (const e of made) {
+    await sql`INSERT INTO events (id, subscription_id, key_id, kind, chain_id, tx_id, log_index, payload, created_at)
+      VALUES (${e.id}, 'sub_01JMIGSUBSCRIPTIONAAAAAAAA', 'key_01JMIGKEYAAAAAAAAAAAAAAAAA', 'wallet.transfer.broadcasted', 'tron:mainnet',
+        ${e.tx}, -1, ${JSON.stringify({ id: e.id })}::text::jsonb, ${e.at})`;
+  }
+  // A test event (no txId) and an event from before keys were recorded (no key): neither has a ref.
+  await sql`INSERT INTO events (id, subscription_id, key_id, kind, payload, created_at)
+    VALUES (${`evt_${ulid()}`}, 'sub_01JMIGSUBSCRIPTIONAAAAAAAA', 'key_01JMIGKEYAAAAAAAAAAAAAAAAA', 'service.ping', '{}'::jsonb, now())`;
+  await sql`INSERT INTO events (id, subscription_id, kind, chain_id, tx_id, log_index, payload, created_at)
+    VALUES (${`evt_${ulid()}`}, 'sub_01JMIGSUBSCRIPTIONAAAAAAAA', 'wallet.transfer.broadcasted', 'tron:mainnet', ${"9".repeat(64)}, -1, '{}'::jsonb, now())`;
+  await migrate(url, DELIVERER_MIGRATIONS);
+
+  const refs = (await sql`SELECT key_id, tx_id, created_at, event_id FROM event_tx_refs ORDER BY created_at`) as {
+    key_id: string; tx_id: string; created_at: Date; event_id: string;
+  }[];
+  expect(refs.map((r) => [r.key_id, r.tx_id, r.created_at.getTime(), r.event_id])).toEqual(
+    made.map((e) => ["key_01JMIGKEYAAAAAAAAAAAAAAAAA", e.tx, e.at.getTime(), e.id]),
+  );
+  const indexes = (await sql`SELECT indexname AS i FROM pg_indexes WHERE tablename = 'event_tx_refs' ORDER BY 1`) as { i: string }[];
+  expect(indexes.map((r) => r.i)).toEqual(["event_tx_refs_page_idx", "event_tx_refs_pkey"]);
+  const [{ kind }] = (await sql`SELECT relkind AS kind FROM pg_class WHERE relname = 'event_tx_refs'`) as [{ kind: string }];
+  expect(kind).toBe("r");
 }, 60_000);

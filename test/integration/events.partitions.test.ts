@@ -40,8 +40,14 @@ afterAll(async () => {
   await env?.stop();
 }, 60_000);
 
-async function subscription() {
-  const { key, id: keyId } = await env.stack.createKey();
+/** A new subscription, under a new key unless `owner` gives one. */
+async function subscription(owner?: { key: string; keyId: string }) {
+  let made = owner;
+  if (!made) {
+    const k = await env.stack.createKey();
+    made = { key: k.key, keyId: k.id };
+  }
+  const { key, keyId } = made;
   const res = await call<{ id: string }>(base, key, "POST", "/v1/subscriptions", {
     destination: { type: "https", url: env.receiver.url("/partitions") },
     events: ["wallet.transfer.broadcasted"],
@@ -58,21 +64,24 @@ interface Made {
 
 /**
  * Stored events of a subscription at the given times, as the deliverer writes them: the event (id a ULID of its
- * time), its delivery state, its transfer identity (block day = its day), its two address rows and one failed attempt.
+ * time), its delivery state, its transfer identity (block day = its day), its two address rows, its txId row and one
+ * failed attempt. Each has a txId of its own unless `tx` gives them one to share.
  */
-async function store(sub: { id: string; keyId: string }, times: number[], status = "failed"): Promise<Made[]> {
-  const made = times.map((at) => ({ id: `evt_${ulid(at)}`, at, tx: crypto.randomUUID().replaceAll("-", "").repeat(2) }));
-  const rows = JSON.stringify(made.map((m) => ({ id: m.id, at: new Date(m.at).toISOString(), tx: m.tx, att: `att_${ulid(m.at)}` })));
-  await db`WITH v AS (SELECT * FROM jsonb_to_recordset(${rows}::text::jsonb) AS v(id text, at timestamptz, tx text, att text)),
+async function store(sub: { id: string; keyId: string }, times: number[], status = "failed", tx?: string): Promise<Made[]> {
+  const made = times.map((at) => ({ id: `evt_${ulid(at)}`, at, tx: tx ?? crypto.randomUUID().replaceAll("-", "").repeat(2) }));
+  // A transfer's log index tells apart the events of a shared transaction.
+  const rows = JSON.stringify(made.map((m, i) => ({ id: m.id, at: new Date(m.at).toISOString(), tx: m.tx, li: i, att: `att_${ulid(m.at)}` })));
+  await db`WITH v AS (SELECT * FROM jsonb_to_recordset(${rows}::text::jsonb) AS v(id text, at timestamptz, tx text, li int, att text)),
     e AS (INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, created_at)
-      SELECT v.id, ${sub.id}, ${sub.keyId}, ARRAY[${PART_FROM}::text, ${PART_TO}::text], 'wallet.transfer.broadcasted', 'tron:mainnet', v.tx, -1,
+      SELECT v.id, ${sub.id}, ${sub.keyId}, ARRAY[${PART_FROM}::text, ${PART_TO}::text], 'wallet.transfer.broadcasted', 'tron:mainnet', v.tx, v.li,
         jsonb_build_object('id', v.id, 'kind', 'wallet.transfer.broadcasted', 'data', '{}'::jsonb), v.at FROM v),
     d AS (INSERT INTO event_deliveries (event_id, created_at, subscription_id, key_id, status, updated_at)
       SELECT v.id, v.at, ${sub.id}, ${sub.keyId}, ${status}, v.at FROM v),
     k AS (INSERT INTO event_transfer_keys (subscription_id, kind, chain_id, tx_id, log_index, internal_index, block_day, event_id, event_created_at)
-      SELECT ${sub.id}, 'wallet.transfer.broadcasted', 'tron:mainnet', v.tx, -1, -1, (v.at AT TIME ZONE 'UTC')::date, v.id, v.at FROM v),
+      SELECT ${sub.id}, 'wallet.transfer.broadcasted', 'tron:mainnet', v.tx, v.li, -1, (v.at AT TIME ZONE 'UTC')::date, v.id, v.at FROM v),
     a AS (INSERT INTO event_addresses (key_id, address, created_at, event_id)
-      SELECT ${sub.keyId}, x, v.at, v.id FROM v, unnest(ARRAY[${PART_FROM}::text, ${PART_TO}::text]) x)
+      SELECT ${sub.keyId}, x, v.at, v.id FROM v, unnest(ARRAY[${PART_FROM}::text, ${PART_TO}::text]) x),
+    t AS (INSERT INTO event_tx_refs (key_id, tx_id, created_at, event_id) SELECT ${sub.keyId}, v.tx, v.at, v.id FROM v)
     INSERT INTO delivery_attempts (id, event_id, event_created_at, subscription_id, attempted_at, duration_ms, ok, response_status, trigger)
       SELECT v.att, v.id, v.at, ${sub.id}, v.at, 5, false, 500, 'automatic' FROM v`;
   return made;
@@ -132,15 +141,22 @@ describe("retention", () => {
     expect(await count("delivery_attempts", "event_id", oldIds)).toBe(0);
     expect(await count("event_addresses", "event_id", oldIds)).toBe(0);
     expect(await count("event_transfer_keys", "event_id", oldIds)).toBe(0);
+    // The txId rows have no partitions: those of the dropped days go by a ranged delete.
+    expect(await count("event_tx_refs", "event_id", oldIds)).toBe(0);
     expect(await count("events", "id", keptIds)).toBe(4);
     expect(await count("event_deliveries", "event_id", keptIds)).toBe(4);
     expect(await count("delivery_attempts", "event_id", keptIds)).toBe(4);
     expect(await count("event_addresses", "event_id", keptIds)).toBe(8);
     expect(await count("event_transfer_keys", "event_id", keptIds)).toBe(4);
+    expect(await count("event_tx_refs", "event_id", keptIds)).toBe(4);
 
     // The API sees exactly the kept events, each one by id and in the lists.
     expect(await walk(sub.key, `/v1/subscriptions/${sub.id}/events`)).toEqual([...keptIds].reverse());
     expect(await walk(sub.key, `/v1/events?address=${PART_TO}&subscriptionId=${sub.id}`)).toEqual([...keptIds].reverse());
+    for (const e of [...old, ...kept]) {
+      const found = await call<Page<Ev>>(base, sub.key, "GET", `/v1/events?txId=${e.tx}`);
+      expect([e.id, found.body.items.map((x) => x.id)]).toEqual([e.id, keptIds.includes(e.id) ? [e.id] : []]);
+    }
     for (const id of keptIds) {
       expect((await call(base, sub.key, "GET", `/v1/subscriptions/${sub.id}/events/${id}`)).status).toBe(200);
       expect((await call<Page<unknown>>(base, sub.key, "GET", `/v1/subscriptions/${sub.id}/events/${id}/attempts`)).body.items).toHaveLength(1);
@@ -190,6 +206,19 @@ describe("across partition boundaries", () => {
       const tx = await call<Page<Ev>>(base, sub.key, "GET", `/v1/events?txId=${e.tx}`);
       expect(tx.body.items.map((x) => x.id)).toEqual([e.id]);
     }
+    // Many events of one transaction (its transfers, matched by two subscriptions), paged across the days: the
+    // txId's refs in page order, filtered further by subscription and status.
+    const other = await subscription(sub);
+    const shared = "ab".repeat(32);
+    const mine = await store(sub, times.map((t) => t + 10), "delivered", shared);
+    const theirs = await store(other, times.map((t) => t + 20), "failed", shared);
+    // Another key's events of the same transaction are not this key's to see.
+    await store(await subscription(), [now - 5_000], "failed", shared);
+    const byTime = [...mine, ...theirs].sort((x, y) => y.at - x.at).map((e) => e.id);
+    expect(await walk(sub.key, `/v1/events?txId=${shared}`)).toEqual(byTime);
+    expect(await walk(sub.key, `/v1/events?txId=${shared}&subscriptionId=${other.id}`)).toEqual([...theirs].reverse().map((e) => e.id));
+    expect(await walk(sub.key, `/v1/events?txId=${shared}&status=delivered`)).toEqual([...mine].reverse().map((e) => e.id));
+    expect(await walk(sub.key, `/v1/events?txId=${shared}&address=${PART_TO}&status=failed`)).toEqual([...theirs].reverse().map((e) => e.id));
   }, 120_000);
 });
 
@@ -198,14 +227,15 @@ describe("deleting a subscription with many events", () => {
     const sub = await subscription();
     const other = await subscription();
     const total = 30_000;
-    // Delivered events (nothing in the schedule), each with an attempt and two address rows.
+    // Delivered events (nothing in the schedule), each with an attempt, two address rows and a txId row.
     await db`WITH e AS (INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, created_at)
         SELECT 'evt_P' || lpad(g::text, 25, '0'), ${sub.id}, ${sub.keyId}, ARRAY[${PURGE_A}::text, 'TPurge' || g], 'wallet.transfer.broadcasted',
           'tron:mainnet', md5(g::text), -1, '{}'::jsonb, now() - g * interval '10 ms'
-        FROM generate_series(1, ${total}) g RETURNING id, created_at, addresses),
+        FROM generate_series(1, ${total}) g RETURNING id, created_at, addresses, tx_id),
       d AS (INSERT INTO event_deliveries (event_id, created_at, subscription_id, key_id, status, updated_at)
         SELECT e.id, e.created_at, ${sub.id}, ${sub.keyId}, 'delivered', now() FROM e),
-      a AS (INSERT INTO event_addresses (key_id, address, created_at, event_id) SELECT ${sub.keyId}, x, e.created_at, e.id FROM e, unnest(e.addresses) x)
+      a AS (INSERT INTO event_addresses (key_id, address, created_at, event_id) SELECT ${sub.keyId}, x, e.created_at, e.id FROM e, unnest(e.addresses) x),
+      t AS (INSERT INTO event_tx_refs (key_id, tx_id, created_at, event_id) SELECT ${sub.keyId}, e.tx_id, e.created_at, e.id FROM e)
       INSERT INTO delivery_attempts (id, event_id, event_created_at, subscription_id, attempted_at, duration_ms, ok, response_status, trigger)
         SELECT 'att_' || substr(e.id, 5), e.id, e.created_at, ${sub.id}, e.created_at, 3, true, 200, 'automatic' FROM e`;
     const keep = await store(other, [Date.now() - 5_000]);
@@ -229,6 +259,7 @@ describe("deleting a subscription with many events", () => {
         + (SELECT count(*) FROM event_deliveries WHERE subscription_id = ${sub.id})::int
         + (SELECT count(*) FROM delivery_attempts WHERE subscription_id = ${sub.id})::int
         + (SELECT count(*) FROM event_addresses WHERE key_id = ${sub.keyId})::int
+        + (SELECT count(*) FROM event_tx_refs WHERE key_id = ${sub.keyId})::int
         + (SELECT count(*) FROM event_purges WHERE subscription_id = ${sub.id})::int AS n`) as [{ n: number }];
       return r.n === 0;
     }, 120_000, 200);
@@ -236,6 +267,7 @@ describe("deleting a subscription with many events", () => {
     expect(await count("events", "id", keep.map((e) => e.id))).toBe(1);
     expect(await count("event_deliveries", "event_id", keep.map((e) => e.id))).toBe(1);
     expect(await count("event_addresses", "event_id", keep.map((e) => e.id))).toBe(2);
+    expect(await count("event_tx_refs", "event_id", keep.map((e) => e.id))).toBe(1);
   }, 180_000);
 
   test("a purge request outlives its deliverer: the next one to run finishes it", async () => {

@@ -249,9 +249,12 @@ describe("GET /v1/events", () => {
       FROM events e WHERE e.id LIKE 'evt_X%'`;
     await sql`INSERT INTO event_addresses (key_id, address, created_at, event_id)
       SELECT e.key_id, a, e.created_at, e.id FROM events e, unnest(e.addresses) a WHERE e.id LIKE 'evt_X%'`;
+    await sql`INSERT INTO event_tx_refs (key_id, tx_id, created_at, event_id)
+      SELECT e.key_id, e.tx_id, e.created_at, e.id FROM events e WHERE e.id LIKE 'evt_X%'`;
     await sql`ANALYZE events`;
     await sql`ANALYZE event_deliveries`;
     await sql`ANALYZE event_addresses`;
+    await sql`ANALYZE event_tx_refs`;
     const [{ parts }] = (await sql`SELECT count(DISTINCT tableoid)::int AS parts FROM events WHERE id LIKE 'evt_X%'`) as [{ parts: number }];
     expect(parts).toBeGreaterThanOrEqual(6);
     const now = Date.now();
@@ -292,7 +295,7 @@ describe("GET /v1/events", () => {
         // No sequential scan of any partition, and no sort of the matches: the page is read in index order. The
         // event and its delivery state are joined per row of the page (a nested loop probing by key), never by
         // reading one side whole for a hash or merge join.
-        expect([label, /Seq Scan on (events|event_addresses|event_deliveries)/.test(plan), /\bSort\s+\(cost/.test(plan), /Hash Join|Merge Join/.test(plan)])
+        expect([label, /Seq Scan on (events|event_addresses|event_deliveries|event_tx_refs)/.test(plan), /\bSort\s+\(cost/.test(plan), /Hash Join|Merge Join/.test(plan)])
           .toEqual([label, false, false, false]);
         // The status lives in event_deliveries: the page is a range of that table's (key, status, …) index (bounded
         // by nothing but the key, the status and the cursor's time; not a probe by event id).
@@ -301,6 +304,7 @@ describe("GET /v1/events", () => {
       }
     }
     await sql`DELETE FROM event_addresses WHERE event_id LIKE 'evt_X%'`;
+    await sql`DELETE FROM event_tx_refs WHERE event_id LIKE 'evt_X%'`;
     await sql`DELETE FROM event_deliveries WHERE event_id LIKE 'evt_X%'`;
     await sql`DELETE FROM events WHERE id LIKE 'evt_X%'`;
   }, 180_000);
