@@ -1,11 +1,14 @@
 // The events table partitioned by day (deliverer/partitions.ts, migration 0004): retention drops whole days with
 // their attempts, address rows and transfer identities and leaves newer ones intact; lists, page tokens and lookups
 // by id answer across partition boundaries; deleting a subscription with many events returns before they are gone
-// and they go in the background. Real stack (gateway, registry, deliverer), PostgreSQL and Redis.
+// and they go in the background; the prepared reads map their rows as drizzle would. Real stack (gateway, registry,
+// deliverer), PostgreSQL and Redis.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { ulid } from "ulid";
+import { and, desc, eq, getTableColumns, inArray } from "drizzle-orm";
 import { EventPurger } from "../../deliverer/purge.ts";
+import { eventDeliveries, events } from "../../deliverer/schema.ts";
 import { log } from "../../common/logger.ts";
 import { hexToBase58 } from "../../common/tron-address.ts";
 import { call, startEventsStack, type EventsStack } from "../support/events.ts";
@@ -288,4 +291,32 @@ describe("deleting a subscription with many events", () => {
     const [{ n }] = (await db`SELECT count(*)::int AS n FROM event_purges WHERE subscription_id = ${sub.id}`) as [{ n: number }];
     expect(n).toBe(0);
   }, 60_000);
+});
+
+describe("prepared reads", () => {
+  test("every read maps its rows exactly as drizzle does: dates, arrays, JSON, stream positions, nulls", async () => {
+    const reads = env.stack.deliverer!.store;
+    const sub = await subscription();
+    const now = Date.now();
+    const made = await store(sub, [now - 2 * DAY, now - DAY, now - 5_000], "failed", "cd".repeat(32));
+    await db`UPDATE event_deliveries SET response_status = 502, response_body = 'bad gateway', next_attempt_at = now()
+      WHERE event_id = ${made[2]!.id} AND created_at = ${new Date(made[2]!.at)}`;
+    const ids = made.map((e) => e.id);
+    // drizzle's own mapping of the same rows (its select builder, executed by drizzle).
+    const { eventId: _e, createdAt: _c, subscriptionId: _s, keyId: _k, ...state } = getTableColumns(eventDeliveries);
+    const expected = await reads.db
+      .select({ ...getTableColumns(events), ...state })
+      .from(events)
+      .innerJoin(eventDeliveries, and(eq(eventDeliveries.eventId, events.id), eq(eventDeliveries.createdAt, events.createdAt)))
+      .where(inArray(events.id, ids))
+      .orderBy(desc(events.createdAt));
+    expect(expected).toHaveLength(3);
+    expect(expected[0]!.responseBody).toBe("bad gateway");
+    expect(typeof expected[0]!.seq).toBe("number");
+    const page = await reads.listEvents(sub.id, undefined, 10, undefined);
+    const failed = await reads.listEvents(sub.id, "failed", 10, undefined);
+    const byTx = await reads.searchEvents({ keyId: sub.keyId, txId: "cd".repeat(32) }, 10, undefined);
+    const byAddress = await reads.searchEvents({ keyId: sub.keyId, address: PART_TO }, 10, undefined);
+    for (const rows of [page, failed, byTx, byAddress]) expect(rows).toEqual(expected);
+  });
 });
