@@ -1,11 +1,13 @@
 // `bun run bench events`: GET /v1/events with a txId or an address filter on a large events table, p99 through HTTP
-// beside a primary-key lookup (GET one event) measured in the same run; then recover of 100,000 failed events: the
+// (wrk, 16 connections in a closed loop, each phase after a 3-second warm-up) beside a primary-key lookup (GET one
+// event) measured in the same run; then recover of 100,000 failed events: the
 // time to re-queue them and the API's p99 while it runs against its idle p99. The deliverer's worker does not run,
 // so nothing is sent anywhere. BENCH_EVENTS sets the table's size (default 10,000,000), BENCH_SECONDS each load
 // phase (default 10 s), BENCH_RECOVER_EVENTS the recover's size (default 100,000, or 1 % of a smaller table),
 // BENCH_PHASES=pk,txId,address,busy,page,recover the phases run (to profile one with `bun --cpu-prof`). Targets:
 // filtered p99 ≤ 20 ms; recover ≤ 30 s; API p99 during recover ≤ 2× idle. Each phase also prints the CPU it cost
-// per request in this process (gateway, registry and deliverer) and in the run's PostgreSQL backends: on a shared
+// per request in this process (gateway, registry and deliverer), in the run's PostgreSQL backends and in wrk (a
+// Bun fetch loop in its place had cost more CPU per request than the server's own work, on the same cores): on a shared
 // 2-core machine the latency moves with everyone else's work, the CPU per request much less (though it too rises
 // by up to half when the machine is crowded).
 //
@@ -19,22 +21,24 @@
 // hex digits, and real base58check addresses from a pool made in JS with common/tron-address.ts (1.3 s for 200,000
 // at load 2.4, so about 6 s for the 1,000,003 of a full run).
 //
-// Where the time goes (EXPLAIN ANALYZE, printed by the run): a txId page is one index probe per daily partition on
-// events_tx_idx (tx_id, created_at DESC, id DESC) under a Merge Append; an address page is a range of
-// event_addresses_page_idx (key, address, created_at DESC, event id DESC) in page order, each row joined to its
-// event in one partition (run-time pruning on created_at). Neither sorts, so a page costs the same for an address
-// with 10 events or 10,000. The rest of a request is the gateway → deliverer hop and JSON. Measured 2026-11-24 at
-// 10,000,000 rows (warm): txId 1.9 ms planning, 0.19 ms execution; address 0.5 ms planning, 0.2 ms execution for a
-// rare and for a busy address alike. Planning over 30 partitions × 10 indexes outweighs execution, which is why the
-// address search is two single-table statements (the join of two partitioned tables planned in 10–60 ms).
+// Where the time goes (EXPLAIN ANALYZE, printed by the run): a txId page is a range of event_tx_refs_page_idx (key,
+// txId, created_at DESC, event id DESC) in one unpartitioned table, then its events by id in their days; an address
+// page is a range of event_addresses_page_idx (key, address, created_at DESC, event id DESC) in page order, a probe
+// in each daily partition under a Merge Append, then its events the same way. Neither sorts, so a page costs the
+// same for an address with 10 events or 10,000. The rest of a request is the gateway → deliverer hop and JSON. When
+// the txId search probed events_tx_idx in each of the ~30 daily partitions it cost PostgreSQL 471 µs of CPU per
+// request against GET one event's 139 µs (1,000,000 rows), and its p99 was 75 ms against 7 ms; through
+// event_tx_refs it costs 144 µs and its p99 is GET one event's. Planning over 30 partitions × 10 indexes outweighs
+// execution, which is why the address search is two single-table statements (the join of two partitioned tables
+// planned in 10–60 ms).
 // EXPLAIN plans each time; the API does not. Bun's SQL driver runs every statement as a named prepared statement on
 // its connection, and the deliverer's connections keep each on its generic plan (plan_cache_mode force_generic_plan,
 // deliverer/store.ts): PostgreSQL's default re-planned one event by id on every run, ~0.15 ms, where the generic plan
-// prunes the same partitions when it starts. An address's refs and its page's events run on a second pool planned
-// per value with sorting off (openPlannedReads): on generic plans a busy address's refs were sorted across the 30
-// days (~51 ms of PostgreSQL per request). What the txId search and the address range still pay is their partitions: one index
-// probe in each of the 30 days, ~0.2 ms of execution and about as much again to open and lock 30 partitions and
-// their indexes (PostgreSQL's CPU per request, printed beside each figure, against GET one event's).
+// prunes the same partitions when it starts. An address's refs run on a second pool planned per value with sorting
+// off (openPlannedReads): on generic plans a busy address's refs were sorted across the 30 days (~51 ms of
+// PostgreSQL per request). What the address range still pays is its partitions: one index probe in each of the 30
+// days, and about as much again to open and lock 30 partitions and their indexes (PostgreSQL's CPU per request,
+// printed beside each figure, against GET one event's).
 //
 // In the stack (2026-11-24, `bun --cpu-prof` of the txId phase): drizzle built each statement's text from its query
 // builder on every run, 45% of the stack's samples; the event reads are now built once per shape and prepared
@@ -42,7 +46,10 @@
 // a rare address 513 → 227, at 1,000,000 rows). Before that a 50-event page spent about as much in the gateway's
 // rendering (JSON.parse of each payload, Elysia's check of the page, JSON.stringify again) as in the deliverer; the
 // gateway splices the payload JSON into the answer (gateway/routes/events.ts eventJson), and what is left is mostly
-// the payload's ordering (deliverer/payload.ts), the protobuf view and mapping the wide rows. Recover runs in batches
+// the payload's ordering (deliverer/payload.ts), the protobuf view and mapping the wide rows. Drizzle's row mapping
+// (mapResultRow: each field's kind and decoder looked up again for every value) was 29% of the stack's samples on
+// the busy-address phase; a mapper made once per shape (prepared.ts) took the stack's CPU per 50-event page from
+// 1,049 to 737 µs (1,000,000 rows). Recover runs in batches
 // of 500 with a short rest after each
 // (deliverer/operations.ts: what batch sizes and rests cost a 100,000-event recover at 1,000,000 rows).
 import { cpus, loadavg } from "node:os";
