@@ -36,17 +36,18 @@ export const RECOVER_MAX_AGE_MS = 14 * 24 * 3_600_000;
 /**
  * Events re-queued per statement: each batch is one short UPDATE, so no transaction lasts long. While a batch runs,
  * its UPDATE takes a core of PostgreSQL (it writes the five indexes of the delivery state of each event it changes)
- * and this event loop spends one uninterrupted stretch building the statements and mapping their rows, which every
- * API request in flight waits out: the stretch grows with the batch. Batches of 1,000 back to back (~110 ms each at
- * 10,000,000 events) tripled the reads' p99 in one quiet run (README "Benchmarks"). Smaller ones cost a fixed share
- * each (round trips, the commit): at 1,000,000 events and load average 6–8, 100,000 took 16–20 s in batches of 1,000,
- * 30 s in batches of 250, so 500 is the compromise.
+ * and this event loop spends one uninterrupted stretch on its statements and its two Redis pipelines; every API
+ * request in flight meanwhile waits, so the reads' p99 follows the length of one batch, not the recover's share of
+ * the machine (resting as long as each batch took, instead of a quarter, left it where it was). With 2 cores, 1,000,000
+ * events and a 100,000-event recover beside `GET /v1/events?txId=` (bench/events.ts, 2026-11-24, quiet): batches of
+ * 500 took the reads' p99 from 6.3 to 17.2 ms (2.7×) and recovered in 6.3 s; batches of 100, 6.8 to 10.6 ms (1.6×)
+ * in 10.1 s. Smaller ones cost a fixed share each (round trips, the commit), which the 30 s budget still covers.
  */
-export const RECOVER_BATCH = 500;
+export const RECOVER_BATCH = 100;
 /**
  * After each batch recover rests this share of the time the batch took, so that the reads get the machine to
  * themselves for a while between batches. A small share: the time goes onto the recover's 30 s budget (bench/events.ts;
- * batches of 500 resting as long as they took needed 35 s in the run above).
+ * on a crowded machine, load average 6–8, batches of 500 resting as long as they took needed 35 s).
  */
 export const RECOVER_REST = 0.25;
 /** How long a recover may hold its Idempotency-Key before another request may take it. */
