@@ -848,28 +848,17 @@ export class DelivererStore {
     const byAddress = Boolean(q.address);
     const values = { keyId: q.keyId, value: byAddress ? q.address : q.txId, since: q.since, until: q.until, ...cursorValues(after), limit };
     const shape = `refs:${byAddress ? "address" : "txId"}:${q.since ? "s" : ""}${q.until ? "u" : ""}${after ? "a" : ""}`;
-    const fields = byAddress
-      ? { eventId: eventAddresses.eventId, createdAt: eventAddresses.createdAt }
-      : { eventId: eventTxRefs.eventId, createdAt: eventTxRefs.createdAt };
+    const refs = byAddress ? eventAddresses : eventTxRefs;
+    const value = byAddress ? eventAddresses.address : eventTxRefs.txId;
+    const fields = { eventId: refs.eventId, createdAt: refs.createdAt };
     const pool = byAddress ? this.planned : this.db;
     return this.shapes.statement(shape, values, { client: pool.$client, fields }, (p) => {
-      if (byAddress) {
-        const a = eventAddresses;
-        const conds = [eq(a.keyId, p("keyId")), eq(a.address, p("value")), ...pageBounds(a.createdAt, a.eventId, q, after, p)];
-        return pool
-          .select(fields)
-          .from(a)
-          .where(and(...conds))
-          .orderBy(desc(a.createdAt), desc(a.eventId))
-          .limit(asLimit(p("limit")));
-      }
-      const t = eventTxRefs;
-      const conds = [eq(t.keyId, p("keyId")), eq(t.txId, p("value")), ...pageBounds(t.createdAt, t.eventId, q, after, p)];
+      const conds = [eq(refs.keyId, p("keyId")), eq(value, p("value")), ...pageBounds(refs.createdAt, refs.eventId, q, after, p)];
       return pool
         .select(fields)
-        .from(t)
+        .from(refs)
         .where(and(...conds))
-        .orderBy(desc(t.createdAt), desc(t.eventId))
+        .orderBy(desc(refs.createdAt), desc(refs.eventId))
         .limit(asLimit(p("limit")));
     });
   }
