@@ -2,7 +2,7 @@
 // state) and the idempotency records of test and retry, on PostgreSQL (Drizzle, Bun SQL). Batch paths (enqueue,
 // outcomes) are one statement per batch.
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
-import { and, between, desc, eq, getTableColumns, gte, inArray, lt, lte, or, sql, type SQL } from "drizzle-orm";
+import { and, between, desc, eq, getTableColumns, gte, inArray, lt, lte, or, sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { IdempotencyLedger, type IdempotentOutcome } from "../common/idempotency.ts";
@@ -175,8 +175,12 @@ export function transferKey(
  * own so it is an index bound (and prunes the partitions newer than the cursor); the OR only breaks ties.
  */
 function beforeCursor(time: PgColumn, id: PgColumn, after: PageCursor): SQL {
-  const t = new Date(after.t);
-  return and(lte(time, t), or(lt(time, t), lt(id, after.id)))!;
+  return keysetBefore(time, id, new Date(after.t), after.id);
+}
+
+/** beforeCursor's condition on the cursor's time and id, given as values or as bound names (pageBounds). */
+function keysetBefore(time: PgColumn, id: PgColumn, t: Date | SQLWrapper, lastId: string | SQLWrapper): SQL {
+  return and(lte(time, t), or(lt(time, t), lt(id, lastId)))!;
 }
 
 const deliveries = eventDeliveries;
@@ -224,11 +228,8 @@ interface PageFilters {
   skipPurged?: boolean;
 }
 
-/** A page's statement (its text for EXPLAIN) and its run, mapped to EventRows. */
-interface PageQuery {
-  query: { toSQL(): { sql: string; params: unknown[] } };
-  run(): Promise<EventRow[]>;
-}
+/** A page's statement: its text for EXPLAIN, or its EventRows. */
+type PageQuery = Statement<EventRow>;
 
 /**
  * Id lists up to this length are prepared once per length (eventsById); longer ones are built for each run. An
@@ -271,7 +272,7 @@ function pageBounds(time: PgColumn, id: PgColumn, f: { since?: Date | undefined;
   const conds: SQL[] = [];
   if (f.since) conds.push(gte(time, p("since")));
   if (f.until) conds.push(lt(time, p("until")));
-  if (after) conds.push(and(lte(time, p("afterT")), or(lt(time, p("afterT")), lt(id, p("afterId"))))!);
+  if (after) conds.push(keysetBefore(time, id, p("afterT"), p("afterId")));
   return conds;
 }
 
@@ -703,7 +704,7 @@ export class DelivererStore {
 
   getEvent(subscriptionId: string, eventId: string): Promise<EventRow | undefined> {
     return withDatabase(async () => {
-      const [row] = await this.eventsById([eventId], { subscriptionId }).run();
+      const [row] = await this.eventsById([eventId], { subscriptionId }).execute();
       return row;
     });
   }
@@ -735,7 +736,7 @@ export class DelivererStore {
     return withDatabase(() => {
       // With a status the page is a range of event_deliveries_subscription_status_page_idx, else of
       // events_subscription_page_idx (pageQuery).
-      return this.pageQuery({ subscriptionId, status }, limit, after).run();
+      return this.pageQuery({ subscriptionId, status }, limit, after).execute();
     });
   }
 
@@ -809,7 +810,7 @@ export class DelivererStore {
    */
   searchEvents(q: EventSearch, limit: number, after: PageCursor | undefined): Promise<EventRow[]> {
     return withDatabase(async () => {
-      if (!q.address && !q.txId) return this.searchQuery(q, limit, after).run();
+      if (!q.address && !q.txId) return this.searchQuery(q, limit, after).execute();
       const out: EventRow[] = [];
       let cursor = after;
       // Other filters may drop some of the refs' events: read further, in growing steps, until the page is full.
@@ -831,11 +832,11 @@ export class DelivererStore {
 
   /** The statements searchEvents runs, as text and parameters (test/integration/operations.test.ts checks their plans). */
   searchSql(q: EventSearch, limit: number, after: PageCursor | undefined): { sql: string; params: unknown[] }[] {
-    if (!q.address && !q.txId) return [this.searchQuery(q, limit, after).query.toSQL()];
+    if (!q.address && !q.txId) return [this.searchQuery(q, limit, after).toSQL()];
     const t = after ? new Date(after.t) : new Date();
     return [
       this.refsQuery(q, limit + 1, after).toSQL(),
-      this.eventsOfRefsQuery(q, [{ eventId: after?.id ?? "evt_", createdAt: t }]).query.toSQL(),
+      this.eventsOfRefsQuery(q, [{ eventId: after?.id ?? "evt_", createdAt: t }]).toSQL(),
     ];
   }
 
@@ -874,7 +875,7 @@ export class DelivererStore {
   }
 
   private eventsOfRefs(q: EventSearch, refs: { eventId: string; createdAt: Date }[]): Promise<EventRow[]> {
-    return this.eventsOfRefsQuery(q, refs).run();
+    return this.eventsOfRefsQuery(q, refs).execute();
   }
 
   private searchQuery(q: EventSearch, limit: number, after: PageCursor | undefined): PageQuery {
@@ -900,7 +901,7 @@ export class DelivererStore {
     // generic one serves (no planning per run: 0.23 ms of PostgreSQL per 51-event page). With a subscription or a
     // key a generic plan may read that range between the ids' times instead: planned for the values (openPlannedReads).
     const pool = ids.length === 1 || (!f.subscriptionId && !f.keyId) ? this.db : this.planned;
-    const statement = this.shapes.statement(shape, values, { client: pool.$client, fields: eventRowColumns }, (p) => {
+    return this.shapes.statement(shape, values, { client: pool.$client, fields: eventRowColumns }, (p) => {
       const d = this.stateProbe(window ? p : undefined);
       const list = ids.map((_, i) => p(`id${i}`));
       const conds = [ids.length === 1 ? eq(events.id, list[0]!) : sql`${events.id} IN (${sql.join(list, sql`, `)})`, ...eventConditions(f, p)];
@@ -908,7 +909,6 @@ export class DelivererStore {
       if (window) conds.push(between(events.createdAt, p("from"), p("to")));
       return pool.select(withStateOf(d)).from(events).innerJoinLateral(d, sql`true`).where(and(...conds));
     }, ids.length <= MAX_KEPT_IDS);
-    return { query: statement, run: () => statement.execute() };
   }
 
   /**
@@ -925,7 +925,7 @@ export class DelivererStore {
     const shape = `page:${filterShape(f)}${after ? "a" : ""}`;
     const target = { client: this.db.$client, fields: eventRowColumns };
     if (f.status) {
-      const statement = this.shapes.statement(shape, values, target, (p) => {
+      return this.shapes.statement(shape, values, target, (p) => {
         const e = this.db
           .select(getTableColumns(events))
           .from(events)
@@ -948,9 +948,8 @@ export class DelivererStore {
           .orderBy(desc(deliveries.createdAt), desc(deliveries.eventId))
           .limit(asLimit(p("limit")));
       });
-      return { query: statement, run: () => statement.execute() };
     }
-    const statement = this.shapes.statement(shape, values, target, (p) => {
+    return this.shapes.statement(shape, values, target, (p) => {
       const d = this.stateProbe();
       const conds = [...eventConditions(f, p), ...pageBounds(events.createdAt, events.id, f, after, p)];
       return this.db
@@ -961,7 +960,6 @@ export class DelivererStore {
         .orderBy(desc(events.createdAt), desc(events.id))
         .limit(asLimit(p("limit")));
     });
-    return { query: statement, run: () => statement.execute() };
   }
 
   /** A subscription's newest successful (or failed) attempt. */
