@@ -7,9 +7,7 @@
 // reconnects; one confirm channel per exchange on it, because RabbitMQ closes a channel that publishes to a missing
 // exchange, and that must fail only the attempts to that exchange.
 import amqp, { type ChannelModel, type ConfirmChannel, type Message } from "amqplib";
-import { QUEUE_MESSAGE_HEADERS, type AttemptOutcome, type AttemptRequest, type QueueTarget } from "./send.ts";
-
-type Outcome = Omit<AttemptOutcome, "durationMs">;
+import { QUEUE_MESSAGE_HEADERS, queueFailure as fail, type AttemptRequest, type QueueOutcome as Outcome, type QueueTarget } from "./send.ts";
 
 interface Link {
   conn: Promise<ChannelModel>;
@@ -26,10 +24,6 @@ interface Lane {
 }
 
 const ACKED: Outcome = { ok: true, status: null, body: "acked", retryAfterMs: null, failure: null };
-
-function fail(body: string, failure = "broker"): Outcome {
-  return { ok: false, status: null, body, retryAfterMs: null, failure };
-}
 
 /** A short reason for a failed connect or a closed channel/connection. */
 export function amqpReason(err: unknown): string {

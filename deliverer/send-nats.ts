@@ -7,19 +7,13 @@
 // a connection that closes for good is dropped so the next attempt makes a new one.
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
-import { QUEUE_MESSAGE_HEADERS, type AttemptOutcome, type AttemptRequest, type QueueTarget } from "./send.ts";
-
-type Outcome = Omit<AttemptOutcome, "durationMs">;
+import { QUEUE_MESSAGE_HEADERS, queueFailure as fail, type AttemptRequest, type QueueOutcome as Outcome, type QueueTarget } from "./send.ts";
 
 interface Link {
   nc: Promise<NatsConnection>;
   js: Promise<JetStreamClient>;
   /** The client once connected: attempts publish without waiting on the promise (one microtask turn less each). */
   ready?: JetStreamClient;
-}
-
-function fail(body: string, failure = "broker"): Outcome {
-  return { ok: false, status: null, body, retryAfterMs: null, failure };
 }
 
 /** nats://user:pass@host:port or nats://TOKEN@host:port → the server address and the credentials as the client takes them. */

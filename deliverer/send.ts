@@ -46,6 +46,14 @@ export interface AttemptOutcome {
   durationMs: number;
 }
 
+/** A queue attempt's outcome before its duration is added (createRoutingSender, senders.ts, times every attempt). */
+export type QueueOutcome = Omit<AttemptOutcome, "durationMs">;
+
+/** A queue attempt that failed without a broker's acceptance: `body` is the short reason, `failure` its metric label. */
+export function queueFailure(body: string, failure = "broker"): QueueOutcome {
+  return { ok: false, status: null, body, retryAfterMs: null, failure };
+}
+
 export interface SenderOptions {
   policy: SsrfPolicy;
   timeoutMs: number;

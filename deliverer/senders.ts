@@ -4,7 +4,7 @@
 import type { DeliveryTarget } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import { AmqpSender } from "./send-amqp.ts";
 import { NatsSender } from "./send-nats.ts";
-import { createSender, type AttemptOutcome, type QueueTarget, type Sender, type SenderOptions } from "./send.ts";
+import { createSender, queueFailure, type AttemptOutcome, type QueueTarget, type Sender, type SenderOptions } from "./send.ts";
 
 export interface RoutingSender extends Sender {
   /** Closes the pooled broker connections. */
@@ -43,9 +43,7 @@ export function createRoutingSender(opts: SenderOptions): RoutingSender {
       const q = req.queue;
       if (!q) return https.send(req, signal);
       const started = performance.now();
-      if (q.brokerUrl === "") {
-        return { ok: false, status: null, body: `broker ${q.broker} is not registered`, retryAfterMs: null, failure: "broker", durationMs: 0 };
-      }
+      if (q.brokerUrl === "") return { ...queueFailure(`broker ${q.broker} is not registered`), durationMs: 0 };
       const out = q.type === "amqp" ? await amqp.send(req, q, signal) : await nats.send(req, q, signal);
       return { ...out, durationMs: performance.now() - started };
     },
