@@ -1,4 +1,4 @@
-// A bench's worker in a process of its own (a load generator, a stream consumer): started with its spec as JSON in
+// A bench's worker in a process of its own (the StreamEvents consumer): started with its spec as JSON in
 // its one argument, it prints progress as it likes and its result as JSON on its last line of stdout.
 import { join } from "node:path";
 
