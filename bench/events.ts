@@ -165,12 +165,12 @@ export default async function main(): Promise<void> {
     const hot = Array.from({ length: HOT_ADDRESSES }, (_, i) => `'${benchAddress(2, i)}'`).join(", ");
     await db.unsafe("SET maintenance_work_mem = '256MB'");
     const timing = { insert: 0, attach: 0 };
-    // event_tx_refs has no partitions to attach: its search index is dropped for the load and built again after it,
-    // in one sorted pass (its primary key leads with created_at, so the rows, written in time order, append to it).
-    const txRefIndexes = ((await db`SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'event_tx_refs' AND indexname <> 'event_tx_refs_pkey'`) as {
-      indexname: string; indexdef: string;
-    }[]);
-    for (const { indexname } of txRefIndexes) await db.unsafe(`DROP INDEX "${indexname}"`);
+    // The search refs (event_addresses, event_tx_refs) have no partitions to attach: their page indexes are dropped
+    // for the load and built again after it, in one sorted pass (their primary keys lead with created_at, so the rows,
+    // written in time order, append to them).
+    const refIndexes = ((await db`SELECT indexname, indexdef FROM pg_indexes
+      WHERE tablename IN ('event_addresses', 'event_tx_refs') AND indexname NOT LIKE '%_pkey'`) as { indexname: string; indexdef: string }[]);
+    for (const { indexname } of refIndexes) await db.unsafe(`DROP INDEX "${indexname}"`);
     for (let dayStart = Math.floor(startMs / DAY) * DAY; dayStart <= now; dayStart += DAY) {
       const lo = Math.max(1, Math.ceil((dayStart - startMs) / stepMs));
       const hi = Math.min(total, Math.ceil((dayStart + DAY - startMs) / stepMs) - 1);
@@ -179,10 +179,9 @@ export default async function main(): Promise<void> {
       const suffix = day.replaceAll("-", "");
       const bounds = `FROM ('${day} 00:00:00+00') TO ('${new Date(dayStart + DAY).toISOString().slice(0, 10)} 00:00:00+00')`;
       // The deliverer made today's partition already (empty): it is replaced by the loaded one.
-      await db.unsafe(`DROP TABLE IF EXISTS events_p${suffix}, event_deliveries_p${suffix}, event_addresses_p${suffix}`);
+      await db.unsafe(`DROP TABLE IF EXISTS events_p${suffix}, event_deliveries_p${suffix}`);
       await db.unsafe(`CREATE TABLE events_p${suffix} (LIKE events INCLUDING DEFAULTS)`);
       await db.unsafe(`CREATE TABLE event_deliveries_p${suffix} (LIKE event_deliveries INCLUDING DEFAULTS)`);
-      await db.unsafe(`CREATE TABLE event_addresses_p${suffix} (LIKE event_addresses INCLUDING DEFAULTS)`);
       await db.unsafe(`
         INSERT INTO events_p${suffix} (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, created_at, seq)
         SELECT tt.id, s.sub, s.key, s.addrs, 'wallet.transfer.broadcasted', 'tron:mainnet', tt.tx, -1,
@@ -207,18 +206,17 @@ export default async function main(): Promise<void> {
       await db.unsafe(`INSERT INTO event_deliveries_p${suffix} (event_id, created_at, subscription_id, key_id, status, updated_at)
         SELECT e.id, e.created_at, e.subscription_id, e.key_id, CASE WHEN e.subscription_id = '${recSub}' THEN 'failed' ELSE 'delivered' END, e.created_at
         FROM events_p${suffix} e`);
-      await db.unsafe(`INSERT INTO event_addresses_p${suffix} (key_id, address, created_at, event_id)
-        SELECT e.key_id, a, e.created_at, e.id FROM events_p${suffix} e, unnest(e.addresses) a`);
+      await db.unsafe(`INSERT INTO event_addresses (key_id, address, created_at, event_id)
+        SELECT e.key_id, a, e.created_at, e.id FROM events_p${suffix} e, unnest(e.addresses) a ORDER BY e.created_at, e.id, a`);
       await db.unsafe(`INSERT INTO event_tx_refs (key_id, tx_id, created_at, event_id)
         SELECT e.key_id, e.tx_id, e.created_at, e.id FROM events_p${suffix} e ORDER BY e.created_at, e.id`);
       const attachAt = performance.now();
       await db.unsafe(`ALTER TABLE events ATTACH PARTITION events_p${suffix} FOR VALUES ${bounds}`);
       await db.unsafe(`ALTER TABLE event_deliveries ATTACH PARTITION event_deliveries_p${suffix} FOR VALUES ${bounds}`);
-      await db.unsafe(`ALTER TABLE event_addresses ATTACH PARTITION event_addresses_p${suffix} FOR VALUES ${bounds}`);
       timing.attach += performance.now() - attachAt;
     }
     const indexAt = performance.now();
-    for (const { indexdef } of txRefIndexes) await db.unsafe(indexdef);
+    for (const { indexdef } of refIndexes) await db.unsafe(indexdef);
     timing.attach += performance.now() - indexAt;
     timing.insert = performance.now() - started - timing.attach;
     await db.unsafe(`SELECT setval(pg_get_serial_sequence('events', 'seq'), ${total + 1}, false)`);

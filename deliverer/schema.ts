@@ -126,9 +126,11 @@ export const eventTransferKeys = pgTable(
   ],
 );
 
-// GET /v1/events?address=: one row per (event, address), written in the event's statement and partitioned like the
-// events, so a key's events touching an address are one index range in page order (a GIN index on an array cannot
-// give that order: README "Events").
+// GET /v1/events?address=: one row per (event, address), written in the event's statement, so a key's events
+// touching an address are one index range in page order (a GIN index on an array cannot give that order: README
+// "Events"). Not partitioned, like event_tx_refs below and for the same reason: an address names no day, and a search
+// that opened and locked each daily partition's index spent more on that than on the probe. Retention deletes the
+// rows older than the oldest partition left (partitions.ts), in short batches along the primary key.
 export const eventAddresses = pgTable(
   "event_addresses",
   {
@@ -137,7 +139,10 @@ export const eventAddresses = pgTable(
     createdAt: ms("created_at").notNull(),
     eventId: text("event_id").notNull(),
   },
-  (t) => [index("event_addresses_page_idx").on(t.keyId, t.address, t.createdAt.desc().nullsFirst(), t.eventId.desc().nullsFirst())],
+  (t) => [
+    primaryKey({ name: "event_addresses_pkey", columns: [t.createdAt, t.eventId, t.address] }),
+    index("event_addresses_page_idx").on(t.keyId, t.address, t.createdAt.desc().nullsFirst(), t.eventId.desc().nullsFirst()),
+  ],
 );
 
 // GET /v1/events?txId=: one row per event of a key with a transaction, written in the event's statement. Not

@@ -53,16 +53,14 @@ export async function openDelivererDatabase(url: string, opts: DbOptions = {}): 
 
 /**
  * A second, small pool for the reads whose plan must follow their values, or must come off an index in order: an
- * address page's events by id when a subscription filters them too, an address's refs (a range over every daily
- * partition) and the StreamEvents pages.
+ * address page's events by id when a subscription filters them too, and the StreamEvents pages.
  * Its connections keep PostgreSQL's own choice between generic and custom plans, and have sorting off. On a generic
  * plan a page's 51 ids are "some ids": the planner, costing a probe of every id in every partition, read the key's
  * events between the ids' times instead (20 ms at 1,000,000 rows, against 51 primary-key probes on a custom plan;
- * without a key or subscription condition no such range exists, and the ids run on the generic plan, eventsById);
- * and it knows no address's frequency, so it sorted a busy address's refs across the 30 days rather than merging the
- * days' index ranges in order and stopping at the page's end. Before statistics exist it did the same to every
- * StreamEvents page. With sorting off the ordered merge is the plan whatever the estimates (none of these reads sorts
- * its matching rows anywhere, so nothing loses a sort it needed).
+ * without a key or subscription condition no such range exists, and the ids run on the generic plan, eventsById).
+ * Before statistics exist it sorted every StreamEvents page across the daily partitions rather than merging their
+ * index ranges in order and stopping at the page's end. With sorting off the ordered merge is the plan whatever the
+ * estimates (none of these reads sorts its matching rows anywhere, so nothing loses a sort it needed).
  */
 export function openPlannedReads(url: string, opts: DbOptions = {}): DelivererDb {
   return openDatabase(url, delivererSchema, { max: 4, ...opts, settings: { enable_sort: "off", ...opts.settings } });
@@ -804,8 +802,8 @@ export class DelivererStore {
    * event_deliveries_key_status_page_idx for the status); a subscription whose events are being purged is already
    * left out. With an address or a txId the page comes in two short statements instead of one join: the key's refs
    * in page order (the address's range of event_addresses, or the txId's of event_tx_refs), then those events by id
-   * with created_at bounded to the refs' days. A join over two partitioned tables costs more to plan (every
-   * partition of both, every index) than to run, and a txId names no day to prune the events' partitions by
+   * with created_at bounded to the refs' days. Neither an address nor a txId names a day to prune the events'
+   * partitions by: a join would be planned against every partition and every index, which costs more than it runs
    * (README "Events").
    */
   searchEvents(q: EventSearch, limit: number, after: PageCursor | undefined): Promise<EventRow[]> {
@@ -842,8 +840,7 @@ export class DelivererStore {
 
   /**
    * A page of the key's refs for the search's address (event_addresses) or, without one, its txId (event_tx_refs):
-   * (event id, created_at) in page order. The address's run on the pool planned per value (openPlannedReads: a
-   * generic plan sorted a busy address's refs across every partition); the txId's table has no partitions.
+   * (event id, created_at) in page order, one range of the table's page index (neither table is partitioned).
    */
   private refsQuery(q: EventSearch, limit: number, after: PageCursor | undefined): Statement<{ eventId: string; createdAt: Date }> {
     const byAddress = Boolean(q.address);
@@ -852,10 +849,9 @@ export class DelivererStore {
     const refs = byAddress ? eventAddresses : eventTxRefs;
     const value = byAddress ? eventAddresses.address : eventTxRefs.txId;
     const fields = { eventId: refs.eventId, createdAt: refs.createdAt };
-    const pool = byAddress ? this.planned : this.db;
-    return this.shapes.statement(shape, values, { client: pool.$client, fields }, (p) => {
+    return this.shapes.statement(shape, values, { client: this.db.$client, fields }, (p) => {
       const conds = [eq(refs.keyId, p("keyId")), eq(value, p("value")), ...pageBounds(refs.createdAt, refs.eventId, q, after, p)];
-      return pool
+      return this.db
         .select(fields)
         .from(refs)
         .where(and(...conds))

@@ -1,6 +1,7 @@
 // The deliverer's migrations applied to a deployment that already holds events: 0001 made the transfer identity
 // (subscription, kind, chain, txId, logIndex, internalIndex); 0004 partitioned the events by day; 0005 moved the
-// delivery state into event_deliveries; 0006 gave the txId search its own table (event_tx_refs). Every stored row
+// delivery state into event_deliveries; 0006 gave the txId search its own table (event_tx_refs); 0007 took the
+// address search's table (event_addresses) out of the daily partitions. Every stored row
 // keeps its id, payload, stream position, attempts and delivery state, and the identity is still the one enforced.
 import { afterAll, expect, test } from "bun:test";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -235,4 +236,38 @@ test("the txId refs are filled from the stored events: one per event with a key 
   expect(indexes.map((r) => r.i)).toEqual(["event_tx_refs_page_idx", "event_tx_refs_pkey"]);
   const [{ kind }] = (await sql`SELECT relkind AS kind FROM pg_class WHERE relname = 'event_tx_refs'`) as [{ kind: string }];
   expect(kind).toBe("r");
+}, 60_000);
+
+test("the address rows leave the daily partitions: every row kept once, keyed by time, found by the search's index", async () => {
+  const { url, sql } = await freshDatabase("delmigaddr");
+  await migrate(url, migrationsBefore("0007_event_addresses_unpartitioned"));
+  const key = "key_01JMIGKEYAAAAAAAAAAAAAAAAA";
+  const now = Date.now();
+  // Two days' partitions and the default one (an event 60 days old); the newest event has one address only.
+  const made = [60, 5, 0].map((d, i) => ({ id: `evt_${ulid(now - d * 86_400_000)}`, at: new Date(now - d * 86_400_000), addrs: i === 2 ? ["TA"] : ["TA", `TB${i}`] }));
+  await sql`SELECT deliverer_ensure_partition('event_addresses', ${made[1]!.at}::date)`;
+  for (const e of made) {
+    for (const a of e.addrs) {
+      await sql`INSERT INTO event_addresses (key_id, address, created_at, event_id) VALUES (${key}, ${a}, ${e.at}, ${e.id})`;
+    }
+  }
+  const [{ parts }] = (await sql`SELECT count(DISTINCT tableoid)::int AS parts FROM event_addresses`) as [{ parts: number }];
+  expect(parts).toBe(3);
+  await migrate(url, DELIVERER_MIGRATIONS);
+
+  const rows = (await sql`SELECT key_id, address, created_at, event_id FROM event_addresses ORDER BY created_at, address`) as {
+    key_id: string; address: string; created_at: Date; event_id: string;
+  }[];
+  expect(rows.map((r) => [r.key_id, r.address, r.created_at.getTime(), r.event_id])).toEqual(
+    made.flatMap((e) => e.addrs.map((a) => [key, a, e.at.getTime(), e.id])),
+  );
+  const [{ kind }] = (await sql`SELECT relkind AS kind FROM pg_class WHERE relname = 'event_addresses'`) as [{ kind: string }];
+  expect(kind).toBe("r");
+  const left = (await sql`SELECT relname FROM pg_class WHERE relname LIKE 'event_addresses%' AND relkind IN ('r', 'p') ORDER BY 1`) as { relname: string }[];
+  expect(left.map((r) => r.relname)).toEqual(["event_addresses"]);
+  const indexes = (await sql`SELECT indexname AS i FROM pg_indexes WHERE tablename = 'event_addresses' ORDER BY 1`) as { i: string }[];
+  expect(indexes.map((r) => r.i)).toEqual(["event_addresses_page_idx", "event_addresses_pkey"]);
+  // The same (event, address) twice is refused: the search would list the event twice.
+  const again = sql`INSERT INTO event_addresses (key_id, address, created_at, event_id) VALUES (${key}, 'TA', ${made[2]!.at}, ${made[2]!.id})`;
+  await expect(again).rejects.toThrow(/event_addresses_pkey/);
 }, 60_000);
