@@ -114,11 +114,11 @@ export default async function bench(): Promise<void> {
         const t = transfer(i + j, "tron:mainnet");
         const data = { ...t, blockNumber: Number(t.blockNumber), blockTimestampMs: undefined, blockTimestamp: Number(t.blockTimestampMs) };
         const payload = { id, kind: "wallet.transfer.broadcasted", date: new Date().toISOString(), subscriptionId: bullSub, data };
-        return { id, tx: t.txId, li: t.logIndex, payload };
+        return { id, tx: t.txId, li: t.logIndex, payload: renderPayload(payload) };
       });
       await sql`WITH e AS (INSERT INTO events (id, subscription_id, kind, chain_id, tx_id, log_index, payload, created_at)
           SELECT v.id, ${bullSub}, 'wallet.transfer.broadcasted', 'tron:mainnet', v.tx, v.li, v.payload, now()
-          FROM jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) AS v(id text, tx text, li int, payload jsonb)
+          FROM jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) AS v(id text, tx text, li int, payload text)
           RETURNING id, created_at)
         INSERT INTO event_deliveries (event_id, created_at, subscription_id, status, next_attempt_at, updated_at)
         SELECT e.id, e.created_at, ${bullSub}, 'pending', now(), now() FROM e`;
@@ -134,9 +134,9 @@ export default async function bench(): Promise<void> {
       "deliveries",
       async (job) => {
         const [row] = (await pool`SELECT e.id, e.subscription_id, e.created_at, d.attempts, e.payload FROM events e
-          JOIN event_deliveries d ON d.event_id = e.id AND d.created_at = e.created_at WHERE e.id = ${job.data.eventId as string}`) as [{ id: string; subscription_id: string; created_at: Date; attempts: number; payload: unknown }];
+          JOIN event_deliveries d ON d.event_id = e.id AND d.created_at = e.created_at WHERE e.id = ${job.data.eventId as string}`) as [{ id: string; subscription_id: string; created_at: Date; attempts: number; payload: string }];
         const target = (await targets.get([row.subscription_id])).get(row.subscription_id)!;
-        const body = renderPayload(row.payload);
+        const body = row.payload;
         const headers = deliveryHeaders({ eventId: row.id, subscriptionId: row.subscription_id, secrets: target.secrets, body, at: new Date() });
         const out = await sender.send({ url: target.url, body, headers });
         const attempts = row.attempts + 1;

@@ -12,9 +12,10 @@
 // by up to half when the machine is crowded).
 //
 // The rows span the last 29 days (inside the default 30-day retention), one daily partition each, as a deployment
-// keeps them. They are made fast the way a bulk load is: each day's events and address rows are written into a
-// plain table with INSERT … SELECT generate_series, which is then attached as that day's partition (PostgreSQL builds
-// the partition's indexes in one sorted pass on ATTACH instead of ten index inserts per row). Ids are ULIDs of their
+// keeps them. They are made fast the way a bulk load is: each day's events and states are written into a plain table
+// with INSERT … SELECT generate_series, which is then attached as that day's partition (PostgreSQL builds the
+// partition's indexes in one sorted pass on ATTACH instead of ten index inserts per row); the unpartitioned search
+// refs get their page indexes built after the load. Ids are ULIDs of their
 // created_at, as the deliverer mints them. 1 event in 100 is the benchmark key's (one subscription); the newest
 // 100,000 events are a second subscription's, failed (the recover phase). The rest spread over 999 other keys.
 // The values the bench queries are ones the API accepts (it answers 400 to a malformed txId or address): txIds of 64
@@ -23,35 +24,31 @@
 //
 // Where the time goes (EXPLAIN ANALYZE, printed by the run): a txId page is a range of event_tx_refs_page_idx (key,
 // txId, created_at DESC, event id DESC) in one unpartitioned table, then its events by id in their days; an address
-// page is a range of event_addresses_page_idx (key, address, created_at DESC, event id DESC) in page order, a probe
-// in each daily partition under a Merge Append, then its events the same way. Neither sorts, so a page costs the
-// same for an address with 10 events or 10,000. The rest of a request is the gateway → deliverer hop and JSON. When
-// the txId search probed events_tx_idx in each of the ~30 daily partitions it cost PostgreSQL 471 µs of CPU per
-// request against GET one event's 139 µs (1,000,000 rows), and its p99 was 75 ms against 7 ms; through
-// event_tx_refs it costs 144 µs and its p99 is GET one event's. Planning over 30 partitions × 10 indexes outweighs
-// execution, which is why the address search is two single-table statements (the join of two partitioned tables
-// planned in 10–60 ms).
+// page is a range of event_addresses_page_idx (key, address, created_at DESC, event id DESC), unpartitioned too, then
+// its events the same way. Neither sorts, so a page costs the same for an address with 10 events or 10,000. The rest
+// of a request is the gateway → deliverer hop and JSON. When the txId search probed events_tx_idx in each of the ~30
+// daily partitions it cost PostgreSQL 471 µs of CPU per request against GET one event's 139 µs (1,000,000 rows), and
+// its p99 was 75 ms against 7 ms; through event_tx_refs it costs 144 µs and its p99 is GET one event's. The address
+// rows were partitioned by day as well until the same change was made to them: a rare address cost PostgreSQL ~320
+// µs per request, and 137 µs after it (1,000,000 rows; p99 14–21 → 8.3 ms). Planning over 30 partitions × 10
+// indexes outweighs execution, which is why a search is two single-table statements (the join of two partitioned
+// tables planned in 10–60 ms).
 // EXPLAIN plans each time; the API does not. Bun's SQL driver runs every statement as a named prepared statement on
 // its connection, and the deliverer's connections keep each on its generic plan (plan_cache_mode force_generic_plan,
 // deliverer/store.ts): PostgreSQL's default re-planned one event by id on every run, ~0.15 ms, where the generic plan
-// prunes the same partitions when it starts. An address's refs run on a second pool planned per value with sorting
-// off (openPlannedReads): on generic plans a busy address's refs were sorted across the 30 days (~51 ms of
-// PostgreSQL per request). What the address range still pays is its partitions: one index probe in each of the 30
-// days, and about as much again to open and lock 30 partitions and their indexes (PostgreSQL's CPU per request,
-// printed beside each figure, against GET one event's).
+// prunes the same partitions when it starts.
 //
 // In the stack (2026-11-24, `bun --cpu-prof` of the txId phase): drizzle built each statement's text from its query
 // builder on every run, 45% of the stack's samples; the event reads are now built once per shape and prepared
 // (deliverer/prepared.ts), which halved the stack's CPU per request (GET one event 439 → 189 µs, txId 406 → 212,
 // a rare address 513 → 227, at 1,000,000 rows). Before that a 50-event page spent about as much in the gateway's
 // rendering (JSON.parse of each payload, Elysia's check of the page, JSON.stringify again) as in the deliverer; the
-// gateway splices the payload JSON into the answer (gateway/routes/events.ts eventJson), and what is left is mostly
-// the payload's ordering (deliverer/payload.ts), the protobuf view and mapping the wide rows. Drizzle's row mapping
-// (mapResultRow: each field's kind and decoder looked up again for every value) was 29% of the stack's samples on
-// the busy-address phase; a mapper made once per shape (prepared.ts) took the stack's CPU per 50-event page from
-// 1,049 to 737 µs (1,000,000 rows). Recover runs in batches
-// of 100 with a short rest after each
-// (deliverer/operations.ts: what batch sizes and rests cost a 100,000-event recover at 1,000,000 rows).
+// gateway splices the payload JSON into the answer (gateway/routes/events.ts eventJson), and the payload is stored as
+// that JSON (deliverer/schema.ts), so nothing parses or serializes it on the way. Drizzle's row mapping (mapResultRow:
+// each field's kind and decoder looked up again for every value) was 29% of the stack's samples on the busy-address
+// phase; a mapper made once per shape (prepared.ts) took the stack's CPU per 50-event page from 1,049 to 737 µs
+// (1,000,000 rows). Recover runs in batches of 100 with a short rest after each (deliverer/operations.ts: what batch
+// sizes and rests cost a 100,000-event recover at 1,000,000 rows).
 import { cpus, loadavg } from "node:os";
 import { SQL } from "bun";
 import { setLogLevel } from "../common/logger.ts";
@@ -180,14 +177,14 @@ export default async function main(): Promise<void> {
       const bounds = `FROM ('${day} 00:00:00+00') TO ('${new Date(dayStart + DAY).toISOString().slice(0, 10)} 00:00:00+00')`;
       // The deliverer made today's partition already (empty): it is replaced by the loaded one.
       await db.unsafe(`DROP TABLE IF EXISTS events_p${suffix}, event_deliveries_p${suffix}`);
-      await db.unsafe(`CREATE TABLE events_p${suffix} (LIKE events INCLUDING DEFAULTS)`);
+      await db.unsafe(`CREATE TABLE events_p${suffix} (LIKE events INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`);
       await db.unsafe(`CREATE TABLE event_deliveries_p${suffix} (LIKE event_deliveries INCLUDING DEFAULTS)`);
       await db.unsafe(`
         INSERT INTO events_p${suffix} (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, created_at, seq)
         SELECT tt.id, s.sub, s.key, s.addrs, 'wallet.transfer.broadcasted', 'tron:mainnet', tt.tx, -1,
           jsonb_build_object('id', tt.id, 'kind', 'wallet.transfer.broadcasted', 'date', to_timestamp(t / 1000.0),
             'data', jsonb_build_object('chainId', 'tron:mainnet', 'txId', tt.tx, 'blockNumber', 60000000 + g / 10,
-              'from', s.addrs[1], 'to', s.addrs[2], 'amount', (g * 1000)::text, 'asset', jsonb_build_object('type', 'trx', 'decimals', 6))),
+              'from', s.addrs[1], 'to', s.addrs[2], 'amount', (g * 1000)::text, 'asset', jsonb_build_object('type', 'trx', 'decimals', 6)))::text,
           to_timestamp(t / 1000.0), g
         FROM generate_series(${lo}::bigint, ${hi}::bigint) g,
           -- A txId is 64 hex digits, as the API requires of the ones it is queried with.

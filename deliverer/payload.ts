@@ -105,8 +105,7 @@ const ASSET_ORDER = ["type", "standard", "contract", "tokenId", "symbol", "decim
 
 /**
  * `obj` with the keys of `order` first (those it has), then its others in their own order; `key`, when given, is
- * always set, to `value`. One pass and one new object: a page of 50 events renders 50 payloads (bench/events.ts),
- * and the spread copies this replaced had doubled the cost.
+ * always set, to `value`. Migration 0008 does the same in SQL to the payloads stored before it.
  */
 function ordered(obj: Record<string, unknown>, order: readonly string[], key?: string, value?: unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -119,8 +118,8 @@ function ordered(obj: Record<string, unknown>, order: readonly string[], key?: s
 }
 
 /**
- * The body bytes of a payload. jsonb keeps no key order, so the contract's order is restored here: the same event
- * always serializes to the same bytes, on every attempt.
+ * The body bytes of a payload, in the contract's key order: made once, when the event is stored (events.payload,
+ * deliverer/schema.ts), so the same event is the same bytes on every attempt, page and stream.
  */
 export function renderPayload(payload: unknown): string {
   const p = payload as Record<string, unknown>;
@@ -150,7 +149,7 @@ export function toEventView(row: EventViewRow): EventView {
     deliveryCount: row.deliveryCount,
     responseStatus: row.responseStatus ?? undefined,
     responseBody: row.responseBody ?? undefined,
-    payloadJson: renderPayload(row.payload),
+    payloadJson: row.payload,
     dateCreatedMs: BigInt(row.createdAt.getTime()),
   });
 }

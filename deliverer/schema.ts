@@ -1,12 +1,9 @@
 // The deliverer's tables (its own migrations folder and journal, __deliverer_migrations). Row types come from here.
 import { idempotencyTable } from "../common/idempotency.ts";
 import { sql } from "drizzle-orm";
-import { jsonb } from "../common/jsonb.ts";
-import { bigint, boolean, customType, date, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, boolean, check, customType, date, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 
 const ms = (name: string) => timestamp(name, { precision: 3, withTimezone: true, mode: "date" });
-
-const jsonObject = jsonb<Record<string, unknown>>();
 
 // PostgreSQL's 64-bit transaction id (xid8), read as its decimal text.
 const xid8 = customType<{ data: string; driverData: string }>({
@@ -42,7 +39,11 @@ export const events = pgTable(
     addresses: text("addresses").array().notNull().default(sql`'{}'::text[]`),
     // Position in the transaction info's internal_transactions; -1 for every other transfer (and service.ping).
     internalIndex: integer("internal_index").notNull().default(-1),
-    payload: jsonObject("payload").notNull(),
+    // The payload's JSON as it is delivered and shown (deliverer/payload.ts renderPayload), written once and never
+    // parsed again: every read (a delivery, a page of the API, StreamEvents) hands these bytes on as they are. As
+    // jsonb it was printed by PostgreSQL and parsed by the driver on every read, then put back in the contract's key
+    // order and serialized again (migration 0008; README "Event storage"). A check keeps it a JSON object.
+    payload: text("payload").notNull(),
     createdAt: ms("created_at").notNull(),
     // The stream position (deliverer/stream.ts): the inserting transaction and the order within it. A reader takes
     // only rows whose transaction is older than every transaction still running, so a row that commits later can
@@ -52,6 +53,7 @@ export const events = pgTable(
   },
   (t) => [
     primaryKey({ name: "events_pkey", columns: [t.id, t.createdAt] }),
+    check("events_payload_object", sql`json_typeof(${t.payload}::json) = 'object'`),
     // Page indexes end in (created_at DESC NULLS FIRST, id DESC NULLS FIRST): exactly what ORDER BY … DESC means, so a
     // page is read in index order with no sort (DESC NULLS LAST, drizzle's default, does not match it).
     index("events_subscription_page_idx").on(t.subscriptionId, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),

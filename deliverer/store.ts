@@ -370,7 +370,7 @@ export class DelivererStore {
       const done = (await this.db.$client`
         WITH v AS (
           SELECT * FROM jsonb_to_recordset(${json}::text::jsonb)
-            AS v(id text, sub text, key text, addrs jsonb, kind text, chain text, tx text, li int, ii int, payload jsonb,
+            AS v(id text, sub text, key text, addrs jsonb, kind text, chain text, tx text, li int, ii int, payload text,
                  next timestamptz, at timestamptz, day date)
         ), k AS (
           INSERT INTO event_transfer_keys (subscription_id, kind, chain_id, tx_id, log_index, internal_index, block_day, event_id, event_created_at)
@@ -472,7 +472,7 @@ export class DelivererStore {
     // The state through a LATERAL probe (see pageQuery): on a fresh partition, before statistics, a plain join was
     // planned as a scan of every state of the day against the id list (over a second per claim batch).
     const rows = (await this.db.$client`
-      SELECT e.id, e.subscription_id, d.status, d.attempts, d.held, d.next_attempt_at, e.payload::text AS payload
+      SELECT e.id, e.subscription_id, d.status, d.attempts, d.held, d.next_attempt_at, e.payload
       FROM events e CROSS JOIN LATERAL (
         SELECT status, attempts, held, next_attempt_at FROM event_deliveries
         WHERE event_id = e.id AND created_at = e.created_at AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
@@ -494,7 +494,7 @@ export class DelivererStore {
       attempts: r.attempts,
       held: r.held,
       nextAttemptAt: r.next_attempt_at ? new Date(r.next_attempt_at) : null,
-      payload: JSON.parse(r.payload) as Record<string, unknown>,
+      payload: r.payload,
     }));
   }
 
@@ -1113,7 +1113,7 @@ export class DelivererStore {
       delivery_count: number;
       response_status: number | null;
       response_body: string | null;
-      payload: Record<string, unknown> | string;
+      payload: string;
       created_at: Date;
       xid: string;
       seq: string | number;
@@ -1128,7 +1128,7 @@ export class DelivererStore {
       deliveryCount: r.delivery_count,
       responseStatus: r.response_status,
       responseBody: r.response_body,
-      payload: typeof r.payload === "string" ? (JSON.parse(r.payload) as Record<string, unknown>) : r.payload,
+      payload: r.payload,
       createdAt: r.created_at,
       xid: r.xid,
       seq: Number(r.seq),

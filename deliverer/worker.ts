@@ -12,7 +12,6 @@ import type { TargetCache } from "./targets.ts";
 import { destinationKey, queueTarget } from "./senders.ts";
 import { reconcileSchedule, type ReconcileResult } from "./reconcile.ts";
 import { deliveryHeaders } from "./sign.ts";
-import { renderPayload } from "./payload.ts";
 import {
   attemptsTotal,
   deliveryLatency,
@@ -381,7 +380,7 @@ export class DeliveryWorker {
   }
 
   private async attempt(row: ClaimedEvent, target: DeliveryTarget, host: string): Promise<void> {
-    const body = renderPayload(row.payload);
+    const body = row.payload;
     const startedAt = new Date();
     const headers = deliveryHeaders({ eventId: row.id, subscriptionId: row.subscriptionId, secrets: target.secrets, body, at: startedAt });
     let result: AttemptOutcome;

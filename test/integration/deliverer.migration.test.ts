@@ -1,7 +1,8 @@
 // The deliverer's migrations applied to a deployment that already holds events: 0001 made the transfer identity
 // (subscription, kind, chain, txId, logIndex, internalIndex); 0004 partitioned the events by day; 0005 moved the
 // delivery state into event_deliveries; 0006 gave the txId search its own table (event_tx_refs); 0007 took the
-// address search's table (event_addresses) out of the daily partitions. Every stored row
+// address search's table (event_addresses) out of the daily partitions; 0008 stored each payload as the text it is
+// delivered as. Every stored row
 // keeps its id, payload, stream position, attempts and delivery state, and the identity is still the one enforced.
 import { afterAll, expect, test } from "bun:test";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -12,6 +13,7 @@ import { ulid } from "ulid";
 import { openDatabase, runMigrations, type Database } from "../../common/db.ts";
 import { DELIVERER_MIGRATIONS, DELIVERER_MIGRATIONS_TABLE } from "../../deliverer/store.ts";
 import { delivererSchema } from "../../deliverer/schema.ts";
+import { envelope, renderPayload, sampleTransferData } from "../../deliverer/payload.ts";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
 
 const databases: TestDatabase[] = [];
@@ -71,7 +73,7 @@ test("existing events keep their ids; the unique key becomes (subscription, kind
   }
   await migrate(url, DELIVERER_MIGRATIONS);
 
-  const rows = (await sql`SELECT id, kind, log_index, internal_index, payload->>'id' AS pid FROM events ORDER BY id`) as {
+  const rows = (await sql`SELECT id, kind, log_index, internal_index, payload::json->>'id' AS pid FROM events ORDER BY id`) as {
     id: string;
     kind: string;
     log_index: number | null;
@@ -165,11 +167,12 @@ test("the delivery state moves to event_deliveries: every event keeps its state,
       VALUES (${e.id}, 'sub_01JMIGSUBSCRIPTIONAAAAAAAA', 'key_01JMIGKEYAAAAAAAAAAAAAAAAA', 'service.ping', ${JSON.stringify({ id: e.id })}::text::jsonb,
         ${e.status}, ${e.attempts}, ${e.count}, ${e.rs}, ${e.rb}, ${e.next}, ${e.held}, ${e.trigger}, ${e.at}, ${e.updated})`;
   }
-  const before = (await sql`SELECT id, xid::text AS xid, seq, payload FROM events ORDER BY seq`) as unknown[];
+  const before = (await sql`SELECT id, xid::text AS xid, seq, payload FROM events ORDER BY seq`) as { payload: unknown }[];
   await migrate(url, DELIVERER_MIGRATIONS);
 
-  // The events themselves are untouched, and no longer carry the state.
-  expect(await sql`SELECT id, xid::text AS xid, seq, payload FROM events ORDER BY seq`).toEqual(before);
+  // The events themselves are untouched (the payload only turned into its delivered text, 0008), and no longer
+  // carry the state.
+  expect(await sql`SELECT id, xid::text AS xid, seq, payload FROM events ORDER BY seq`).toEqual(before.map((r) => ({ ...r, payload: renderPayload(r.payload) })));
   const cols = (await sql`SELECT column_name AS c FROM information_schema.columns WHERE table_name = 'events' ORDER BY ordinal_position`) as { c: string }[];
   expect(cols.map((r) => r.c)).toEqual([
     "id", "subscription_id", "key_id", "kind", "chain_id", "tx_id", "log_index", "addresses", "internal_index", "payload", "created_at", "xid", "seq",
@@ -270,4 +273,45 @@ test("the address rows leave the daily partitions: every row kept once, keyed by
   // The same (event, address) twice is refused: the search would list the event twice.
   const again = sql`INSERT INTO event_addresses (key_id, address, created_at, event_id) VALUES (${key}, 'TA', ${made[2]!.at}, ${made[2]!.id})`;
   await expect(again).rejects.toThrow(/event_addresses_pkey/);
+}, 60_000);
+
+test("each payload becomes the text the deliverer sent for it: the same bytes, whatever jsonb did to its keys", async () => {
+  const { url, sql } = await freshDatabase("delmigpayload");
+  await migrate(url, migrationsBefore("0008_event_payload_text"));
+  const now = new Date();
+  const awkward = 'quote " backslash \\ newline \n tab \t bell \u0007 del \u007f é 中文 😀 line sep \u2028 end';
+  const trc20 = sampleTransferData("tron:mainnet", "wallet.transfer.confirmed", now);
+  const payloads: Record<string, unknown>[] = [
+    envelope(`evt_${ulid()}`, "wallet.transfer.confirmed", "sub_01JMIGSUBSCRIPTIONAAAAAAAA", now, { ...trc20, memo: awkward }),
+    envelope(`evt_${ulid()}`, "wallet.transfer.failed", "sub_01JMIGSUBSCRIPTIONAAAAAAAA", now, { ...sampleTransferData("tron:nile", "wallet.transfer.failed", now), asset: null }),
+    envelope(`evt_${ulid()}`, "service.ping", "sub_01JMIGSUBSCRIPTIONAAAAAAAA", now, { message: awkward }),
+    // Keys the contract does not order, an integer-like key (JavaScript lists those first), nesting, no data at all.
+    { ...envelope(`evt_${ulid()}`, "wallet.transfer.broadcasted", "sub_01JMIGSUBSCRIPTIONAAAAAAAA", now, { ...trc20, zeta: { b: [1, 2.5, null, true, "x", {}], a: [] }, "10": "ten" }), extra: 1 },
+    { id: `evt_${ulid()}`, kind: "service.ping" },
+  ];
+  for (const p of payloads) {
+    await sql`INSERT INTO events (id, subscription_id, kind, payload, created_at) VALUES (${p.id as string}, 'sub_01JMIGSUBSCRIPTIONAAAAAAAA', ${p.kind as string},
+      ${JSON.stringify(p)}::text::jsonb, ${now})`;
+    await sql`INSERT INTO event_deliveries (event_id, created_at, subscription_id, status, updated_at)
+      VALUES (${p.id as string}, ${now}, 'sub_01JMIGSUBSCRIPTIONAAAAAAAA', 'delivered', ${now})`;
+  }
+  // What a delivery sent before: the stored jsonb's text, parsed and rendered (deliverer/payload.ts). (jsonb refuses
+  // a NUL character, which the text kept now takes, escaped as JSON.stringify escapes it.)
+  const texts = async (column: string) => {
+    const rows = (await sql.unsafe(`SELECT id, ${column} AS p FROM events`)) as { id: string; p: string }[];
+    const byId = new Map(rows.map((r) => [r.id, r.p]));
+    return payloads.map((p) => byId.get(p.id as string)!);
+  };
+  const sent = (await texts("payload::text")).map((t) => renderPayload(JSON.parse(t)));
+  await migrate(url, DELIVERER_MIGRATIONS);
+
+  const stored = await texts("payload");
+  expect(stored).toEqual(sent);
+  // The contract's order, not jsonb's, in the text kept (jsonb puts shorter keys first).
+  expect(stored[0]!.startsWith(`{"id":"${payloads[0]!.id}","kind":"wallet.transfer.confirmed","date":`)).toBe(true);
+  expect(stored[3]!).toContain(`"data":{"10":"ten","chainId":"tron:mainnet",`);
+  expect(stored[4]!).toBe(`{"id":"${payloads[4]!.id}","kind":"service.ping","data":{}}`);
+  // Kept a JSON object: anything else is refused.
+  const bad = sql`INSERT INTO events (id, subscription_id, kind, payload, created_at) VALUES ('evt_bad', 'sub_x', 'service.ping', '[1]', now())`;
+  await expect(bad).rejects.toThrow(/events_payload_object/);
 }, 60_000);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { renderPayload } from "../../deliverer/payload.ts";
 import { startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
 
 let bed: DeliveryBed;
@@ -40,7 +41,11 @@ test("the deliverer's metrics are on the shared registry", async () => {
   expect(text).toMatch(/deliverer_attempts_total\{result="success"\} [1-9]/);
 });
 
-test("payload is stored as a jsonb object", async () => {
-  const rows = await bed.sql`SELECT jsonb_typeof(payload) AS t, payload->>'kind' AS k FROM events LIMIT 1`;
-  expect(rows[0]).toEqual({ t: "object", k: "service.ping" });
+test("payload is stored as the JSON object a delivery sends, keys in the contract's order", async () => {
+  const rows = (await bed.sql`SELECT json_typeof(payload::json) AS t, payload::json->>'kind' AS k, payload FROM events LIMIT 1`) as {
+    t: string; k: string; payload: string;
+  }[];
+  expect(rows[0]).toMatchObject({ t: "object", k: "service.ping" });
+  expect(rows[0]!.payload).toBe(renderPayload(JSON.parse(rows[0]!.payload)));
+  expect(Object.keys(JSON.parse(rows[0]!.payload))).toEqual(["id", "kind", "date", "subscriptionId", "data"]);
 });
