@@ -9,6 +9,7 @@ import { IdempotencyLedger, type IdempotentOutcome } from "../common/idempotency
 import { SETTINGS_MIGRATIONS } from "../common/settings/migrate.ts";
 import { openDatabase, openMigratedDatabase, withDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
 import { eventTimeWindow, utcDay } from "./partitions.ts";
+import type { EventViewRow } from "./payload.ts";
 import { asLimit, PreparedShapes, type Bind, type Statement } from "./prepared.ts";
 import {
   attempts,
@@ -193,18 +194,37 @@ const deliveryOfEvent = and(eq(deliveries.eventId, events.id), eq(deliveries.cre
 const { eventId: _eventId, createdAt: _createdAt, subscriptionId: _subscriptionId, keyId: _keyId, ...stateColumns } =
   getTableColumns(eventDeliveries);
 const eventRowColumns = { ...getTableColumns(events), ...stateColumns };
-type StateKey = keyof typeof stateColumns;
-const STATE_KEYS = Object.keys(stateColumns) as StateKey[];
-const EVENT_KEYS = Object.keys(getTableColumns(events)) as (keyof typeof events._.columns)[];
 
-/** An EventRow's selection with the state read through `d` (a subquery selecting stateColumns), in eventRowColumns' order. */
-function withStateOf<D extends { [K in StateKey]: D[K] }>(d: D) {
-  return { ...getTableColumns(events), ...(Object.fromEntries(STATE_KEYS.map((k) => [k, d[k]])) as { [K in StateKey]: D[K] }) };
+/**
+ * The columns of an event's view (payload.ts toEventView): all that the API's event reads select. The rest of a row
+ * (its addresses, stream position, schedule and times) would be printed, parsed and mapped for nothing: 11 columns
+ * a row instead of 22, on every row of every page.
+ */
+const VIEW_EVENT_KEYS = ["id", "subscriptionId", "kind", "chainId", "payload", "createdAt"] as const satisfies readonly (keyof EventViewRow)[];
+const VIEW_STATE_KEYS = ["status", "attempts", "deliveryCount", "responseStatus", "responseBody"] as const satisfies readonly (keyof EventViewRow)[];
+type ViewEventKey = (typeof VIEW_EVENT_KEYS)[number];
+type ViewStateKey = (typeof VIEW_STATE_KEYS)[number];
+const viewEventColumns = {
+  id: events.id, subscriptionId: events.subscriptionId, kind: events.kind, chainId: events.chainId, payload: events.payload, createdAt: events.createdAt,
+} satisfies Record<ViewEventKey, PgColumn>;
+const viewStateColumns = {
+  status: deliveries.status, attempts: deliveries.attempts, deliveryCount: deliveries.deliveryCount, responseStatus: deliveries.responseStatus,
+  responseBody: deliveries.responseBody,
+} satisfies Record<ViewStateKey, PgColumn>;
+// Every field of the view is selected.
+const viewComplete: [Exclude<keyof EventViewRow, ViewEventKey | ViewStateKey>] extends [never] ? true : never = true;
+void viewComplete;
+/** An event's view as the API's reads select it, in select-list order (deliverer/prepared.ts maps rows by it). */
+export const eventViewColumns = { ...viewEventColumns, ...viewStateColumns };
+
+/** A view's selection with the state read through `d` (a subquery selecting viewStateColumns), in eventViewColumns' order. */
+function withStateOf<D extends { [K in ViewStateKey]: D[K] }>(d: D) {
+  return { ...viewEventColumns, ...(Object.fromEntries(VIEW_STATE_KEYS.map((k) => [k, d[k]])) as { [K in ViewStateKey]: D[K] }) };
 }
 
-/** An EventRow's selection with the event read through `e` (a subquery selecting the events' columns), in eventRowColumns' order. */
-function withEventOf<E extends { [K in (typeof EVENT_KEYS)[number]]: E[K] }>(e: E) {
-  return { ...(Object.fromEntries(EVENT_KEYS.map((k) => [k, e[k]])) as { [K in (typeof EVENT_KEYS)[number]]: E[K] }), ...stateColumns };
+/** A view's selection with the event read through `e` (a subquery selecting viewEventColumns), in eventViewColumns' order. */
+function withEventOf<E extends { [K in ViewEventKey]: E[K] }>(e: E) {
+  return { ...(Object.fromEntries(VIEW_EVENT_KEYS.map((k) => [k, e[k]])) as { [K in ViewEventKey]: E[K] }), ...viewStateColumns };
 }
 
 /** Leaves out the events of a subscription being purged (deliverer/purge.ts). */
@@ -226,8 +246,8 @@ interface PageFilters {
   skipPurged?: boolean;
 }
 
-/** A page's statement: its text for EXPLAIN, or its EventRows. */
-type PageQuery = Statement<EventRow>;
+/** A page's statement: its text for EXPLAIN, or its events' views. */
+type PageQuery = Statement<EventViewRow>;
 
 /**
  * Id lists up to this length are prepared once per length (eventsById); longer ones are built for each run. An
@@ -700,7 +720,7 @@ export class DelivererStore {
     return rows.map((r) => ({ id: r.id, dueMs: new Date(r.next_attempt_at).getTime() }));
   }
 
-  getEvent(subscriptionId: string, eventId: string): Promise<EventRow | undefined> {
+  getEvent(subscriptionId: string, eventId: string): Promise<EventViewRow | undefined> {
     return withDatabase(async () => {
       const [row] = await this.eventsById([eventId], { subscriptionId }).execute();
       return row;
@@ -730,7 +750,7 @@ export class DelivererStore {
   }
 
   /** Newest first, keyset on (created_at, id); one extra row tells whether another page exists. */
-  listEvents(subscriptionId: string, status: EventStatus | undefined, limit: number, after: PageCursor | undefined): Promise<EventRow[]> {
+  listEvents(subscriptionId: string, status: EventStatus | undefined, limit: number, after: PageCursor | undefined): Promise<EventViewRow[]> {
     return withDatabase(() => {
       // With a status the page is a range of event_deliveries_subscription_status_page_idx, else of
       // events_subscription_page_idx (pageQuery).
@@ -806,10 +826,10 @@ export class DelivererStore {
    * partitions by: a join would be planned against every partition and every index, which costs more than it runs
    * (README "Events").
    */
-  searchEvents(q: EventSearch, limit: number, after: PageCursor | undefined): Promise<EventRow[]> {
+  searchEvents(q: EventSearch, limit: number, after: PageCursor | undefined): Promise<EventViewRow[]> {
     return withDatabase(async () => {
       if (!q.address && !q.txId) return this.searchQuery(q, limit, after).execute();
-      const out: EventRow[] = [];
+      const out: EventViewRow[] = [];
       let cursor = after;
       // Other filters may drop some of the refs' events: read further, in growing steps, until the page is full.
       for (let chunk = limit + 1; ; chunk = Math.min(chunk * 4, 5_000)) {
@@ -870,7 +890,7 @@ export class DelivererStore {
     return this.eventsById(refs.map((r) => r.eventId), { subscriptionId, status, txId, chainId, kind, skipPurged: true }, window);
   }
 
-  private eventsOfRefs(q: EventSearch, refs: { eventId: string; createdAt: Date }[]): Promise<EventRow[]> {
+  private eventsOfRefs(q: EventSearch, refs: { eventId: string; createdAt: Date }[]): Promise<EventViewRow[]> {
     return this.eventsOfRefsQuery(q, refs).execute();
   }
 
@@ -885,7 +905,7 @@ export class DelivererStore {
   private stateProbe(window?: Bind) {
     const conds = [eq(deliveries.eventId, events.id), eq(deliveries.createdAt, events.createdAt)];
     if (window) conds.push(between(deliveries.createdAt, window("from"), window("to")));
-    return this.db.select(stateColumns).from(deliveries).where(and(...conds)).limit(1).as("d");
+    return this.db.select(viewStateColumns).from(deliveries).where(and(...conds)).limit(1).as("d");
   }
 
   /** Events by id (bounded by the ids' times, or `window`) with their state, filtered further by `f`. */
@@ -897,7 +917,7 @@ export class DelivererStore {
     // generic one serves (no planning per run: 0.23 ms of PostgreSQL per 51-event page). With a subscription or a
     // key a generic plan may read that range between the ids' times instead: planned for the values (openPlannedReads).
     const pool = ids.length === 1 || (!f.subscriptionId && !f.keyId) ? this.db : this.planned;
-    return this.shapes.statement(shape, values, { client: pool.$client, fields: eventRowColumns }, (p) => {
+    return this.shapes.statement(shape, values, { client: pool.$client, fields: eventViewColumns }, (p) => {
       const d = this.stateProbe(window ? p : undefined);
       const list = ids.map((_, i) => p(`id${i}`));
       const conds = [ids.length === 1 ? eq(events.id, list[0]!) : sql`${events.id} IN (${sql.join(list, sql`, `)})`, ...eventConditions(f, p)];
@@ -919,11 +939,11 @@ export class DelivererStore {
   private pageQuery(f: PageFilters, limit: number, after: PageCursor | undefined): PageQuery {
     const values = { ...filterValues(f), ...cursorValues(after), limit: limit + 1 };
     const shape = `page:${filterShape(f)}${after ? "a" : ""}`;
-    const target = { client: this.db.$client, fields: eventRowColumns };
+    const target = { client: this.db.$client, fields: eventViewColumns };
     if (f.status) {
       return this.shapes.statement(shape, values, target, (p) => {
         const e = this.db
-          .select(getTableColumns(events))
+          .select({ ...viewEventColumns, txId: events.txId })
           .from(events)
           .where(and(eq(events.id, deliveries.eventId), eq(events.createdAt, deliveries.createdAt)))
           .limit(1)

@@ -6,8 +6,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { ulid } from "ulid";
-import { and, desc, eq, getTableColumns, inArray } from "drizzle-orm";
+import { and, desc, eq, inArray } from "drizzle-orm";
 import { EventPurger } from "../../deliverer/purge.ts";
+import { eventViewColumns } from "../../deliverer/store.ts";
 import { eventDeliveries, events } from "../../deliverer/schema.ts";
 import { log } from "../../common/logger.ts";
 import { hexToBase58 } from "../../common/tron-address.ts";
@@ -294,7 +295,7 @@ describe("deleting a subscription with many events", () => {
 });
 
 describe("prepared reads", () => {
-  test("every read maps its rows exactly as drizzle does: dates, arrays, JSON, stream positions, nulls", async () => {
+  test("every read maps its rows exactly as drizzle does: the view's columns, dates, JSON text, nulls", async () => {
     const reads = env.stack.deliverer!.store;
     const sub = await subscription();
     const now = Date.now();
@@ -303,16 +304,15 @@ describe("prepared reads", () => {
       WHERE event_id = ${made[2]!.id} AND created_at = ${new Date(made[2]!.at)}`;
     const ids = made.map((e) => e.id);
     // drizzle's own mapping of the same rows (its select builder, executed by drizzle).
-    const { eventId: _e, createdAt: _c, subscriptionId: _s, keyId: _k, ...state } = getTableColumns(eventDeliveries);
     const expected = await reads.db
-      .select({ ...getTableColumns(events), ...state })
+      .select(eventViewColumns)
       .from(events)
       .innerJoin(eventDeliveries, and(eq(eventDeliveries.eventId, events.id), eq(eventDeliveries.createdAt, events.createdAt)))
       .where(inArray(events.id, ids))
       .orderBy(desc(events.createdAt));
     expect(expected).toHaveLength(3);
     expect(expected[0]!.responseBody).toBe("bad gateway");
-    expect(typeof expected[0]!.seq).toBe("number");
+    expect(Object.keys(expected[0]!).sort()).toEqual(["attempts", "chainId", "createdAt", "deliveryCount", "id", "kind", "payload", "responseBody", "responseStatus", "status", "subscriptionId"]);
     const page = await reads.listEvents(sub.id, undefined, 10, undefined);
     const failed = await reads.listEvents(sub.id, "failed", 10, undefined);
     const byTx = await reads.searchEvents({ keyId: sub.keyId, txId: "cd".repeat(32) }, 10, undefined);
