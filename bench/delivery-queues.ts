@@ -11,7 +11,7 @@
 // Where the time goes (2026-11-24, bun --cpu-prof of this process, per-phase timers in the worker, Redis
 // INFO commandstats, the per-thread CPU this bench prints): the bench process spends 55-75 µs of CPU per queue delivery on a
 // quiet machine, several times that on a loaded one — claim (one pipelined Lua call per shard, ~140 claims for 20,000
-// events), the row load (JSON.parse of the payload), rendering and signing (node:crypto's HMAC since the
+// events), the row load (the payload comes as the JSON text it is sent as), signing (node:crypto's HMAC since the
 // standardwebhooks library's pure-JS one was the largest single item), the client library's publish (JetStream: a
 // request per message, with its own per-request allocations), and the outcome write (JSON of the batch); a bare
 // publish costs the client library alone. Not all of it is the event loop: in a 20,000-event run a third or more is
@@ -42,7 +42,11 @@
 // samples were the consumer's decoding (bun --cpu-prof, 2026-11-24). Apart, on a quiet machine the server costs
 // 11-14 µs of CPU per event (the payload's rendering and the protobuf encoding about a fifth each, the HTTP stream
 // a tenth), the consumer 4-5 µs, PostgreSQL's read about 9; none of the three is saturated (server ~65% of a core,
-// PostgreSQL ~50%, consumer ~25%), so the rate is set by the hand-offs between them. A long transaction anywhere in
+// PostgreSQL ~50%, consumer ~25%), so the rate is set by the hand-offs between them. Since the payload is stored as
+// the text it is sent as, nothing renders it and PostgreSQL no longer prints jsonb for the read: 33,000-35,000 →
+// ~55,000 events/s on one machine. What the server's samples show since is copying the message's bytes (protobuf's
+// writer growing its buffer and encoding the payload strings, its final copy, the Connect envelope's copy, Bun's
+// stream write); 32 or 100 events per message instead of 250 measured the same. A long transaction anywhere in
 // the cluster also holds the stream back (rows newer than the oldest running transaction wait for it).
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";

@@ -47,7 +47,8 @@
 // that JSON (deliverer/schema.ts), so nothing parses or serializes it on the way. Drizzle's row mapping (mapResultRow:
 // each field's kind and decoder looked up again for every value) was 29% of the stack's samples on the busy-address
 // phase; a mapper made once per shape (prepared.ts) took the stack's CPU per 50-event page from 1,049 to 737 µs
-// (1,000,000 rows). Recover runs in batches of 100 with a short rest after each (deliverer/operations.ts: what batch
+// (1,000,000 rows). The reads select only the 11 columns of an event's view (deliverer/store.ts eventViewColumns), not
+// the stored row's 22. Recover runs in batches of 100 with a short rest after each (deliverer/operations.ts: what batch
 // sizes and rests cost a 100,000-event recover at 1,000,000 rows).
 import { cpus, loadavg } from "node:os";
 import { SQL } from "bun";
