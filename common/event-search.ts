@@ -6,6 +6,14 @@ import { isBase58Address } from "./tron-address.ts";
 /** A TRON transaction id: the SHA-256 of the raw transaction, 64 hex digits (java-tron writes them lowercase). */
 const TX_ID = /^[0-9a-fA-F]{64}$/;
 
+/**
+ * Most refs (an address's or a txId's events) one search request reads. When the other filters, or a subscription
+ * being deleted, leave out most of the refs' events, the search stops here and answers with a short page (possibly
+ * empty) whose token goes on after the last ref read: a request stays well inside its deadline however many refs
+ * it would otherwise skip.
+ */
+export const SEARCH_REFS_PER_REQUEST = 10_000;
+
 export function isTxId(value: string): boolean {
   return TX_ID.test(value);
 }

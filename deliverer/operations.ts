@@ -22,7 +22,7 @@ import { ApiError } from "../common/errors.ts";
 import { checkEventSearchFilters } from "../common/event-search.ts";
 import { isId } from "../common/ids.ts";
 import { isKeyed, type IdempotentOutcome } from "../common/idempotency.ts";
-import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
+import { decodePageToken, encodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import { PING_KIND, toEventView, TRANSFER_KINDS } from "./payload.ts";
 import { afterEffect, beforeEffect, eventCursor, invalid, isPageCursor, notFound } from "./rpc-helpers.ts";
 import { EVENT_STATUSES, type AttemptRow, type EventStatus } from "./schema.ts";
@@ -193,8 +193,10 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       const { keyId: _k, ...filters } = q;
       const scope: PageScope = { list: `events:search:${JSON.stringify(filters)}`, keyId: req.keyId, parent: "" };
       const cursor = decodePageToken(d.tokenKey, scope, req.pageToken, isPageCursor);
-      const rows = await d.store.searchEvents(q, limit, cursor);
-      const page = pageOf(d.tokenKey, scope, rows, limit, eventCursor);
+      const { rows, resumeAfter } = await d.store.searchEvents(q, limit, cursor);
+      const page = resumeAfter
+        ? { items: rows, nextPageToken: encodePageToken(d.tokenKey, scope, resumeAfter) }
+        : pageOf(d.tokenKey, scope, rows, limit, eventCursor);
       return create(ListEventsResponseSchema, { items: page.items.map(toEventView), nextPageToken: page.nextPageToken });
     },
 

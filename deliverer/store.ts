@@ -8,6 +8,7 @@ import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { IdempotencyLedger, type IdempotentOutcome } from "../common/idempotency.ts";
 import { SETTINGS_MIGRATIONS } from "../common/settings/migrate.ts";
 import { openDatabase, openMigratedDatabase, withDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
+import { SEARCH_REFS_PER_REQUEST } from "../common/event-search.ts";
 import { eventTimeWindow, utcDay } from "./partitions.ts";
 import type { EventViewRow } from "./payload.ts";
 import { asLimit, PreparedShapes, type Bind, type Statement } from "./prepared.ts";
@@ -244,6 +245,12 @@ interface PageFilters {
   until?: Date | undefined;
   /** Leave out the events of subscriptions being purged. */
   skipPurged?: boolean;
+}
+
+/** A search's rows (limit + 1 read as for any page), or fewer with the ref to go on after when it stopped early. */
+export interface SearchPage {
+  rows: EventViewRow[];
+  resumeAfter?: PageCursor;
 }
 
 /** A page's statement: its text for EXPLAIN, or its events' views. */
@@ -826,25 +833,30 @@ export class DelivererStore {
    * partitions by: a join would be planned against every partition and every index, which costs more than it runs
    * (README "Events").
    */
-  searchEvents(q: EventSearch, limit: number, after: PageCursor | undefined): Promise<EventViewRow[]> {
+  searchEvents(q: EventSearch, limit: number, after: PageCursor | undefined): Promise<SearchPage> {
     return withDatabase(async () => {
-      if (!q.address && !q.txId) return this.searchQuery(q, limit, after).execute();
+      if (!q.address && !q.txId) return { rows: await this.searchQuery(q, limit, after).execute() };
       const out: EventViewRow[] = [];
       let cursor = after;
-      // Other filters may drop some of the refs' events: read further, in growing steps, until the page is full.
+      let read = 0;
+      // Other filters may drop some of the refs' events: read further, in growing steps, until the page is full or
+      // the request has read its share of refs.
       for (let chunk = limit + 1; ; chunk = Math.min(chunk * 4, 5_000)) {
-        const refs = await this.refsQuery(q, chunk, cursor).execute();
+        const take = Math.min(chunk, SEARCH_REFS_PER_REQUEST - read);
+        const refs = await this.refsQuery(q, take, cursor).execute();
+        read += refs.length;
         if (refs.length === 0) break;
         const found = new Map((await this.eventsOfRefs(q, refs)).map((e) => [e.id, e]));
         for (const r of refs) {
           const e = found.get(r.eventId);
           if (e) out.push(e);
         }
-        if (out.length > limit || refs.length < chunk) break;
+        if (out.length > limit || refs.length < take) break;
         const last = refs[refs.length - 1]!;
         cursor = { t: last.createdAt.getTime(), id: last.eventId };
+        if (read >= SEARCH_REFS_PER_REQUEST) return { rows: out, resumeAfter: cursor };
       }
-      return out.slice(0, limit + 1);
+      return { rows: out.slice(0, limit + 1) };
     });
   }
 

@@ -11,7 +11,7 @@ import { IdempotencyHeaders, InputObject, PageQuery, SubscriptionIdParams, error
 import { EventPageSchema, EventParams, deliveryAccess, eventId, eventPageJson, jsonResponse } from "./events.ts";
 import { subscriptionId } from "./subscriptions.ts";
 import { queryPageLimit } from "../../common/page-token.ts";
-import { checkEventSearchFilters } from "../../common/event-search.ts";
+import { checkEventSearchFilters, SEARCH_REFS_PER_REQUEST } from "../../common/event-search.ts";
 
 const TAGS = ["events"];
 const SECURITY = [{ bearer: [] }];
@@ -230,7 +230,10 @@ export function operationRoutes(deps: GatewayDeps) {
         response: { 200: EventPageSchema, ...errorResponses(400, 401, 404, 429, 503) },
         detail: {
           summary: "Search events across all of the key's subscriptions, newest first",
-          description: "Every filter is optional and served by an index; a page token belongs to its filter set.",
+          description:
+            "Every filter is optional and served by an index; a page token belongs to its filter set. With an address or a txId, a request " +
+            `reads at most ${SEARCH_REFS_PER_REQUEST.toLocaleString("en-US")} of its events before answering: when the other filters leave out most of them, a page may ` +
+            "hold fewer than limit events (even none) and still carry a nextPageToken; only the last page has none.",
           tags: TAGS,
           security: SECURITY,
         },

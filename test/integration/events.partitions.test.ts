@@ -9,6 +9,7 @@ import { ulid } from "ulid";
 import { and, desc, eq, inArray } from "drizzle-orm";
 import { EventPurger } from "../../deliverer/purge.ts";
 import { eventViewColumns } from "../../deliverer/store.ts";
+import { SEARCH_REFS_PER_REQUEST } from "../../common/event-search.ts";
 import { eventDeliveries, events } from "../../deliverer/schema.ts";
 import { log } from "../../common/logger.ts";
 import { hexToBase58 } from "../../common/tron-address.ts";
@@ -226,6 +227,33 @@ describe("across partition boundaries", () => {
   }, 120_000);
 });
 
+describe("a search whose filters leave out most of the refs", () => {
+  test("reads at most SEARCH_REFS_PER_REQUEST refs a request: a short page with a token that goes on, nothing skipped", async () => {
+    const sub = await subscription();
+    const now = Date.now();
+    // Three failed events an hour ago, and newer than them 12,000 delivered ones at the same address.
+    const failed = await store(sub, [now - 3_600_000, now - 3_600_010, now - 3_600_020], "failed");
+    const delivered = SEARCH_REFS_PER_REQUEST + 2_000;
+    await db`WITH e AS (INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, created_at)
+        SELECT 'evt_S' || lpad(g::text, 25, '0'), ${sub.id}, ${sub.keyId}, ARRAY[${PART_TO}::text], 'wallet.transfer.broadcasted',
+          'tron:mainnet', md5(g::text), -1, '{}', now() - g * interval '10 ms'
+        FROM generate_series(1, ${delivered}) g RETURNING id, created_at),
+      d AS (INSERT INTO event_deliveries (event_id, created_at, subscription_id, key_id, status, updated_at)
+        SELECT e.id, e.created_at, ${sub.id}, ${sub.keyId}, 'delivered', now() FROM e)
+      INSERT INTO event_addresses (key_id, address, created_at, event_id) SELECT ${sub.keyId}, ${PART_TO}, e.created_at, e.id FROM e`;
+    const path = `/v1/events?address=${PART_TO}&status=failed&limit=50`;
+    const first = await call<Page<Ev>>(base, sub.key, "GET", path);
+    expect([first.status, first.body.items.length, typeof first.body.nextPageToken]).toEqual([200, 0, "string"]);
+    const second = await call<Page<Ev>>(base, sub.key, "GET", `${path}&nextPageToken=${encodeURIComponent(first.body.nextPageToken!)}`);
+    expect(second.status).toBe(200);
+    expect(second.body.items.map((e) => e.id)).toEqual(failed.map((e) => e.id));
+    expect(second.body.nextPageToken).toBeUndefined();
+    // Without the filter a full page comes at once, as on any list.
+    const all = await call<Page<Ev>>(base, sub.key, "GET", `/v1/events?address=${PART_TO}&limit=50`);
+    expect([all.body.items.length, typeof all.body.nextPageToken]).toEqual([50, "string"]);
+  }, 120_000);
+});
+
 describe("deleting a subscription with many events", () => {
   test("DELETE returns with the events still being purged; they leave the API at once and go in the background", async () => {
     const sub = await subscription();
@@ -255,6 +283,7 @@ describe("deleting a subscription with many events", () => {
     // …but already out of the API: the key's search shows none of them.
     const search = await call<Page<Ev>>(base, sub.key, "GET", `/v1/events?address=${PURGE_A}`);
     expect([search.status, search.body.items.length]).toEqual([200, 0]);
+    expect(await walk(sub.key, `/v1/events?address=${PURGE_A}`)).toEqual([]);
 
     // The background purge takes the rest, with their attempts and address rows, and then its request.
     await until("the purge to finish", async () => {
@@ -317,6 +346,7 @@ describe("prepared reads", () => {
     const failed = await reads.listEvents(sub.id, "failed", 10, undefined);
     const byTx = await reads.searchEvents({ keyId: sub.keyId, txId: "cd".repeat(32) }, 10, undefined);
     const byAddress = await reads.searchEvents({ keyId: sub.keyId, address: PART_TO }, 10, undefined);
-    for (const rows of [page, failed, byTx, byAddress]) expect(rows).toEqual(expected);
+    expect([byTx.resumeAfter, byAddress.resumeAfter]).toEqual([undefined, undefined]);
+    for (const rows of [page, failed, byTx.rows, byAddress.rows]) expect(rows).toEqual(expected);
   });
 });

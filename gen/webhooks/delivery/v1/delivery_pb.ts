@@ -1104,7 +1104,9 @@ export const DeliveryService: GenService<{
     output: typeof RecoverEventsResponseSchema;
   },
   /**
-   * Events across all of a key's subscriptions.
+   * Events across all of a key's subscriptions. With an address or a txId a call reads at most
+   * SEARCH_REFS_PER_REQUEST (common/event-search.ts) of their events: a page may then hold fewer than limit events
+   * and still carry a next_page_token.
    *
    * @generated from rpc webhooks.delivery.v1.DeliveryService.SearchEvents
    */
