@@ -201,17 +201,17 @@ const eventRowColumns = { ...getTableColumns(events), ...stateColumns };
  * (its addresses, stream position, schedule and times) would be printed, parsed and mapped for nothing: 11 columns
  * a row instead of 22, on every row of every page.
  */
-const VIEW_EVENT_KEYS = ["id", "subscriptionId", "kind", "chainId", "payload", "createdAt"] as const satisfies readonly (keyof EventViewRow)[];
-const VIEW_STATE_KEYS = ["status", "attempts", "deliveryCount", "responseStatus", "responseBody"] as const satisfies readonly (keyof EventViewRow)[];
-type ViewEventKey = (typeof VIEW_EVENT_KEYS)[number];
-type ViewStateKey = (typeof VIEW_STATE_KEYS)[number];
 const viewEventColumns = {
   id: events.id, subscriptionId: events.subscriptionId, kind: events.kind, chainId: events.chainId, payload: events.payload, createdAt: events.createdAt,
-} satisfies Record<ViewEventKey, PgColumn>;
+} satisfies Partial<Record<keyof EventViewRow, PgColumn>>;
 const viewStateColumns = {
   status: deliveries.status, attempts: deliveries.attempts, deliveryCount: deliveries.deliveryCount, responseStatus: deliveries.responseStatus,
   responseBody: deliveries.responseBody,
-} satisfies Record<ViewStateKey, PgColumn>;
+} satisfies Partial<Record<keyof EventViewRow, PgColumn>>;
+type ViewEventKey = keyof typeof viewEventColumns;
+type ViewStateKey = keyof typeof viewStateColumns;
+const VIEW_EVENT_KEYS = Object.keys(viewEventColumns) as ViewEventKey[];
+const VIEW_STATE_KEYS = Object.keys(viewStateColumns) as ViewStateKey[];
 // Every field of the view is selected.
 const viewComplete: [Exclude<keyof EventViewRow, ViewEventKey | ViewStateKey>] extends [never] ? true : never = true;
 void viewComplete;
