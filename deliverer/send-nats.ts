@@ -81,11 +81,12 @@ export class NatsSender {
         return fail(r.body, r.failure === "broker" ? "connect" : r.failure);
       }
     }
+    // append, not set, on a new header set: set first deletes the name, a search of every key, for each header.
     const h = natsHeaders();
-    h.set("content-type", "application/json");
+    h.append("content-type", "application/json");
     for (const name of QUEUE_MESSAGE_HEADERS) {
       const v = req.headers[name];
-      if (v !== undefined) h.set(name, v);
+      if (v !== undefined) h.append(name, v);
     }
     if (signal.aborted) return fail("attempt aborted by shutdown", "aborted");
     try {
