@@ -7,7 +7,8 @@
 // Its own PostgreSQL database, Redis DB, exchanges, queues and stream, all removed at the end.
 // BENCH_QUEUE_ONLY=<regex> runs only the figures whose label matches (StreamEvents alone enqueues its own events);
 // BENCH_WORKER='{"queuePerDestinationConcurrency":64}' passes worker options (deliverer/worker.ts) for experiments;
-// BENCH_STREAM_WARMUPS (default 2) sets the unmeasured reads of the whole stream before the measured one.
+// BENCH_STREAM='{"messageEvents":32}' passes StreamEvents options (deliverer/stream.ts); BENCH_STREAM_WARMUPS
+// (default 2) sets the unmeasured reads of the whole stream before the measured one.
 //
 // Where the time goes (2026-11-24, bun --cpu-prof of this process, per-phase timers in the worker, Redis
 // INFO commandstats, the per-thread CPU this bench prints): the bench process spends 55-75 µs of CPU per queue delivery on a
@@ -262,7 +263,7 @@ export async function queueBench(events: number): Promise<void> {
 
     // ---- StreamEvents: every event of the key (4 runs' worth) to one Connect consumer ----
     if (ONLY && !ONLY.test("StreamEvents")) return;
-    const streamer = await createDeliverer(config, { registry: registryTransport, startWorker: false });
+    const streamer = await createDeliverer(config, { registry: registryTransport, startWorker: false, stream: JSON.parse(process.env.BENCH_STREAM ?? "{}") as Record<string, number> });
     const served = await serveService(streamer, 0, 0);
     try {
       // Runs skipped (BENCH_QUEUE_ONLY): the key gets the same 4 runs' worth of events, left pending.
