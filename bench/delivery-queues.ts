@@ -30,12 +30,17 @@
 // over the daily partitions), ~1.6 ms a batch, folding the batch's JSON into a constant (jsonb_in of all of it) on
 // the way. On its generic plan (deliverer/store.ts GENERIC_PLANS) a 40,000-outcome AMQP run measured 36 µs of exec
 // time per outcome against 152 before, the PostgreSQL backends fell from ~90% of a core to ~46%, and the machine
-// stopped being saturated (bun ~55%, RabbitMQ ~50%). What holds a run now is latency, not CPU: per round the claim
-// (one Redis script per shard, 2-4 ms) and the row load (3-4 ms) run one after the other while the event loop also
-// serves the confirms, and a second concurrent claim loop measured no faster; amqplib writes each frame to the
-// socket on its own (Bun's socket write was a quarter of the process's samples in a profile of this run). Writes
-// overlap (4 at once) and grow while PostgreSQL is busy, and a queue destination has 128 publishes in flight (one
-// destination at 32 left the broker idle between confirms).
+// stopped being saturated (bun ~55%, RabbitMQ ~50%). Writes overlap (4 at once) and grow while PostgreSQL is busy.
+// With 128 publishes in flight per destination and claims of at most 256, a NATS subject's slots sat empty for a
+// third of a run (the in-flight count sampled every 5 ms): JetStream acked a round of 128 in 5-10 ms, and the next
+// claim and its row load took longer on the loaded machine. 256 in flight (the floors' window) and claims of 512
+// took NATS to one subject from ~7,500 to ~9,200 deliveries/s and AMQP from ~5,300 to ~5,900 in alternated runs
+// (2026-11-24, a slow machine), and the deliverer's CPU per delivery from ~100 to ~76 µs (fewer, larger rounds);
+// overlapping a claim's row load with the next claim measured no faster, because the two cores were then saturated:
+// per NATS delivery (before the change) the bench process ~105 µs (JIT and GC threads included), PostgreSQL ~80
+// (the outcome's update and attempt insert, ~23 buffer hits and 1.4 KB of WAL each, and the row load), nats-server
+// ~50, Redis ~8, against a floor publish's ~75 + ~25. The floors publish the message a delivery publishes, headers included: RabbitMQ's
+// work per message grows with a headers table (its floor measured 13,000-17,000/s without one, ~10,600 with).
 // StreamEvents: a page is one index range read with sorting off (before statistics exist the planner sorted every
 // remaining row of the key on each page, O(n²) for a consumer far behind) and the next page is read while this one
 // is encoded; a page goes out in messages of up to 250 events (one 2 MB message per page cost more in buffer growth
@@ -48,8 +53,13 @@
 // the text it is sent as, nothing renders it and PostgreSQL no longer prints jsonb for the read: 33,000-35,000 →
 // ~55,000 events/s on one machine. What the server's samples show since is copying the message's bytes (protobuf's
 // writer growing its buffer and encoding the payload strings, its final copy, the Connect envelope's copy, Bun's
-// stream write); 32 or 100 events per message instead of 250 measured the same. A long transaction anywhere in
-// the cluster also holds the stream back (rows newer than the oldest running transaction wait for it).
+// stream write); 32, 64 or 100 events per message instead of 250 measured the same within the runs' spread. The
+// page read is not what bounds it: store.streamPage alone, walked page by page in one process, read the same 80,000
+// rows at 108,000-130,000/s, and toBinary of a 250-event message costs ~1 µs per event in a loop; the server's
+// copies of each message's bytes on their way out cost far more per byte than that loop. A cold server runs the
+// first read at 60-75% of a warm one's rate (JIT), so the figure is a third read of the stream (BENCH_STREAM_WARMUPS).
+// A long transaction anywhere in the cluster also holds the stream back (rows newer than the oldest running
+// transaction wait for it).
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
