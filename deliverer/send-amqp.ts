@@ -6,7 +6,7 @@
 // One connection per broker (name and URL), made on first use and dropped when it closes, so the next attempt
 // reconnects; one confirm channel per exchange on it, because RabbitMQ closes a channel that publishes to a missing
 // exchange, and that must fail only the attempts to that exchange.
-import amqp, { type ChannelModel, type ConfirmChannel, type Message } from "amqplib";
+import amqp, { type ChannelModel, type ConfirmChannel, type Message, type Options } from "amqplib";
 import { QUEUE_MESSAGE_HEADERS, queueFailure as fail, type AttemptRequest, type QueueOutcome as Outcome, type QueueTarget } from "./send.ts";
 
 interface Link {
@@ -21,6 +21,26 @@ interface Lane {
   channel: ConfirmChannel;
   returned: Map<string, string>;
   closed: string | undefined;
+}
+
+/**
+ * A message's AMQP properties: persistent, `mandatory` (an unroutable message comes back), `message_id` = the event
+ * id, the content type, the Standard Webhooks headers among `headers` as message headers.
+ */
+export function amqpMessageOptions(headers: Record<string, string>): Options.Publish & { messageId: string } {
+  const table: Record<string, string> = {};
+  for (const name of QUEUE_MESSAGE_HEADERS) {
+    const v = headers[name];
+    if (v !== undefined) table[name] = v;
+  }
+  return {
+    persistent: true,
+    mandatory: true,
+    messageId: headers["webhook-id"] ?? "",
+    contentType: "application/json",
+    timestamp: Number(headers["webhook-timestamp"] ?? 0) || undefined,
+    headers: table,
+  };
 }
 
 const ACKED: Outcome = { ok: true, status: null, body: "acked", retryAfterMs: null, failure: null };
@@ -136,25 +156,14 @@ export class AmqpSender {
   }
 
   private publish(req: AttemptRequest, q: QueueTarget, lane: Lane, settle: (out: Outcome) => void): void {
-    const messageId = req.headers["webhook-id"] ?? "";
-    const headers: Record<string, string> = {};
-    for (const name of QUEUE_MESSAGE_HEADERS) {
-      const v = req.headers[name];
-      if (v !== undefined) headers[name] = v;
-    }
+    const options = amqpMessageOptions(req.headers);
+    const messageId = options.messageId;
     try {
       lane.channel.publish(
         q.exchange,
         q.routingKey,
         Buffer.from(req.body),
-        {
-          persistent: true,
-          mandatory: true,
-          messageId,
-          contentType: "application/json",
-          timestamp: Number(req.headers["webhook-timestamp"] ?? 0) || undefined,
-          headers,
-        },
+        options,
         (err) => {
           const returned = lane.returned.get(messageId);
           if (returned !== undefined) lane.returned.delete(messageId);

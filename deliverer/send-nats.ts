@@ -6,8 +6,20 @@
 // One connection per broker (name and URL), made on first use; the client reconnects by itself while it lives, and
 // a connection that closes for good is dropped so the next attempt makes a new one.
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
-import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
+import { connect, headers as natsHeaders, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import { QUEUE_MESSAGE_HEADERS, queueFailure as fail, type AttemptRequest, type QueueOutcome as Outcome, type QueueTarget } from "./send.ts";
+
+/** A message's NATS headers: its content type and the Standard Webhooks headers among `headers`. */
+export function natsMessageHeaders(headers: Record<string, string>): MsgHdrs {
+  // append, not set, on a new header set: set first deletes the name, a search of every key, for each header.
+  const h = natsHeaders();
+  h.append("content-type", "application/json");
+  for (const name of QUEUE_MESSAGE_HEADERS) {
+    const v = headers[name];
+    if (v !== undefined) h.append(name, v);
+  }
+  return h;
+}
 
 interface Link {
   nc: Promise<NatsConnection>;
@@ -81,13 +93,7 @@ export class NatsSender {
         return fail(r.body, r.failure === "broker" ? "connect" : r.failure);
       }
     }
-    // append, not set, on a new header set: set first deletes the name, a search of every key, for each header.
-    const h = natsHeaders();
-    h.append("content-type", "application/json");
-    for (const name of QUEUE_MESSAGE_HEADERS) {
-      const v = req.headers[name];
-      if (v !== undefined) h.append(name, v);
-    }
+    const h = natsMessageHeaders(req.headers);
     if (signal.aborted) return fail("attempt aborted by shutdown", "aborted");
     try {
       await js.publish(q.subject, req.body, { msgID: req.headers["webhook-id"] ?? "", headers: h, timeout: this.timeoutMs });
