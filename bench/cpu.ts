@@ -45,3 +45,13 @@ export function cpuBetween(before: CpuSample, after: CpuSample): { stack: number
   for (const [pid, v] of after.postgres) postgres += v - (before.postgres.get(pid) ?? 0);
   return { stack: after.stack - before.stack, postgres };
 }
+
+/**
+ * The allocator setting this process runs with, for a bench's first line: the services start Bun through
+ * cli/run-bun.sh (MIMALLOC_PURGE_DELAY=-1), and a run without it costs far more CPU on large buffers (README
+ * "Benchmarks", *Memory*), so every figure says which it had.
+ */
+export function allocatorNote(): string {
+  const delay = process.env.MIMALLOC_PURGE_DELAY;
+  return delay === undefined ? "allocator: Bun's default purging (not started through cli/run-bun.sh)" : `allocator: MIMALLOC_PURGE_DELAY=${delay}`;
+}

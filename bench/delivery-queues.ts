@@ -42,6 +42,10 @@
 // ~50, Redis ~8, against a floor publish's ~75 + ~25. The floors publish the message a delivery publishes, headers
 // included: RabbitMQ's work per message grows with a headers table (its floor measured 13,000-17,000/s without one,
 // ~10,600 with).
+// The process runs with mimalloc's purging off (cli/run-bun.sh; the first line prints the setting): with Bun's default,
+// freed buffers came back from the kernel as fresh pages, and faulting and zeroing them cost the StreamEvents server
+// 24-26 µs of CPU per event against 8, and the bench process 83-118 µs per queue delivery against 50-73 (alternated
+// runs on one slow machine, 2026-11-25; README "Benchmarks", *Memory*).
 // StreamEvents: a page is one index range read with sorting off (before statistics exist the planner sorted every
 // remaining row of the key on each page, O(n²) for a consumer far behind) and the next page is read while this one
 // is encoded; a page goes out in messages of up to 250 events (one 2 MB message per page cost more in buffer growth
@@ -78,6 +82,7 @@ import { amqpMessageOptions } from "../deliverer/send-amqp.ts";
 import { natsMessageHeaders } from "../deliverer/send-nats.ts";
 import { DeliveryService, NewEventSchema } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { runJsonChild } from "./child-json.ts";
+import { allocatorNote } from "./cpu.ts";
 import { startBenchRegistry } from "./registry-bed.ts";
 import type { ConsumerResult, ConsumerSpec } from "./stream-consumer.ts";
 import { threadCpu, threadCpuPer } from "./thread-cpu.ts";
@@ -148,7 +153,7 @@ const SAMPLE_BODY = JSON.stringify({ id: "evt_x", kind: "wallet.transfer.broadca
 
 export async function queueBench(events: number): Promise<void> {
   setLogLevel("warn");
-  console.log(`queue delivery benchmark: ${events.toLocaleString("en-US")} events per run`);
+  console.log(`queue delivery benchmark: ${events.toLocaleString("en-US")} events per run; ${allocatorNote()}`);
   const bed = await startBenchRegistry("benchqueues");
   const { database, config, registry, registryTransport, subs, key } = bed;
   await registry.store.addBroker("bench-amqp", "amqp", RABBIT);

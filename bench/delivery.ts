@@ -19,6 +19,7 @@ import { createSender } from "../deliverer/send.ts";
 import { deliveryHeaders } from "../deliverer/sign.ts";
 import { TargetCache } from "../deliverer/targets.ts";
 import { DeliveryService, NewEventSchema } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
+import { allocatorNote } from "./cpu.ts";
 import { queueBench } from "./delivery-queues.ts";
 import { startBenchRegistry } from "./registry-bed.ts";
 import { transfer } from "./transfers.ts";
@@ -52,7 +53,7 @@ async function waitDelivered(sql: SQL, subscriptionId: string, n: number, timeou
 export default async function bench(): Promise<void> {
   const events = Number(process.argv[3] ?? process.env.BENCH_EVENTS ?? 50_000);
   setLogLevel("warn");
-  console.log(`delivery benchmark: ${events.toLocaleString("en-US")} events, ${CONCURRENCY} in flight, ${navigatorCores()} cores`);
+  console.log(`delivery benchmark: ${events.toLocaleString("en-US")} events, ${CONCURRENCY} in flight, ${navigatorCores()} cores; ${allocatorNote()}`);
 
   const receiverProc = Bun.spawn([join(ROOT, "node_modules", ".bin", "bun"), join(ROOT, "tools", "receiver", "main.ts")], {
     stdout: "pipe",

@@ -56,6 +56,7 @@ import { setLogLevel } from "../common/logger.ts";
 import { isTxId } from "../common/event-search.ts";
 import { hexToBase58, isBase58Address } from "../common/tron-address.ts";
 import { startStack } from "../test/support/stack.ts";
+import { allocatorNote } from "./cpu.ts";
 import { getPhase, Wrk, type WrkResult } from "./wrk.ts";
 
 /** wrk's connections (a closed loop: each sends its next request when the last is answered) and threads. */
@@ -129,7 +130,7 @@ export default async function main(): Promise<void> {
   setLogLevel("warn");
   const total = Number(process.env.BENCH_EVENTS ?? 10_000_000);
   const seconds = Number(process.env.BENCH_SECONDS ?? 10);
-  console.log(`events bench: ${total} events over ${SPAN_DAYS} days; ${cpus().length} cores, load ${loadavg()[0]!.toFixed(1)} (a shared machine)`);
+  console.log(`events bench: ${total} events over ${SPAN_DAYS} days; ${cpus().length} cores, load ${loadavg()[0]!.toFixed(1)} (a shared machine); ${allocatorNote()}`);
   // No deliveries in a benchmark: the deliverer serves its RPCs without a worker.
   const stack = await startStack({ deliverer: { startWorker: false }, env: { RATE_LIMIT_RPS: "1000000", RATE_LIMIT_BURST: "1000000" } });
   // 100,000 at 10,000,000 events; a smaller run recovers what its 1 % share holds.
