@@ -61,7 +61,9 @@
 // stream write); 32, 64 or 100 events per message instead of 250 measured the same within the runs' spread. The
 // page read is not what bounds it: store.streamPage alone, walked page by page in one process, read the same 80,000
 // rows at 108,000-130,000/s, and toBinary of a 250-event message costs ~1 µs per event in a loop; the server's
-// copies of each message's bytes on their way out cost far more per byte than that loop. A cold server runs the
+// copies of each message's bytes on their way out cost far more per byte than that loop. Why: each copy landed in
+// freshly allocated memory that the allocator had handed back to the kernel, and faulting and zeroing those pages
+// was most of the cost (perf; with purging off the server costs 8 µs per event, see above). A cold server runs the
 // first read at 60-75% of a warm one's rate (JIT), so the figure is a third read of the stream (BENCH_STREAM_WARMUPS).
 // A long transaction anywhere in the cluster also holds the stream back (rows newer than the oldest running
 // transaction wait for it).
