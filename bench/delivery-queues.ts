@@ -74,6 +74,7 @@ import { SQL } from "bun";
 import amqp from "amqplib";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect } from "@nats-io/transport-node";
+import type { Counter } from "prom-client";
 import { setLogLevel } from "../common/logger.ts";
 import { inProcessTransport } from "../common/rpc.ts";
 import { serveService } from "../common/service.ts";
@@ -103,15 +104,15 @@ function rate(n: number, ms: number): number {
   return Math.round((n / ms) * 1000);
 }
 
-/** Events the deliverers of this process have finished (delivered or failed), from the worker's metric. */
-async function finishedCount(): Promise<number> {
-  return (await eventsFinished.get()).values.reduce((sum, v) => sum + v.value, 0);
+/** A counter of the deliverers of this process, summed over the label sets `keep` accepts. */
+async function counterSum<T extends string>(counter: Counter<T>, keep: (labels: Partial<Record<T, string | number>>) => boolean = () => true): Promise<number> {
+  return (await counter.get()).values.reduce((sum, v) => sum + (keep(v.labels) ? v.value : 0), 0);
 }
 
-/** Attempts the deliverers of this process have seen fail, from the worker's metric. */
-async function failedAttempts(): Promise<number> {
-  return (await attemptsTotal.get()).values.reduce((sum, v) => sum + (v.labels.result === "success" ? 0 : v.value), 0);
-}
+/** Events finished (delivered or failed), from the worker's metric. */
+const finishedCount = () => counterSum(eventsFinished);
+/** Attempts that failed, from the worker's metric. */
+const failedAttempts = () => counterSum(attemptsTotal, (labels) => labels.result !== "success");
 
 /** Microseconds of this process's CPU per operation. */
 function cpuPer(cpu: NodeJS.CpuUsage, n: number): number {
