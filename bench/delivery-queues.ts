@@ -43,9 +43,8 @@
 // included: RabbitMQ's work per message grows with a headers table (its floor measured 13,000-17,000/s without one,
 // ~10,600 with).
 // The process runs with mimalloc's purging off (cli/run-bun.sh; the first line prints the setting): with Bun's default,
-// freed buffers came back from the kernel as fresh pages, and faulting and zeroing them cost the StreamEvents server
-// 24-26 µs of CPU per event against 8, and the bench process 83-118 µs per queue delivery against 50-73 (alternated
-// runs on one slow machine, 2026-11-25; README "Benchmarks", *Memory*).
+// freed buffers came back from the kernel as fresh pages, which cost more CPU than the work (figures in README
+// "Benchmarks", *Memory*).
 // StreamEvents: a page is one index range read with sorting off (before statistics exist the planner sorted every
 // remaining row of the key on each page, O(n²) for a consumer far behind) and the next page is read while this one
 // is encoded; a page goes out in messages of up to 250 events (one 2 MB message per page cost more in buffer growth
@@ -63,7 +62,7 @@
 // rows at 108,000-130,000/s, and toBinary of a 250-event message costs ~1 µs per event in a loop; the server's
 // copies of each message's bytes on their way out cost far more per byte than that loop. Why: each copy landed in
 // freshly allocated memory that the allocator had handed back to the kernel, and faulting and zeroing those pages
-// was most of the cost (perf; with purging off the server costs 8 µs per event, see above). A cold server runs the
+// was most of the cost (perf; see above). A cold server runs the
 // first read at 60-75% of a warm one's rate (JIT), so the figure is a third read of the stream (BENCH_STREAM_WARMUPS).
 // A long transaction anywhere in the cluster also holds the stream back (rows newer than the oldest running
 // transaction wait for it).
