@@ -20,13 +20,22 @@ export interface DbOptions {
   settings?: Record<string, string>;
 }
 
+/**
+ * Settings of every service connection. JIT compilation off: PostgreSQL compiles a statement whose estimated cost
+ * passes jit_above_cost, and a generic plan over the daily partitions is estimated at every partition's share, however
+ * few rows it reads. At 10,000,000 events a subscription's page of 50 (GET /v1/subscriptions/:id/events) passed it:
+ * each run compiled 370 functions for 381 buffer hits, 0.6–1.6 s a request, 237 ms of PostgreSQL's CPU (bench/events.ts,
+ * auto_explain); nothing the services run reads enough rows for compiled code to pay that back.
+ */
+const SERVICE_SETTINGS: Record<string, string> = { jit: "off" };
+
 function openSql(url: string, opts: DbOptions = {}): SQL {
   return new SQL(url, {
     max: opts.max ?? 20,
     // A dead server must surface as an error (503), never as a hang: in whole seconds, as the driver takes it.
     connectionTimeout: DB_CONNECT_TIMEOUT_MS / 1000,
     idleTimeout: 30,
-    ...(opts.settings ? { connection: opts.settings } : {}),
+    connection: { ...SERVICE_SETTINGS, ...opts.settings },
   });
 }
 
