@@ -73,7 +73,6 @@ import { SQL } from "bun";
 import amqp from "amqplib";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect as natsConnect } from "@nats-io/transport-node";
-import type { Counter } from "prom-client";
 import { setLogLevel } from "../common/logger.ts";
 import { inProcessTransport } from "../common/rpc.ts";
 import { serveService } from "../common/service.ts";
@@ -84,6 +83,7 @@ import { amqpMessageOptions } from "../deliverer/send-amqp.ts";
 import { natsMessageHeaders } from "../deliverer/send-nats.ts";
 import { DeliveryService, NewEventSchema } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { runJsonChild } from "./child-json.ts";
+import { counterSum } from "./counters.ts";
 import { allocatorNote } from "./cpu.ts";
 import { startBenchRegistry } from "./registry-bed.ts";
 import type { ConsumerResult, ConsumerSpec } from "./stream-consumer.ts";
@@ -101,11 +101,6 @@ const ONLY = process.env.BENCH_QUEUE_ONLY ? new RegExp(process.env.BENCH_QUEUE_O
 
 function rate(n: number, ms: number): number {
   return Math.round((n / ms) * 1000);
-}
-
-/** A counter of the deliverers of this process, summed over the label sets `keep` accepts. */
-async function counterSum<T extends string>(counter: Counter<T>, keep: (labels: Partial<Record<T, string | number>>) => boolean = () => true): Promise<number> {
-  return (await counter.get()).values.reduce((sum, v) => sum + (keep(v.labels) ? v.value : 0), 0);
 }
 
 /** Events finished (delivered or failed), from the worker's metric. */

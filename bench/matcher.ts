@@ -72,9 +72,11 @@ import { advanceCheckpoint, advanceSolidifiedCheckpoint, openMatcherDatabase } f
 import type { TronBlock } from "../matcher/tron-types.ts";
 import { createTestDatabase } from "../test/support/db.ts";
 import { allocateRedisDb } from "../test/support/redis.ts";
+import type { Counter } from "prom-client";
 import { Webhook } from "standardwebhooks";
 import { createTestPki, type TestPki } from "../tools/receiver/certs.ts";
 import { startReceiver } from "../tools/receiver/server.ts";
+import { counterBy, counterSum } from "./counters.ts";
 import { procCpuSeconds } from "./cpu.ts";
 
 // tronweb through its CommonJS build: under Bun its ESM build sometimes fails to load ("proto is not defined" in
@@ -114,22 +116,14 @@ function line(label: string, value: string, baseline: string) {
   console.log(`${label.padEnd(44)} ${value.padStart(16)}   baseline ${baseline}`);
 }
 
-type Countable = { get(): Promise<{ values: { value: number; labels: Record<string, string | number> }[] }> };
-
-async function counterValue(c: Countable): Promise<number> {
-  const v = await c.get();
-  return v.values.filter((x) => x.labels.chain === CHAIN).reduce((a, x) => a + x.value, 0);
+/** A matcher counter's value for the bench's chain. */
+function counterValue(c: Counter<"chain">): Promise<number> {
+  return counterSum(c, (labels) => labels.chain === CHAIN);
 }
 
 /** Successful node requests per endpoint so far. */
-async function nodeRequestCounts(): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  for (const v of (await (metrics.nodeRequests as unknown as Countable).get()).values) {
-    if (v.labels.chain !== CHAIN || v.labels.outcome !== "ok") continue;
-    const e = String(v.labels.endpoint);
-    out.set(e, (out.get(e) ?? 0) + v.value);
-  }
-  return out;
+function nodeRequestCounts(): Promise<Map<string, number>> {
+  return counterBy(metrics.nodeRequests, "endpoint", (labels) => labels.chain === CHAIN && labels.outcome === "ok");
 }
 
 function requestDiff(after: Map<string, number>, before: Map<string, number>): Map<string, number> {
@@ -564,7 +558,7 @@ export default async function benchMatcher(): Promise<void> {
       await rewind();
       const solidHead = (await simJson<{ solid: { number: number } }>(sim.url, "/sim/state")).solid.number;
       const requests1 = await nodeRequestCounts();
-      const cache0 = await (metrics.blockCache as unknown as Countable).get();
+      const cache0 = await counterBy(metrics.blockCache, "outcome", (labels) => labels.chain === CHAIN);
       const final0 = await counterValue(metrics.finalEvents);
       const received1 = await bulkReceiver.received();
       const bothStarted = performance.now();
@@ -575,9 +569,8 @@ export default async function benchMatcher(): Promise<void> {
       const bothDone = await waitCount(() => bulkReceiver.received(), received1 + finalEvents, 600_000);
       const bothDeliverySeconds = ((bothDone.at ?? performance.now()) - bothStarted) / 1000;
       const bothRequests = requestDiff(await nodeRequestCounts(), requests1);
-      const cacheHits = (await (metrics.blockCache as unknown as Countable).get()).values
-        .filter((v) => v.labels.chain === CHAIN)
-        .map((v) => `${v.labels.outcome} ${v.value - (cache0.values.find((c) => c.labels.chain === CHAIN && c.labels.outcome === v.labels.outcome)?.value ?? 0)}`)
+      const cacheHits = [...(await counterBy(metrics.blockCache, "outcome", (labels) => labels.chain === CHAIN))]
+        .map(([outcome, n]) => `${outcome} ${n - (cache0.get(outcome) ?? 0)}`)
         .join(", ");
       const headRate = transfers / seconds;
       const bothRate = transfers / bothSeconds;
