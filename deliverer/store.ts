@@ -75,7 +75,7 @@ export function openPlannedReads(url: string, opts: DbOptions = {}): DelivererDb
  * claim batch). The ids are one array on the primary key (id, created_at): as `id IN (SELECT …)` the generic plan
  * read every event between the batch's first and last times and hash-joined them to the ids, in a catch-up
  * 2,700–4,700 rows for a claim of 140–450 (auto_explain in bench/matcher.ts: 70–160 ms a claim, and the deliveries
- * of the head-stream catch-up 785–1,602/s against 2,998/s after).
+ * of the head-stream catch-up 785–1,602/s against 2,513–3,004/s after).
  */
 export const CLAIMED_ROWS_SQL = `
   SELECT e.id, e.subscription_id, d.status, d.attempts, d.held, d.next_attempt_at, e.payload
