@@ -14,9 +14,9 @@ beforeAll(async () => {
   database = await createTestDatabase("dbsettings");
   // This database's own default: JIT on, for any statement at all.
   const admin = new SQL(database.url, { max: 1 });
-  await admin.unsafe(`ALTER DATABASE "${new URL(database.url).pathname.slice(1)}" SET jit = on`);
-  await admin.unsafe(`ALTER DATABASE "${new URL(database.url).pathname.slice(1)}" SET jit_above_cost = 0`);
-  // A connection without the services' settings compiles (where the server has JIT at all).
+  await admin.unsafe(`ALTER DATABASE "${database.name}" SET jit = on`);
+  await admin.unsafe(`ALTER DATABASE "${database.name}" SET jit_above_cost = 0`);
+  // The server's own default is JIT on too (the control test below shows that a plain connection compiles).
   const [plain] = (await admin`SHOW jit`) as { jit: string }[];
   expect(plain!.jit).toBe("on");
   await admin.close();

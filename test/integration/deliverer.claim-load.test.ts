@@ -48,15 +48,15 @@ function eventRowsRead(node: PlanNode): number {
 
 test("a claim's rows are read by id: as many event rows as ids, on the generic plan", async () => {
   const sql = db.$client;
-  const claimed = (await sql`SELECT id, created_at FROM events WHERE id LIKE 'evt_C%' ORDER BY id`) as { id: string; created_at: Date }[];
-  const picked = claimed.filter((_, i) => i % STRIDE === 0);
-  const from = new Date(picked[0]!.created_at).toISOString();
-  const to = new Date(picked.at(-1)!.created_at).toISOString();
-  const ids = JSON.stringify(picked.map((r) => r.id));
+  const all = (await sql`SELECT id, created_at FROM events WHERE id LIKE 'evt_C%' ORDER BY id`) as { id: string; created_at: Date }[];
+  const claimed = all.filter((_, i) => i % STRIDE === 0);
+  const from = new Date(claimed[0]!.created_at).toISOString();
+  const to = new Date(claimed.at(-1)!.created_at).toISOString();
+  const ids = JSON.stringify(claimed.map((r) => r.id));
 
   // The statement as the worker runs it returns every claimed row with its state.
   const rows = (await sql.unsafe(CLAIMED_ROWS_SQL, [ids, from, to])) as { id: string; status: string }[];
-  expect(rows.map((r) => r.id).sort()).toEqual(picked.map((r) => r.id));
+  expect(rows.map((r) => r.id).sort()).toEqual(claimed.map((r) => r.id));
   expect(new Set(rows.map((r) => r.status))).toEqual(new Set(["pending"]));
 
   // Its generic plan (the deliverer's connections force it), through a prepared statement on one connection.
@@ -68,7 +68,7 @@ test("a claim's rows are read by id: as many event rows as ids, on the generic p
     const [out] = (await one.unsafe(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim(${quote(ids)}, ${quote(from)}, ${quote(to)})`)) as { "QUERY PLAN": [{ Plan: PlanNode }] }[];
     const plan = out!["QUERY PLAN"][0].Plan;
     // The window holds ~STRIDE times as many events as the claim; reading them all is the defect this guards.
-    expect(eventRowsRead(plan)).toBe(picked.length);
+    expect(eventRowsRead(plan)).toBe(claimed.length);
   } finally {
     await one.close();
   }
