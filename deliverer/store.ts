@@ -852,7 +852,13 @@ export class DelivererStore {
       // the request has read its share of refs.
       for (let chunk = limit + 1; ; chunk = Math.min(chunk * 4, 5_000)) {
         const take = Math.min(chunk, SEARCH_REFS_PER_REQUEST - read);
-        const refs = await this.refsQuery(q, take, cursor).execute();
+        // The chunk that ends the request's share reads one ref more, unused: only a ref beyond the share earns a
+        // token, so a search whose refs end exactly there answers its last page without one (not a token to an
+        // empty page).
+        const closing = take === SEARCH_REFS_PER_REQUEST - read;
+        const fetched = await this.refsQuery(q, closing ? take + 1 : take, cursor).execute();
+        const beyond = fetched.length > take;
+        const refs = beyond ? fetched.slice(0, take) : fetched;
         read += refs.length;
         if (refs.length === 0) break;
         const found = new Map((await this.eventsOfRefs(q, refs)).map((e) => [e.id, e]));
@@ -863,7 +869,7 @@ export class DelivererStore {
         if (out.length > limit || refs.length < take) break;
         const last = refs[refs.length - 1]!;
         cursor = { t: last.createdAt.getTime(), id: last.eventId };
-        if (read >= SEARCH_REFS_PER_REQUEST) return { rows: out, resumeAfter: cursor };
+        if (read >= SEARCH_REFS_PER_REQUEST) return beyond ? { rows: out, resumeAfter: cursor } : { rows: out };
       }
       return { rows: out.slice(0, limit + 1) };
     });

@@ -20,6 +20,7 @@ import { until } from "../support/wait.ts";
 const PART_FROM = hexToBase58(`41${"a1".repeat(20)}`);
 const PART_TO = hexToBase58(`41${"a2".repeat(20)}`);
 const PURGE_A = hexToBase58(`41${"a3".repeat(20)}`);
+const EXACT = hexToBase58(`41${"a4".repeat(20)}`);
 
 type Ev = { id: string; subscriptionId: string; date: string };
 type Page<T> = { items: T[]; nextPageToken?: string };
@@ -251,6 +252,27 @@ describe("a search whose filters leave out most of the refs", () => {
     // Without the filter a full page comes at once, as on any list.
     const all = await call<Page<Ev>>(base, sub.key, "GET", `/v1/events?address=${PART_TO}&limit=50`);
     expect([all.body.items.length, typeof all.body.nextPageToken]).toEqual([50, "string"]);
+  }, 120_000);
+
+  test("refs that end exactly at SEARCH_REFS_PER_REQUEST: the page that read them is the last, with no token", async () => {
+    const sub = await subscription();
+    await db`WITH e AS (INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, created_at)
+        SELECT 'evt_X' || lpad(g::text, 25, '0'), ${sub.id}, ${sub.keyId}, ARRAY[${EXACT}::text], 'wallet.transfer.broadcasted',
+          'tron:mainnet', md5(g::text), -1, '{}', now() - g * interval '10 ms'
+        FROM generate_series(1, ${SEARCH_REFS_PER_REQUEST}) g RETURNING id, created_at),
+      d AS (INSERT INTO event_deliveries (event_id, created_at, subscription_id, key_id, status, updated_at)
+        SELECT e.id, e.created_at, ${sub.id}, ${sub.keyId}, 'delivered', now() FROM e)
+      INSERT INTO event_addresses (key_id, address, created_at, event_id) SELECT ${sub.keyId}, ${EXACT}, e.created_at, e.id FROM e`;
+    const none = await call<Page<Ev>>(base, sub.key, "GET", `/v1/events?address=${EXACT}&status=failed&limit=50`);
+    expect([none.status, none.body.items.length, none.body.nextPageToken]).toEqual([200, 0, undefined]);
+    // One ref more and the share ends before the refs do: the token goes on.
+    const [last] = await store(sub, [Date.now() - 3_600_000], "delivered");
+    await db`INSERT INTO event_addresses (key_id, address, created_at, event_id)
+      SELECT key_id, ${EXACT}, created_at, id FROM events WHERE id = ${last!.id}`;
+    const more = await call<Page<Ev>>(base, sub.key, "GET", `/v1/events?address=${EXACT}&status=failed&limit=50`);
+    expect([more.status, more.body.items.length, typeof more.body.nextPageToken]).toEqual([200, 0, "string"]);
+    const end = await call<Page<Ev>>(base, sub.key, "GET", `/v1/events?address=${EXACT}&status=failed&limit=50&nextPageToken=${encodeURIComponent(more.body.nextPageToken!)}`);
+    expect([end.status, end.body.items.length, end.body.nextPageToken]).toEqual([200, 0, undefined]);
   }, 120_000);
 });
 
