@@ -229,19 +229,23 @@ describe("across partition boundaries", () => {
 });
 
 describe("a search whose filters leave out most of the refs", () => {
+  /** `n` delivered events of `sub` at `address` alone, 10 ms apart back from now (ids evt_<tag>…), with their refs. */
+  async function deliveredAt(sub: { id: string; keyId: string }, address: string, n: number, tag: string): Promise<void> {
+    await db`WITH e AS (INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, created_at)
+        SELECT 'evt_' || ${tag} || lpad(g::text, 25, '0'), ${sub.id}, ${sub.keyId}, ARRAY[${address}::text], 'wallet.transfer.broadcasted',
+          'tron:mainnet', md5(g::text), -1, '{}', now() - g * interval '10 ms'
+        FROM generate_series(1, ${n}) g RETURNING id, created_at),
+      d AS (INSERT INTO event_deliveries (event_id, created_at, subscription_id, key_id, status, updated_at)
+        SELECT e.id, e.created_at, ${sub.id}, ${sub.keyId}, 'delivered', now() FROM e)
+      INSERT INTO event_addresses (key_id, address, created_at, event_id) SELECT ${sub.keyId}, ${address}, e.created_at, e.id FROM e`;
+  }
+
   test("reads at most SEARCH_REFS_PER_REQUEST refs a request: a short page with a token that goes on, nothing skipped", async () => {
     const sub = await subscription();
     const now = Date.now();
     // Three failed events an hour ago, and newer than them 12,000 delivered ones at the same address.
     const failed = await store(sub, [now - 3_600_000, now - 3_600_010, now - 3_600_020], "failed");
-    const delivered = SEARCH_REFS_PER_REQUEST + 2_000;
-    await db`WITH e AS (INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, created_at)
-        SELECT 'evt_S' || lpad(g::text, 25, '0'), ${sub.id}, ${sub.keyId}, ARRAY[${PART_TO}::text], 'wallet.transfer.broadcasted',
-          'tron:mainnet', md5(g::text), -1, '{}', now() - g * interval '10 ms'
-        FROM generate_series(1, ${delivered}) g RETURNING id, created_at),
-      d AS (INSERT INTO event_deliveries (event_id, created_at, subscription_id, key_id, status, updated_at)
-        SELECT e.id, e.created_at, ${sub.id}, ${sub.keyId}, 'delivered', now() FROM e)
-      INSERT INTO event_addresses (key_id, address, created_at, event_id) SELECT ${sub.keyId}, ${PART_TO}, e.created_at, e.id FROM e`;
+    await deliveredAt(sub, PART_TO, SEARCH_REFS_PER_REQUEST + 2_000, "S");
     const path = `/v1/events?address=${PART_TO}&status=failed&limit=50`;
     const first = await call<Page<Ev>>(base, sub.key, "GET", path);
     expect([first.status, first.body.items.length, typeof first.body.nextPageToken]).toEqual([200, 0, "string"]);
@@ -256,13 +260,7 @@ describe("a search whose filters leave out most of the refs", () => {
 
   test("refs that end exactly at SEARCH_REFS_PER_REQUEST: the page that read them is the last, with no token", async () => {
     const sub = await subscription();
-    await db`WITH e AS (INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, payload, created_at)
-        SELECT 'evt_X' || lpad(g::text, 25, '0'), ${sub.id}, ${sub.keyId}, ARRAY[${EXACT}::text], 'wallet.transfer.broadcasted',
-          'tron:mainnet', md5(g::text), -1, '{}', now() - g * interval '10 ms'
-        FROM generate_series(1, ${SEARCH_REFS_PER_REQUEST}) g RETURNING id, created_at),
-      d AS (INSERT INTO event_deliveries (event_id, created_at, subscription_id, key_id, status, updated_at)
-        SELECT e.id, e.created_at, ${sub.id}, ${sub.keyId}, 'delivered', now() FROM e)
-      INSERT INTO event_addresses (key_id, address, created_at, event_id) SELECT ${sub.keyId}, ${EXACT}, e.created_at, e.id FROM e`;
+    await deliveredAt(sub, EXACT, SEARCH_REFS_PER_REQUEST, "X");
     const none = await call<Page<Ev>>(base, sub.key, "GET", `/v1/events?address=${EXACT}&status=failed&limit=50`);
     expect([none.status, none.body.items.length, none.body.nextPageToken]).toEqual([200, 0, undefined]);
     // One ref more and the share ends before the refs do: the token goes on.
