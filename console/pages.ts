@@ -234,7 +234,8 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
     void attempt(refresh);
   });
   const el = h("section", { "aria-labelledby": "ev-h", class: "panel" },
-    h("h2", { id: "ev-h" }, "Events"), form,
+    // The all-events page is headed "Events" already: its panel searches the events of all of the key's subscriptions.
+    h("h2", { id: "ev-h" }, subId ? "Events" : "Search events"), form,
     h("table", { class: "events" },
       h("caption", {}, "Newest first; refreshed every few seconds"),
       h("thead", {}, h("tr", {}, ...["Id", "Kind", "Status", "Attempts", "HTTP", "Created"].map((c) => h("th", { scope: "col" }, c)))),
@@ -305,7 +306,7 @@ export const subscriptionPage = (id: string): Render => async (main) => {
     void attempt(async () => {
       const since = recoverSince.value ? new Date(recoverSince.value).toISOString() : "";
       const r = await api<{ recovered: number }>("POST", `/v1/subscriptions/${id}/events/recover`, { since, status: recoverStatus.value });
-      notify(`${r.recovered} events queued again.`);
+      notify(`${r.recovered} ${r.recovered === 1 ? "event" : "events"} queued again.`);
       await events.refresh();
     });
   });

@@ -125,13 +125,14 @@ test.skipIf(!haveChromium)("sign in, subscribe, paste addresses, deliver, fail, 
   env.receiver.setBehaviour(hook, { kind: "ok" });
   await page.getByLabel("Since", { exact: true }).last().fill(localInput(Date.now() - 10 * 60_000));
   await page.getByRole("button", { name: "Recover", exact: true }).click();
-  await seeText(page.getByRole("status"), "1 events queued again");
+  await seeText(page.getByRole("status"), "1 event queued again.");
   await seeCount(page.locator("tr[data-status='failed']"), 0, 20_000);
   await seeText(page.locator("table.attempts"), "manual", 10_000);
   await shot(page, "06-recovered");
 
   await page.getByRole("link", { name: "Events" }).click();
-  await page.getByRole("heading", { name: "Events" }).first().waitFor();
+  await page.getByRole("heading", { name: "Events", level: 1 }).waitFor();
+  await page.getByRole("heading", { name: "Search events", level: 2 }).waitFor();
   await seeCount(page.locator("tr[data-event]"), 2);
   await shot(page, "07-events");
   // The filters of GET /v1/events: an until before both events, then one subscription (another key's id is the API's 404).
