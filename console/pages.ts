@@ -96,12 +96,27 @@ export const subscriptionsPage: Render = async (main) => {
   await load(true);
 };
 
+/**
+ * The hourly success rates, oldest first: a dot for each hour with attempts (so a single busy hour shows), joined by a
+ * line only across consecutive such hours (an hour without attempts is a gap, not a slope).
+ */
 function sparkline(rates: (number | null)[]): SVGElement {
-  const w = 240, hgt = 40, step = w / Math.max(1, rates.length - 1);
-  const pts = rates.map((r, i) => (r === null ? null : `${(i * step).toFixed(1)},${(hgt - r * hgt).toFixed(1)}`)).filter((p): p is string => p !== null);
+  const w = 240, hgt = 40, pad = 3, step = (w - 2 * pad) / Math.max(1, rates.length - 1);
+  const at = (r: number, i: number) => ({ x: (pad + i * step).toFixed(1), y: (pad + (1 - r) * (hgt - 2 * pad)).toFixed(1) });
+  const runs: string[][] = [[]];
+  const dots: SVGElement[] = [];
+  rates.forEach((r, i) => {
+    if (r === null) {
+      if (runs[runs.length - 1]!.length > 0) runs.push([]);
+      return;
+    }
+    const { x, y } = at(r, i);
+    runs[runs.length - 1]!.push(`${x},${y}`);
+    dots.push(svg("circle", { cx: x, cy: y, r: 2.5, fill: "currentColor" }));
+  });
+  const lines = runs.filter((run) => run.length > 1).map((run) => svg("polyline", { points: run.join(" "), fill: "none", stroke: "currentColor", "stroke-width": 2 }));
   const label = `Success rate per hour over the last 24 hours: ${rates.map((r) => (r === null ? "none" : `${Math.round(r * 100)}%`)).join(", ")}`;
-  return svg("svg", { viewBox: `0 0 ${w} ${hgt}`, width: w, height: hgt, role: "img", "aria-label": label, class: "sparkline" },
-    svg("polyline", { points: pts.join(" "), fill: "none", stroke: "currentColor", "stroke-width": 2 }));
+  return svg("svg", { viewBox: `0 0 ${w} ${hgt}`, width: w, height: hgt, role: "img", "aria-label": label, class: "sparkline" }, ...lines, ...dots);
 }
 
 function pct(r: number | null): string {

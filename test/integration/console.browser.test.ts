@@ -120,6 +120,10 @@ test.skipIf(!haveChromium)("sign in, subscribe, paste addresses, deliver, fail, 
   await seeCount(page.locator("table.attempts tbody tr"), 3);
   await seeText(page.locator("table.attempts"), "down for maintenance");
   await seeText(page.locator(".last-failure"), "HTTP 500", 10_000);
+  // The health sparkline (refreshed every 2 s) shows this hour's rate as a dot, one hour with attempts drawing no line,
+  // and says it in words.
+  await seeCount(page.locator("svg.sparkline circle"), 1);
+  expect(await page.locator("svg.sparkline").getAttribute("aria-label")).toMatch(/: (none, ){23}\d+%$/);
   await shot(page, "05-failure-and-attempts");
 
   env.receiver.setBehaviour(hook, { kind: "ok" });
