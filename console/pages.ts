@@ -229,23 +229,41 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
           h("td", {}, h("code", {}, (a.responseBody ?? "").slice(0, 200))))))),
     );
   }
+  // Pages of 50 shown, newest first: "Older events" adds one, and every refresh reads them all again by their tokens,
+  // so a status that changed (a recover, a retry) shows on an older page as well as on the first.
+  let pages = 1;
+  const older = h("button", { type: "button", hidden: true }, "Older events");
   async function refresh() {
-    const page = await api<Page<EventView>>("GET", `/v1/events${query(filters())}`);
-    rows.replaceChildren(...page.items.map((e) => {
+    const items: EventView[] = [];
+    let token: string | undefined;
+    for (let i = 0; i < pages; i++) {
+      const page: Page<EventView> = await api<Page<EventView>>("GET", `/v1/events${query({ ...filters(), nextPageToken: token })}`);
+      items.push(...page.items);
+      token = page.nextPageToken ?? undefined;
+      if (!token) break;
+    }
+    older.hidden = !token;
+    rows.replaceChildren(...items.map((e) => {
       const view = h("button", { type: "button", class: "link" }, e.id);
       view.addEventListener("click", () => void attempt(() => showDetail(e)));
       return h("tr", { "data-event": e.id, "data-status": e.status },
         h("td", {}, view), h("td", {}, e.kind), h("td", {}, badge(e.status)), h("td", {}, String(e.attempts)),
         h("td", {}, e.responseStatus === null ? "–" : String(e.responseStatus)), h("td", {}, time(e.dateCreated)));
     }));
-    const current = open ? page.items.find((e) => e.id === open) : undefined;
+    if (items.length === 0) rows.replaceChildren(h("tr", { class: "empty" }, h("td", { colspan: 6 }, "No events match.")));
+    const current = open ? items.find((e) => e.id === open) : undefined;
     if (current) await showDetail(current);
   }
+  older.addEventListener("click", () => void attempt(async () => {
+    pages++;
+    await refresh();
+  }));
   const form = h("form", { class: "filters", "aria-label": "Event filters" },
     subId ? null : field("Subscription", subscription), field("Status", status), field("Kind", kind), field("Chain", chain),
     field("Transaction id", txId), field("Address", address), field("Since", since), field("Until", until), h("button", { type: "submit" }, "Filter"));
   form.addEventListener("submit", (e) => {
     e.preventDefault();
+    pages = 1;
     void attempt(refresh);
   });
   const el = h("section", { "aria-labelledby": "ev-h", class: "panel" },
@@ -255,6 +273,7 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
       h("caption", {}, "Newest first; refreshed every few seconds"),
       h("thead", {}, h("tr", {}, ...["Id", "Kind", "Status", "Attempts", "HTTP", "Created"].map((c) => h("th", { scope: "col" }, c)))),
       rows),
+    older,
     detail);
   return { el, refresh };
 }
