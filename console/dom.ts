@@ -39,6 +39,11 @@ export function select(options: string[], value = "", attrs: Attrs = {}): HTMLSe
   return el;
 }
 
+/** Empties the live region: a message speaks of the page it was shown on (the router calls this on navigation). */
+export function clearMessages(): void {
+  document.getElementById("messages")!.replaceChildren();
+}
+
 /** Shows a message (an API error as the API words it) in the page's live region. */
 export function notify(message: string, kind: "error" | "ok" = "ok"): void {
   const area = document.getElementById("messages")!;

@@ -1,6 +1,6 @@
 // The console's entry: sign-in with an API key (kept in this tab's sessionStorage only) and a hash router.
 import { api, apiKey, signIn, signOut } from "./api.ts";
-import { attempt, field, h, notify } from "./dom.ts";
+import { attempt, clearMessages, field, h, notify } from "./dom.ts";
 import { eventsPage, render, subscriptionPage, subscriptionsPage } from "./pages.ts";
 
 function signInPage(): void {
@@ -41,5 +41,8 @@ document.getElementById("sign-out")!.addEventListener("click", () => {
   location.hash = "";
   route();
 });
-window.addEventListener("hashchange", route);
+window.addEventListener("hashchange", () => {
+  clearMessages();
+  route();
+});
 route();

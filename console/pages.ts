@@ -5,9 +5,13 @@ import { attempt, badge, errorText, field, h, notify, select, svg, time } from "
 
 export type Render = (main: HTMLElement) => Promise<(() => void) | void>;
 
-const go = (hash: string) => {
-  location.hash = hash;
-};
+/** Navigates; resolves once the router has taken the change (and cleared the last page's message). */
+const go = (hash: string): Promise<void> =>
+  new Promise((resolve) => {
+    if (location.hash === hash) return resolve();
+    window.addEventListener("hashchange", () => resolve(), { once: true });
+    location.hash = hash;
+  });
 
 function eventsChooser(selected: string[]): { el: HTMLElement; value: () => string[] } {
   const boxes = EVENT_KINDS.map((k) => h("input", { type: "checkbox", value: k, checked: selected.includes(k), id: `kind-${k}` }));
@@ -319,8 +323,8 @@ export const subscriptionPage = (id: string): Render => async (main) => {
   del.addEventListener("click", () => void attempt(async () => {
     if (!confirm(`Delete subscription ${id}? Its addresses and events are deleted with it.`)) return;
     await api("DELETE", `/v1/subscriptions/${id}`);
+    await go("#/subscriptions");
     notify(`Subscription ${id} deleted.`);
-    go("#/subscriptions");
   }));
   const tests = EVENT_KINDS.map((k) => {
     const b = h("button", { type: "button", class: "small" }, `Send test ${k}`);
