@@ -36,8 +36,40 @@ function secretBox(secret: string): HTMLElement {
   );
 }
 
-export const subscriptionsPage: Render = async (main) => {
+/**
+ * The destination of a new subscription: an HTTPS URL, or a queue on a broker the operator registered (`bun run brokers
+ * add`): an AMQP exchange and routing key, or a NATS subject. Only the chosen type's fields are in the form (a hidden
+ * required field would block the submit).
+ */
+function destinationChooser(): { el: HTMLElement; value: () => Record<string, string>; sync: () => void } {
+  const type = select(["https", "amqp", "nats"], "https", { name: "destinationType" });
   const url = h("input", { type: "url", required: true, placeholder: "https://example.com/webhooks", autocomplete: "off" });
+  // One broker input per type: a control lives in one place of the page, and each type's fields are kept apart.
+  const amqpBroker = h("input", { type: "text", required: true, autocomplete: "off" });
+  const natsBroker = h("input", { type: "text", required: true, autocomplete: "off" });
+  const exchange = h("input", { type: "text", required: true, autocomplete: "off" });
+  const routingKey = h("input", { type: "text", autocomplete: "off" });
+  const subject = h("input", { type: "text", required: true, autocomplete: "off", placeholder: "payments.tron" });
+  const byType: Record<string, HTMLElement[]> = {
+    https: [field("Destination URL (https)", url)],
+    amqp: [field("Broker", amqpBroker, "A name the operator registered."), field("Exchange", exchange), field("Routing key", routingKey)],
+    nats: [field("Broker", natsBroker, "A name the operator registered."), field("Subject", subject, "A JetStream stream must capture it.")],
+  };
+  const fields = h("div", {});
+  // Also after a form reset, which puts the select back without a change event.
+  const sync = () => fields.replaceChildren(...byType[type.value]!);
+  sync();
+  type.addEventListener("change", sync);
+  const value = (): Record<string, string> => {
+    if (type.value === "amqp") return { type: "amqp", broker: amqpBroker.value.trim(), exchange: exchange.value.trim(), routingKey: routingKey.value.trim() };
+    if (type.value === "nats") return { type: "nats", broker: natsBroker.value.trim(), subject: subject.value.trim() };
+    return { type: "https", url: url.value };
+  };
+  return { el: h("div", {}, field("Destination type", type), fields), value, sync };
+}
+
+export const subscriptionsPage: Render = async (main) => {
+  const destination = destinationChooser();
   const description = h("input", { type: "text", maxlength: 512 });
   const kinds = eventsChooser(["wallet.transfer.broadcasted"]);
   const created = h("div");
@@ -65,7 +97,7 @@ export const subscriptionsPage: Render = async (main) => {
     "form",
     { "aria-label": "Create a subscription" },
     h("h2", {}, "New subscription"),
-    field("Destination URL (https)", url),
+    destination.el,
     kinds.el,
     field("Description", description),
     h("button", { type: "submit" }, "Create subscription"),
@@ -74,7 +106,7 @@ export const subscriptionsPage: Render = async (main) => {
     e.preventDefault();
     void attempt(async () => {
       const s = await api<Subscription>("POST", "/v1/subscriptions", {
-        destination: { type: "https", url: url.value },
+        destination: destination.value(),
         events: kinds.value(),
         description: description.value,
       });
@@ -84,6 +116,7 @@ export const subscriptionsPage: Render = async (main) => {
       );
       notify(`Subscription ${s.id} created.`);
       form.reset();
+      destination.sync();
       await load(true);
     });
   });

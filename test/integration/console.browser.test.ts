@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Locator, type Page } from "playwright-core";
 import { hexToBase58 } from "../../common/tron-address.ts";
-import { NATS_URL, randomName } from "../support/brokers.ts";
+import { NATS_URL, RABBIT_URL, randomName } from "../support/brokers.ts";
 import { call, startEventsStack, type EventsStack } from "../support/events.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -56,6 +56,17 @@ async function seeCount(locator: Locator, n: number, timeout = 10_000): Promise<
     if (Date.now() > deadline) throw new Error(`expected ${n} of ${locator}, saw ${await locator.count()}`);
     await Bun.sleep(50);
   }
+}
+
+/** A new page signed in with `key` at `/console` + `hash`, and the page errors it will collect. */
+async function signedIn(key: string, hash = ""): Promise<{ page: Page; errors: string[] }> {
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto(`${env.stack.baseUrl}/console${hash}`);
+  await page.getByLabel("API key").fill(key);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  return { page, errors };
 }
 
 /** datetime-local value (local time, minutes) for `ms`. */
@@ -162,12 +173,7 @@ test.skipIf(!haveChromium)("a queue destination is shown as its broker and subje
   const destination = { type: "nats", broker, subject: `${randomName("console")}.events` };
   const created = await call<{ id: string }>(env.stack.baseUrl, key, "POST", "/v1/subscriptions", { destination, events: ["service.ping"] });
   expect(created.status).toBe(201);
-  const page = await browser.newPage();
-  const errors: string[] = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
-  await page.goto(`${env.stack.baseUrl}/console`);
-  await page.getByLabel("API key").fill(key);
-  await page.getByRole("button", { name: "Sign in" }).click();
+  const { page, errors } = await signedIn(key);
   await seeText(page.locator("td.url"), `nats: broker ${broker}, subject ${destination.subject}`);
   await page.locator(`a[href='#/subscriptions/${created.body.id}']`).click();
   await seeText(page.locator("p.destination"), `subject ${destination.subject}`);
@@ -190,12 +196,7 @@ test.skipIf(!haveChromium)("the event list: 50 at a time, 'Older events' adds th
   for (let i = 0; i < 55; i++) {
     expect((await call(env.stack.baseUrl, key, "POST", `/v1/subscriptions/${created.body.id}/test`)).status).toBe(200);
   }
-  const page = await browser.newPage();
-  const errors: string[] = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
-  await page.goto(`${env.stack.baseUrl}/console#/events`);
-  await page.getByLabel("API key").fill(key);
-  await page.getByRole("button", { name: "Sign in" }).click();
+  const { page, errors } = await signedIn(key, "#/events");
   await seeCount(page.locator("tr[data-event]"), 50);
   const older = page.getByRole("button", { name: "Older events" });
   await older.click();
@@ -222,5 +223,48 @@ test.skipIf(!haveChromium)("the event list: 50 at a time, 'Older events' adds th
   await seeText(page.getByRole("status"), `Subscription ${created.body.id} deleted.`);
   await page.getByRole("heading", { name: "Subscriptions", level: 1 }).waitFor();
   await seeCount(page.locator(`a[href='#/subscriptions/${created.body.id}']`), 0);
+  expect(errors).toEqual([]);
+}, 120_000);
+
+test.skipIf(!haveChromium)("queue destinations are created in the console: NATS and AMQP as given, an unknown broker in the API's words", async () => {
+  const { key } = await env.stack.createKey();
+  const nats = randomName("console-nats");
+  const amqp = randomName("console-amqp");
+  if (!(await env.stack.registry.store.addBroker(nats, "nats", NATS_URL))) throw new Error(`broker ${nats} exists`);
+  if (!(await env.stack.registry.store.addBroker(amqp, "amqp", RABBIT_URL))) throw new Error(`broker ${amqp} exists`);
+  const { page, errors } = await signedIn(key);
+  await page.getByRole("heading", { name: "Subscriptions", level: 1 }).waitFor();
+  const create = page.getByRole("button", { name: "Create subscription" });
+
+  // A broker nobody registered: the API's own code and sentence, and nothing created.
+  await page.getByLabel("Destination type").selectOption("nats");
+  await page.getByLabel("Broker").fill("no-such-broker");
+  await page.getByLabel("Subject").fill("payments.tron");
+  await create.click();
+  await seeText(page.getByRole("alert"), 'invalid_request: No nats broker named "no-such-broker" is registered.');
+
+  const subject = `${randomName("console")}.events`;
+  await page.getByLabel("Broker").fill(nats);
+  await page.getByLabel("Subject").fill(subject);
+  await create.click();
+  await seeText(page.getByRole("status"), "created.");
+  await page.getByLabel("New signing secret").waitFor();
+  await seeText(page.locator("td.url"), `nats: broker ${nats}, subject ${subject}`);
+  // After a create the form is back to its first state, the https fields included.
+  await page.getByLabel("Destination URL (https)").waitFor();
+
+  await page.getByLabel("Destination type").selectOption("amqp");
+  await page.getByLabel("Broker").fill(amqp);
+  await page.getByLabel("Exchange").fill("payments");
+  await page.getByLabel("Routing key").fill("tron.usdt");
+  await create.click();
+  await seeText(page.locator("td.url"), `amqp: broker ${amqp}, exchange "payments", routing key "tron.usdt"`);
+
+  const list = await call<{ items: { destination: unknown }[] }>(env.stack.baseUrl, key, "GET", "/v1/subscriptions");
+  expect(list.body.items.map((s) => s.destination)).toEqual([
+    { type: "amqp", broker: amqp, exchange: "payments", routingKey: "tron.usdt" },
+    { type: "nats", broker: nats, subject },
+  ]);
+  await shot(page, "10-queue-create");
   expect(errors).toEqual([]);
 }, 120_000);
