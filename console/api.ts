@@ -72,12 +72,6 @@ export function describeDestination(d: Destination): string {
   return d.url ?? "";
 }
 
-/** The destination to send back on PUT, as stored: every field but the secret (which PUT does not take). */
-export function destinationForPut(d: Destination): Omit<Destination, "secret"> {
-  const { secret: _secret, ...rest } = d;
-  return rest;
-}
-
 export interface Subscription {
   id: string;
   destination: Destination;

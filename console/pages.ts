@@ -1,6 +1,6 @@
 // The console's pages. Each renders into `main` from the public API; nothing here knows a secret except the
 // create and rotate answers, which are shown once and never stored.
-import { api, CHAINS, describeDestination, destinationForPut, EVENT_KINDS, query, type Attempt, type EventView, type Health, type Page, type Subscription } from "./api.ts";
+import { api, CHAINS, describeDestination, EVENT_KINDS, query, type Attempt, type Destination, type EventView, type Health, type Page, type Subscription } from "./api.ts";
 import { attempt, badge, errorText, field, h, notify, select, svg, time } from "./dom.ts";
 
 export type Render = (main: HTMLElement) => Promise<(() => void) | void>;
@@ -37,19 +37,19 @@ function secretBox(secret: string): HTMLElement {
 }
 
 /**
- * The destination of a new subscription: an HTTPS URL, or a queue on a broker the operator registered (`bun run brokers
- * add`): an AMQP exchange and routing key, or a NATS subject. Only the chosen type's fields are in the form (a hidden
- * required field would block the submit).
+ * A subscription's destination, new or as stored (`initial`): an HTTPS URL, or a queue on a broker the operator
+ * registered (`bun run brokers add`): an AMQP exchange and routing key, or a NATS subject. Only the chosen type's
+ * fields are in the form (a hidden required field would block the submit).
  */
-function destinationChooser(): { el: HTMLElement; value: () => Record<string, string>; sync: () => void } {
-  const type = select(["https", "amqp", "nats"], "https", { name: "destinationType" });
-  const url = h("input", { type: "url", required: true, placeholder: "https://example.com/webhooks", autocomplete: "off" });
+function destinationChooser(initial?: Destination): { el: HTMLElement; value: () => Record<string, string>; sync: () => void } {
+  const type = select(["https", "amqp", "nats"], initial?.type ?? "https", { name: "destinationType" });
+  const url = h("input", { type: "url", required: true, placeholder: "https://example.com/webhooks", autocomplete: "off", value: initial?.url ?? "" });
   // One broker input per type: a control lives in one place of the page, and each type's fields are kept apart.
-  const amqpBroker = h("input", { type: "text", required: true, autocomplete: "off" });
-  const natsBroker = h("input", { type: "text", required: true, autocomplete: "off" });
-  const exchange = h("input", { type: "text", required: true, autocomplete: "off" });
-  const routingKey = h("input", { type: "text", autocomplete: "off" });
-  const subject = h("input", { type: "text", required: true, autocomplete: "off", placeholder: "payments.tron" });
+  const amqpBroker = h("input", { type: "text", required: true, autocomplete: "off", value: initial?.type === "amqp" ? initial.broker ?? "" : "" });
+  const natsBroker = h("input", { type: "text", required: true, autocomplete: "off", value: initial?.type === "nats" ? initial.broker ?? "" : "" });
+  const exchange = h("input", { type: "text", required: true, autocomplete: "off", value: initial?.exchange ?? "" });
+  const routingKey = h("input", { type: "text", autocomplete: "off", value: initial?.routingKey ?? "" });
+  const subject = h("input", { type: "text", required: true, autocomplete: "off", placeholder: "payments.tron", value: initial?.subject ?? "" });
   const byType: Record<string, HTMLElement[]> = {
     https: [field("Destination URL (https)", url)],
     amqp: [field("Broker", amqpBroker, "A name the operator registered."), field("Exchange", exchange), field("Routing key", routingKey)],
@@ -317,21 +317,16 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
 
 export const subscriptionPage = (id: string): Render => async (main) => {
   const sub = await api<Subscription>("GET", `/v1/subscriptions/${id}`);
-  const https = sub.destination.type === "https";
-  const url = h("input", { type: "url", required: true, value: sub.destination.url ?? "" });
+  const destination = destinationChooser(sub.destination);
   const description = h("input", { type: "text", maxlength: 512, value: sub.description });
   const kinds = eventsChooser(sub.events);
   const secretArea = h("div");
-  // A queue destination (amqp, nats) names an operator's broker: the console shows it and sends it back unchanged,
-  // so saving, enabling or disabling never turns it into an https one.
+  // The destination as the form holds it (its stored value until edited): saving, enabling or disabling never turns
+  // a queue destination into an https one.
   const put = (status: string) => api<Subscription>("PUT", `/v1/subscriptions/${id}`, {
-    destination: https ? { type: "https", url: url.value } : destinationForPut(sub.destination),
-    events: kinds.value(), description: description.value, status,
+    destination: destination.value(), events: kinds.value(), description: description.value, status,
   });
-  const destinationField = https
-    ? field("Destination URL (https)", url)
-    : h("div", { class: "field" }, h("p", { class: "destination" }, "Destination: ", h("code", {}, describeDestination(sub.destination))));
-  const edit = h("form", { "aria-label": "Edit subscription" }, h("h2", {}, "Settings"), destinationField, kinds.el,
+  const edit = h("form", { "aria-label": "Edit subscription" }, h("h2", {}, "Settings"), destination.el, kinds.el,
     field("Description", description), h("button", { type: "submit" }, "Save"));
   edit.addEventListener("submit", (e) => {
     e.preventDefault();

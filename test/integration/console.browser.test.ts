@@ -166,7 +166,7 @@ test.skipIf(!haveChromium)("sign in, subscribe, paste addresses, deliver, fail, 
   expect(errors).toEqual([]);
 }, 120_000);
 
-test.skipIf(!haveChromium)("a queue destination is shown as its broker and subject, and disabling it keeps it a queue destination", async () => {
+test.skipIf(!haveChromium)("a queue destination is edited in its own fields, disabling keeps it a queue destination, and it can become https", async () => {
   const { key } = await env.stack.createKey();
   const broker = randomName("console-nats");
   if (!(await env.stack.registry.store.addBroker(broker, "nats", NATS_URL))) throw new Error(`broker ${broker} exists`);
@@ -176,13 +176,23 @@ test.skipIf(!haveChromium)("a queue destination is shown as its broker and subje
   const { page, errors } = await signedIn(key);
   await seeText(page.locator("td.url"), `nats: broker ${broker}, subject ${destination.subject}`);
   await page.locator(`a[href='#/subscriptions/${created.body.id}']`).click();
-  await seeText(page.locator("p.destination"), `subject ${destination.subject}`);
+  // The settings form holds the stored destination, its type's fields filled in.
+  await page.getByLabel("Subject").waitFor();
+  expect([await page.getByLabel("Destination type").inputValue(), await page.getByLabel("Broker").inputValue(), await page.getByLabel("Subject").inputValue()])
+    .toEqual(["nats", broker, destination.subject]);
   await page.getByRole("button", { name: "Disable" }).click();
   // Before, the console sent {"type": "https", "url": ""} here: an invalid_request, and the subscription stayed enabled.
   await seeText(page.getByRole("status"), "Subscription disabled.");
   const after = await call<{ status: string; destination: unknown }>(env.stack.baseUrl, key, "GET", `/v1/subscriptions/${created.body.id}`);
   expect([after.body.status, after.body.destination]).toEqual(["disabled", destination]);
   await shot(page, "09-queue-destination");
+  // PUT may change the type: the form turns it into an https destination.
+  await page.getByLabel("Destination type").selectOption("https");
+  await page.getByLabel("Destination URL (https)").fill("https://hooks.example.com/tron");
+  await page.getByRole("button", { name: "Save" }).click();
+  await seeText(page.getByRole("status"), "Saved.");
+  const changed = await call<{ status: string; destination: unknown }>(env.stack.baseUrl, key, "GET", `/v1/subscriptions/${created.body.id}`);
+  expect([changed.body.status, changed.body.destination]).toEqual(["disabled", { type: "https", url: "https://hooks.example.com/tron" }]);
   expect(errors).toEqual([]);
 }, 120_000);
 
