@@ -65,7 +65,7 @@ export interface Destination {
   secret?: string;
 }
 
-/** A destination in one line, for tables and read-only settings. */
+/** A destination in one line, for the subscriptions table. */
 export function describeDestination(d: Destination): string {
   if (d.type === "amqp") return `amqp: broker ${d.broker}, exchange "${d.exchange ?? ""}", routing key "${d.routingKey ?? ""}"`;
   if (d.type === "nats") return `nats: broker ${d.broker}, subject ${d.subject}`;

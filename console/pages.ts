@@ -41,7 +41,7 @@ function secretBox(secret: string): HTMLElement {
  * registered (`bun run brokers add`): an AMQP exchange and routing key, or a NATS subject. Only the chosen type's
  * fields are in the form (a hidden required field would block the submit).
  */
-function destinationChooser(initial?: Destination): { el: HTMLElement; value: () => Record<string, string>; sync: () => void } {
+function destinationChooser(initial?: Destination): { el: HTMLElement; value: () => Omit<Destination, "secret">; sync: () => void } {
   const type = select(["https", "amqp", "nats"], initial?.type ?? "https", { name: "destinationType" });
   const url = h("input", { type: "url", required: true, placeholder: "https://example.com/webhooks", autocomplete: "off", value: initial?.url ?? "" });
   // One broker input per type: a control lives in one place of the page, and each type's fields are kept apart.
@@ -60,7 +60,7 @@ function destinationChooser(initial?: Destination): { el: HTMLElement; value: ()
   const sync = () => fields.replaceChildren(...byType[type.value]!);
   sync();
   type.addEventListener("change", sync);
-  const value = (): Record<string, string> => {
+  const value = (): Omit<Destination, "secret"> => {
     if (type.value === "amqp") return { type: "amqp", broker: amqpBroker.value.trim(), exchange: exchange.value.trim(), routingKey: routingKey.value.trim() };
     if (type.value === "nats") return { type: "nats", broker: natsBroker.value.trim(), subject: subject.value.trim() };
     return { type: "https", url: url.value };
@@ -280,14 +280,14 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
       if (!token) break;
     }
     older.hidden = !token;
-    rows.replaceChildren(...items.map((e) => {
+    const empty = h("tr", { class: "empty" }, h("td", { colspan: 6 }, "No events match."));
+    rows.replaceChildren(...(items.length === 0 ? [empty] : items.map((e) => {
       const view = h("button", { type: "button", class: "link" }, e.id);
       view.addEventListener("click", () => void attempt(() => showDetail(e)));
       return h("tr", { "data-event": e.id, "data-status": e.status },
         h("td", {}, view), h("td", {}, e.kind), h("td", {}, badge(e.status)), h("td", {}, String(e.attempts)),
         h("td", {}, e.responseStatus === null ? "–" : String(e.responseStatus)), h("td", {}, time(e.dateCreated)));
-    }));
-    if (items.length === 0) rows.replaceChildren(h("tr", { class: "empty" }, h("td", { colspan: 6 }, "No events match.")));
+    })));
     const current = open ? items.find((e) => e.id === open) : undefined;
     if (current) await showDetail(current);
   }
