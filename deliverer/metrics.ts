@@ -84,7 +84,7 @@ export const leasesReclaimed = new Counter({
 
 export const waitingReleased = new Counter({
   name: "deliverer_waiting_released_total",
-  help: "Claimed events that waited for a busy host until their lease could no longer cover an attempt, and went back to the schedule.",
+  help: "Claimed events that waited (for a busy host, or for a slot of the process) until their lease could no longer cover an attempt, and went back to the schedule.",
   registers: [metrics],
 });
 

@@ -132,7 +132,10 @@ export class Schedule {
     return out;
   }
 
-  /** Claims up to `limit` due ids (and expired leases) across shards, leasing them until `leaseUntilMs`. */
+  /**
+   * Claims about `limit` due ids (and expired leases) across shards, leasing them until `leaseUntilMs`. Each shard is
+   * asked for its share rounded up, so a claim may hold up to `shards` − 1 more (the worker queues what it cannot start).
+   */
   async claim(nowMs: number, leaseUntilMs: number, limit: number): Promise<ClaimResult> {
     const ids: string[] = [];
     let reclaimed = 0;

@@ -29,6 +29,12 @@ export interface WorkerOptions {
   timeoutMs: number;
   /** Attempts in flight in this process (default 512). */
   concurrency?: number;
+  /**
+   * Events claimed and loaded beyond the process's free attempt slots, started as slots free (default 512): the next
+   * round is at hand when the current one is acknowledged, instead of the slots sitting empty through a claim and its
+   * row load.
+   */
+  prefetch?: number;
   /** Attempts in flight per destination host in this process. */
   perHostConcurrency?: number;
   /**
@@ -85,6 +91,8 @@ const WAKE_COALESCE_MS = 5;
 interface Waiting {
   row: ClaimedEvent;
   target: DeliveryTarget;
+  /** The destination's unit of fairness (destinationKey). */
+  host: string;
   /** Latest start that still ends inside the claim's lease. */
   startBy: number;
 }
@@ -106,6 +114,9 @@ export class DeliveryWorker {
   // still waiting when its lease could no longer cover an attempt goes back to the schedule instead of being sent.
   private readonly waiting = new Map<string, Waiting[]>();
   private waitingCount = 0;
+  // Claimed events whose destination has a free slot while the process has none (the prefetched round), in claim order.
+  // They start as attempts end, ahead of anything claimed later.
+  private readonly ready: Waiting[] = [];
   /** Per host, a moving average of attempt time in ms (unknown until its first attempt ends). */
   private readonly hostMs = new Map<string, number>();
   private readonly aborter = new AbortController();
@@ -132,6 +143,7 @@ export class DeliveryWorker {
       retrySchedule: opts.retrySchedule,
       timeoutMs: opts.timeoutMs,
       concurrency: opts.concurrency ?? 512,
+      prefetch: opts.prefetch ?? 512,
       perHostConcurrency: opts.perHostConcurrency ?? 32,
       queuePerDestinationConcurrency: opts.queuePerDestinationConcurrency ?? 256,
       claimBatch: opts.claimBatch ?? 512,
@@ -188,9 +200,10 @@ export class DeliveryWorker {
     await this.loopDone;
     await this.reconciling?.catch(() => {});
     // Claims that have not started go back to the schedule at once (not attempts).
-    const unstarted = [...this.waiting.values()].flat().map((w) => ({ id: w.row.id, dueMs: Date.now() }));
+    const unstarted = this.unstarted().map((w) => ({ id: w.row.id, dueMs: Date.now() }));
     this.waiting.clear();
     this.waitingCount = 0;
+    this.ready.length = 0;
     await this.schedule.moveToDue(unstarted).catch((err) => this.log.warn("releasing claims failed", { err }));
     const all = Promise.all(this.inflight.values());
     const timedOut = await Promise.race([all.then(() => false), Bun.sleep(graceMs).then(() => true)]);
@@ -208,10 +221,13 @@ export class DeliveryWorker {
     while (this.running) {
       try {
         await this.maybeRebuild();
-        const busy = this.inflight.size + this.waitingCount;
-        // Attempt slots and waiting places are budgeted apart, so a deep queue for one fast host never stops the
-        // claims that find other hosts' events.
-        const free = Math.min(this.o.concurrency - this.inflight.size, this.o.concurrency - this.waitingCount);
+        const busy = this.inflight.size + this.waitingCount + this.ready.length;
+        // Attempt slots (with the prefetched round beyond them) and waiting places are budgeted apart, so a deep queue
+        // for one fast host never stops the claims that find other hosts' events.
+        const free = Math.min(
+          this.o.concurrency - this.inflight.size + this.o.prefetch - this.ready.length,
+          this.o.concurrency - this.waitingCount,
+        );
         // Claim in batches: while attempts are running, wait until a quarter of the slots are free rather than
         // paying a claim and a row load for every single slot.
         if (free <= 0 || (busy > 0 && free < Math.max(1, Math.floor(this.o.concurrency / 4)))) {
@@ -262,7 +278,7 @@ export class DeliveryWorker {
     } catch (err) {
       // PostgreSQL or the registry failed before the attempts started: give the claims back rather than letting
       // them wait for their leases to expire.
-      const started = new Set([...this.inflight.keys(), ...[...this.waiting.values()].flat().map((w) => w.row.id)]);
+      const started = new Set([...this.inflight.keys(), ...this.unstarted().map((w) => w.row.id)]);
       const back = ids.filter((id) => !started.has(id)).map((id) => ({ id, dueMs: Date.now() + 1_000 }));
       await this.schedule.moveToDue(back).catch(() => {});
       throw err;
@@ -276,7 +292,7 @@ export class DeliveryWorker {
     const later: ScheduleEntry[] = [];
     const now = Date.now();
     const ready: ClaimedEvent[] = [];
-    const waitingIds = this.waitingCount > 0 ? new Set([...this.waiting.values()].flat().map((w) => w.row.id)) : undefined;
+    const waitingIds = this.waitingCount + this.ready.length > 0 ? new Set(this.unstarted().map((w) => w.row.id)) : undefined;
     for (const id of ids) {
       // A lease of ours that expired while its attempt was still running (a stalled write): the claim renewed the
       // lease; the attempt in progress finishes the job.
@@ -306,23 +322,14 @@ export class DeliveryWorker {
         continue;
       }
       // The "host" of fairness: the URL's host, or the broker and exchange / subject of a queue destination.
-      const host = destinationKey(target);
-      const slots = queueTarget(target) ? this.o.queuePerDestinationConcurrency : this.o.perHostConcurrency;
-      const busy = this.perHost.get(host) ?? 0;
-      if (busy < slots) {
-        this.launch(row, target, host);
-        continue;
-      }
-      const queue = this.waiting.get(host) ?? [];
-      if (queue.length < this.waitCap(host, slots)) {
-        queue.push({ row, target, startBy });
-        this.waiting.set(host, queue);
-        this.waitingCount++;
-      } else {
+      const w: Waiting = { row, target, host: destinationKey(target), startBy };
+      if (this.ready.length > 0) this.ready.push(w);
+      else if (!this.place(w)) {
         later.push({ id: row.id, dueMs: now + this.o.deferMs });
         full++;
       }
     }
+    this.startReady();
     if (cancelled.length > 0) {
       // The subscription is gone: its events go with it (docs/CONTRACT.md "Subscriptions", DELETE).
       await this.store.deleteEvents(cancelled);
@@ -335,6 +342,49 @@ export class DeliveryWorker {
     await this.schedule.remove(drop);
     await this.schedule.moveToDue(later);
     return full;
+  }
+
+  /** Events claimed and not started: waiting for their destination's slots or for the process's. */
+  private unstarted(): Waiting[] {
+    return [...this.waiting.values()].flat().concat(this.ready);
+  }
+
+  /**
+   * Starts an event if both its destination and the process have a slot; else it waits for the process's slots
+   * (ready) or for its destination's (waiting, up to waitCap). False: its destination's queue is full.
+   */
+  private place(w: Waiting): boolean {
+    const slots = queueTarget(w.target) ? this.o.queuePerDestinationConcurrency : this.o.perHostConcurrency;
+    if ((this.perHost.get(w.host) ?? 0) < slots) {
+      if (this.inflight.size < this.o.concurrency) this.launch(w.row, w.target, w.host);
+      else this.ready.push(w);
+      return true;
+    }
+    const queue = this.waiting.get(w.host) ?? [];
+    if (queue.length >= this.waitCap(w.host, slots)) return false;
+    queue.push(w);
+    this.waiting.set(w.host, queue);
+    this.waitingCount++;
+    return true;
+  }
+
+  /** Starts ready events while the process has slots; any whose lease could no longer cover an attempt go back. */
+  private startReady(): void {
+    const now = Date.now();
+    const back: ScheduleEntry[] = [];
+    let expired = 0;
+    let taken = 0;
+    while (taken < this.ready.length && this.inflight.size < this.o.concurrency) {
+      const w = this.ready[taken++]!;
+      if (w.startBy < now) {
+        back.push({ id: w.row.id, dueMs: now });
+        expired++;
+      } else if (!this.place(w)) back.push({ id: w.row.id, dueMs: now + this.o.deferMs });
+    }
+    // In place: this runs as each attempt ends, usually taking one event.
+    if (taken > 0) this.ready.splice(0, taken);
+    if (expired > 0) waitingReleased.inc(expired);
+    if (back.length > 0) void this.schedule.moveToDue(back).catch((err) => this.log.warn("releasing claims failed", { err }));
   }
 
   /**
@@ -378,7 +428,7 @@ export class DeliveryWorker {
       if (next) {
         if (this.running) this.launch(next.row, next.target, host);
         else void this.schedule.moveToDue([{ id: next.row.id, dueMs: Date.now() }]).catch(() => {});
-      }
+      } else if (this.running) this.startReady();
       this.wake();
     });
     this.inflight.set(row.id, p);
