@@ -83,7 +83,7 @@ export const CLAIMED_ROWS_SQL = `
     SELECT status, attempts, held, next_attempt_at FROM event_deliveries
     WHERE event_id = e.id AND created_at = e.created_at AND created_at BETWEEN $2::timestamptz AND $3::timestamptz
     LIMIT 1) d
-  WHERE e.id = ANY (ARRAY(SELECT jsonb_array_elements_text($1::text::jsonb)))
+  WHERE e.id = ANY (ARRAY(SELECT json_array_elements_text($1::text::json)))
     AND e.created_at BETWEEN $2::timestamptz AND $3::timestamptz`;
 
 /** What a worker needs of a claimed event. */
@@ -558,10 +558,12 @@ export class DelivererStore {
     // its outcome applied, with the trigger of the cycle it belongs to. Only the narrow event_deliveries row changes;
     // the event itself (payload, page indexes) is never rewritten. The ids are also an array on the primary key's
     // leading column: on a fresh partition without statistics the join alone was planned as a nested loop over a
-    // sequential scan of the day's states (seconds per batch; the narrow table looks cheap to scan).
+    // sequential scan of the day's states (seconds per batch; the narrow table looks cheap to scan). The batch is
+    // json, not jsonb: it is read once, and json_to_recordset takes the fields from the text as it parses it, where
+    // jsonb builds the whole document first (256 outcomes: 0.49 ms against 1.08, a tenth of the statement).
     const rows = (await this.db.execute(sql`
       WITH v AS (
-        SELECT * FROM jsonb_to_recordset(${json}::text::jsonb)
+        SELECT * FROM json_to_recordset(${json}::text::json)
           AS v(id text, prev int, status text, attempts int, inc int, rs int, rb text, next timestamptz,
                aid text, aat timestamptz, dur int, err text, arb text)
       ), upd AS (

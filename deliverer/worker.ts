@@ -78,6 +78,14 @@ export interface WorkerOptions {
   logger?: Logger;
 }
 
+/**
+ * Claims being loaded and dispatched at once. One at a time, the claim loop was the ceiling of a fast destination:
+ * each round waited for its claim, then its row load, then signed and sent its batch before the next claim began
+ * (bench delivery-queues, NATS to 32 subjects: the loop busy for the whole run, the process's slots short of events
+ * three quarters of it). With two, the next claim and its row load run while the current batch is sent.
+ */
+const CLAIMS_IN_FLIGHT = 2;
+
 /** Time kept free at the end of a lease for writing an attempt's outcome. */
 const LEASE_MARGIN_MS = 5_000;
 
@@ -117,6 +125,11 @@ export class DeliveryWorker {
   // Claimed events whose destination has a free slot while the process has none (the prefetched round), in claim order.
   // They start as attempts end, ahead of anything claimed later.
   private readonly ready: Waiting[] = [];
+  /** Claims whose rows are loading or being dispatched, and how many events they hold. */
+  private readonly claims = new Set<Promise<void>>();
+  private claimedEvents = 0;
+  /** Claims wait until then: a batch found every destination full, or its load failed. */
+  private claimAfter = 0;
   /** Per host, a moving average of attempt time in ms (unknown until its first attempt ends). */
   private readonly hostMs = new Map<string, number>();
   private readonly aborter = new AbortController();
@@ -198,6 +211,7 @@ export class DeliveryWorker {
     this.woken = true;
     this.wakeUp?.();
     await this.loopDone;
+    await Promise.all(this.claims);
     await this.reconciling?.catch(() => {});
     // Claims that have not started go back to the schedule at once (not attempts).
     const unstarted = this.unstarted().map((w) => ({ id: w.row.id, dueMs: Date.now() }));
@@ -221,16 +235,22 @@ export class DeliveryWorker {
     while (this.running) {
       try {
         await this.maybeRebuild();
-        const busy = this.inflight.size + this.waitingCount + this.ready.length;
+        const held = this.claimAfter - Date.now();
+        if (held > 0) {
+          await this.idle(held);
+          continue;
+        }
+        const busy = this.inflight.size + this.waitingCount + this.ready.length + this.claimedEvents;
         // Attempt slots (with the prefetched round beyond them) and waiting places are budgeted apart, so a deep queue
-        // for one fast host never stops the claims that find other hosts' events.
+        // for one fast host never stops the claims that find other hosts' events. Events of claims still loading
+        // count against the attempt slots' share (the waiting places' bound may be passed by one claim in flight).
         const free = Math.min(
-          this.o.concurrency - this.inflight.size + this.o.prefetch - this.ready.length,
+          this.o.concurrency - this.inflight.size + this.o.prefetch - this.ready.length - this.claimedEvents,
           this.o.concurrency - this.waitingCount,
         );
         // Claim in batches: while attempts are running, wait until a quarter of the slots are free rather than
         // paying a claim and a row load for every single slot.
-        if (free <= 0 || (busy > 0 && free < Math.max(1, Math.floor(this.o.concurrency / 4)))) {
+        if (this.claims.size >= CLAIMS_IN_FLIGHT || free <= 0 || (busy > 0 && free < Math.max(1, Math.floor(this.o.concurrency / 4)))) {
           await this.idle(this.o.pollMs);
           continue;
         }
@@ -241,16 +261,37 @@ export class DeliveryWorker {
           await this.idle(this.o.pollMs);
           continue;
         }
-        const deferred = await this.dispatch(claim.ids, now);
-        // Every host in the batch was full: claiming again at once would only hand the next batch back too.
-        if (deferred === claim.ids.length) await this.idle(this.o.deferMs);
+        this.loadAndDispatch(claim.ids, now);
         // Nothing more was due: wait for a wake() (or the poll) instead of an empty claim after every claim.
-        else if (!claim.more) await this.idle(this.o.pollMs);
+        if (!claim.more) await this.idle(this.o.pollMs);
       } catch (err) {
         this.log.error("delivery loop error", { err });
         await this.idle(500);
       }
     }
+  }
+
+  /** Loads and dispatches a claim while the loop goes on to the next; the loop is woken when it is done. */
+  private loadAndDispatch(ids: string[], claimedAt: number): void {
+    this.claimedEvents += ids.length;
+    const done: Promise<void> = this.dispatch(ids, claimedAt)
+      .then(
+        // Every host in the batch was full: claiming again at once would only hand the next batch back too.
+        (deferred) => {
+          if (deferred === ids.length) this.claimAfter = Date.now() + this.o.deferMs;
+        },
+        (err: unknown) => {
+          this.log.error("delivery loop error", { err });
+          this.claimAfter = Date.now() + 500;
+        },
+      )
+      .finally(() => {
+        this.claimedEvents -= ids.length;
+        this.claims.delete(done);
+        this.woken = true;
+        this.wakeUp?.();
+      });
+    this.claims.add(done);
   }
 
   private idle(ms: number): Promise<void> {
@@ -390,10 +431,14 @@ export class DeliveryWorker {
   /**
    * Events allowed to wait for a host's slots: as many as its slots can start in about one delivery timeout at its
    * recent pace (so a fast host keeps a deep queue), never fewer than one round of slots nor more than 16 rounds.
+   * A host whose pace is not known yet (none of its attempts in this process has ended) may queue two rounds: a
+   * process starting on a backlog for one destination claims a round for its slots and then another, and with room
+   * for one only, that second claim went back to the schedule whole (its events a deferral later, claims held as
+   * long), a quarter of a second lost at the start (bench delivery-queues, one subject).
    */
   private waitCap(host: string, slots: number): number {
     const ms = this.hostMs.get(host);
-    const rounds = ms === undefined ? 1 : Math.min(16, Math.max(1, Math.floor(this.o.timeoutMs / Math.max(ms, 1))));
+    const rounds = ms === undefined ? 2 : Math.min(16, Math.max(1, Math.floor(this.o.timeoutMs / Math.max(ms, 1))));
     return slots * rounds;
   }
 
