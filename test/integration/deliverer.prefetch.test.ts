@@ -10,16 +10,19 @@ import { until } from "../support/wait.ts";
 const env = { DELIVERY_TIMEOUT_MS: "1000", RETRY_SCHEDULE: "0,30s,30s,30s,30s,30s,30s" };
 let four: DeliveryBed;
 let one: DeliveryBed;
+let narrow: DeliveryBed;
 
 beforeAll(async () => {
   four = await startDeliveryBed({ env, delivererDeps: { worker: { concurrency: 4, prefetch: 4 } } });
   // Failed attempts here come back within a second once the destination answers again.
   one = await startDeliveryBed({ env: { ...env, RETRY_SCHEDULE: "0,1s,1s,1s,1s,1s,1s" }, delivererDeps: { worker: { concurrency: 1, prefetch: 8 } } });
+  narrow = await startDeliveryBed({ env: { ...env, DELIVERY_TIMEOUT_MS: "5000" }, delivererDeps: { worker: { perHostConcurrency: 4 } } });
 }, 60_000);
 
 afterAll(async () => {
   await four?.stop();
   await one?.stop();
+  await narrow?.stop();
 }, 60_000);
 
 async function states(bed: DeliveryBed, subscriptionId: string): Promise<{ status: string; attempts: number; n: number }[]> {
@@ -76,4 +79,16 @@ test("a worker that stops gives its prefetched events back unattempted", async (
   expect(stats.leased).toBe(0);
   expect(stats.due).toBe(10);
   expect(await states(four, sub.subscriptionId)).toEqual([{ status: "pending", attempts: 0, n: 10 }]);
+}, 30_000);
+
+test("a destination none of whose attempts has ended yet keeps two rounds of a backlog waiting, none handed back", async () => {
+  const sub = await narrow.subscribe("/new");
+  narrow.receiver.setBehaviour("/new", { kind: "delay", ms: 1_500 });
+  await enqueueTransfers(narrow, sub.subscriptionId, 12, 300);
+  // Four attempts (the host's slots) and eight waiting for them: all twelve leased, none back in the schedule.
+  await until("the host's slots taken", async () => narrow.receiver.count("/new") === 4, 5_000, 10);
+  await Bun.sleep(100);
+  expect(await narrow.deliverer!.schedule.stats()).toMatchObject({ leased: 12, due: 0 });
+  await until("all twelve delivered", async () => (await states(narrow, sub.subscriptionId)).some((s) => s.status === "delivered" && s.n === 12), 20_000);
+  expect(perWebhookId(narrow, "/new")).toEqual(Array(12).fill(1));
 }, 30_000);
