@@ -220,7 +220,7 @@ export class DeliveryWorker {
     this.waiting.clear();
     this.waitingCount = 0;
     this.ready.length = 0;
-    await this.schedule.moveToDue(unstarted).catch((err) => this.log.warn("releasing claims failed", { err }));
+    await this.giveBack(unstarted);
     const all = Promise.all(this.inflight.values());
     const timedOut = await Promise.race([all.then(() => false), Bun.sleep(graceMs).then(() => true)]);
     if (timedOut) {
@@ -413,6 +413,8 @@ export class DeliveryWorker {
 
   /** Starts ready events while the process has slots; any whose lease could no longer cover an attempt go back. */
   private startReady(): void {
+    // Runs as each attempt ends: nothing to do unless a round was claimed ahead.
+    if (this.ready.length === 0) return;
     const now = Date.now();
     const back: ScheduleEntry[] = [];
     let expired = 0;
@@ -424,10 +426,15 @@ export class DeliveryWorker {
         expired++;
       } else if (!this.place(w)) back.push({ id: w.row.id, dueMs: now + this.o.deferMs });
     }
-    // In place: this runs as each attempt ends, usually taking one event.
+    // Spliced in place, not copied: usually one event is taken.
     if (taken > 0) this.ready.splice(0, taken);
     if (expired > 0) waitingReleased.inc(expired);
-    if (back.length > 0) void this.schedule.moveToDue(back).catch((err) => this.log.warn("releasing claims failed", { err }));
+    if (back.length > 0) void this.giveBack(back);
+  }
+
+  /** Puts claimed events back in the schedule; a failure is logged (their leases expire and they are claimed again). */
+  private giveBack(entries: ScheduleEntry[]): Promise<void> {
+    return this.schedule.moveToDue(entries).catch((err) => this.log.warn("releasing claims failed", { err }));
   }
 
   /**
@@ -459,7 +466,7 @@ export class DeliveryWorker {
     if (queue.length === 0) this.waiting.delete(host);
     if (expired.length > 0) {
       waitingReleased.inc(expired.length);
-      void this.schedule.moveToDue(expired).catch((err) => this.log.warn("releasing claims failed", { err }));
+      void this.giveBack(expired);
     }
     return next;
   }
