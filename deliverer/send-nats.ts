@@ -28,8 +28,11 @@ interface Link {
   ready?: JetStreamClient;
 }
 
-/** nats://user:pass@host:port or nats://TOKEN@host:port → the server address and the credentials as the client takes them. */
-function connectOptions(brokerUrl: string, timeoutMs: number) {
+/**
+ * The client's connection options for a broker: nats://user:pass@host:port or nats://TOKEN@host:port → the server
+ * address and the credentials as the client takes them. Also what `bench delivery-queues` connects its floor with.
+ */
+export function connectOptions(brokerUrl: string, timeoutMs: number) {
   const url = new URL(brokerUrl);
   const port = url.port || "4222";
   const user = decodeURIComponent(url.username);
