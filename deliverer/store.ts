@@ -414,8 +414,8 @@ export class DelivererStore {
       // their delivery state and address rows, all in one statement.
       const done = (await this.db.$client`
         WITH v AS (
-          SELECT * FROM jsonb_to_recordset(${json}::text::jsonb)
-            AS v(id text, sub text, key text, addrs jsonb, kind text, chain text, tx text, li int, ii int, payload text,
+          SELECT * FROM json_to_recordset(${json}::text::json)
+            AS v(id text, sub text, key text, addrs json, kind text, chain text, tx text, li int, ii int, payload text,
                  next timestamptz, at timestamptz, day date)
         ), k AS (
           INSERT INTO event_transfer_keys (subscription_id, kind, chain_id, tx_id, log_index, internal_index, block_day, event_id, event_created_at)
@@ -424,7 +424,7 @@ export class DelivererStore {
           RETURNING event_id
         ), e AS (
           INSERT INTO events (id, subscription_id, key_id, addresses, kind, chain_id, tx_id, log_index, internal_index, payload, created_at)
-          SELECT v.id, v.sub, v.key, ARRAY(SELECT jsonb_array_elements_text(v.addrs)), v.kind, v.chain, v.tx, v.li, v.ii, v.payload, v.at
+          SELECT v.id, v.sub, v.key, ARRAY(SELECT json_array_elements_text(v.addrs)), v.kind, v.chain, v.tx, v.li, v.ii, v.payload, v.at
           FROM v JOIN k ON k.event_id = v.id
           RETURNING id
         ), d AS (
@@ -432,7 +432,7 @@ export class DelivererStore {
           SELECT v.id, v.at, v.sub, v.key, 'pending', v.next, v.at FROM v JOIN k ON k.event_id = v.id
         ), a AS (
           INSERT INTO event_addresses (key_id, address, created_at, event_id)
-          SELECT v.key, x, v.at, v.id FROM v JOIN k ON k.event_id = v.id, jsonb_array_elements_text(v.addrs) x
+          SELECT v.key, x, v.at, v.id FROM v JOIN k ON k.event_id = v.id, json_array_elements_text(v.addrs) x
           WHERE v.key IS NOT NULL
         ), t AS (
           INSERT INTO event_tx_refs (key_id, tx_id, created_at, event_id)
@@ -449,7 +449,7 @@ export class DelivererStore {
       // Some already existed (a block read again): the stored id of every key.
       const existing = (await this.db.$client`
         SELECT e.event_id AS id, e.subscription_id, e.kind, e.chain_id, e.tx_id, e.log_index, e.internal_index FROM event_transfer_keys e
-        JOIN jsonb_to_recordset(${json}::text::jsonb) AS v(sub text, kind text, chain text, tx text, li int, ii int, day date)
+        JOIN json_to_recordset(${json}::text::json) AS v(sub text, kind text, chain text, tx text, li int, ii int, day date)
           ON e.subscription_id = v.sub AND e.kind = v.kind AND e.chain_id = v.chain AND e.tx_id = v.tx
             AND e.log_index = v.li AND e.internal_index = v.ii AND e.block_day = v.day`) as {
         id: string;
@@ -603,7 +603,7 @@ export class DelivererStore {
     const [from, to] = windowBounds(ids);
     const rows = (await this.db.$client`
       SELECT id, created_at, key_id, addresses, tx_id FROM events
-      WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(ids)}::text::jsonb)))
+      WHERE id = ANY (ARRAY(SELECT json_array_elements_text(${JSON.stringify(ids)}::text::json)))
         AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz`) as Doomed[];
     await this.deleteBatch(rows);
   }
@@ -623,26 +623,26 @@ export class DelivererStore {
     const txs = JSON.stringify([...new Set(rows.map((r) => r.tx_id).filter((t): t is string => t !== null))]);
     return (await this.db.$client`
       WITH d AS (
-        DELETE FROM events WHERE id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
+        DELETE FROM events WHERE id = ANY (ARRAY(SELECT json_array_elements_text(${ids}::text::json)))
           AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
         RETURNING id
       ), dd AS (
-        DELETE FROM event_deliveries WHERE event_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
+        DELETE FROM event_deliveries WHERE event_id = ANY (ARRAY(SELECT json_array_elements_text(${ids}::text::json)))
           AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
         RETURNING event_id, status
       ), da AS (
-        DELETE FROM delivery_attempts WHERE event_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
+        DELETE FROM delivery_attempts WHERE event_id = ANY (ARRAY(SELECT json_array_elements_text(${ids}::text::json)))
           AND event_created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
       ), dx AS (
-        DELETE FROM event_addresses WHERE key_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(keys)}::text::jsonb)))
-          AND address = ANY (ARRAY(SELECT jsonb_array_elements_text(${addrs}::text::jsonb)))
+        DELETE FROM event_addresses WHERE key_id = ANY (ARRAY(SELECT json_array_elements_text(${JSON.stringify(keys)}::text::json)))
+          AND address = ANY (ARRAY(SELECT json_array_elements_text(${addrs}::text::json)))
           AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
-          AND event_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
+          AND event_id = ANY (ARRAY(SELECT json_array_elements_text(${ids}::text::json)))
       ), dt AS (
-        DELETE FROM event_tx_refs WHERE key_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(keys)}::text::jsonb)))
-          AND tx_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${txs}::text::jsonb)))
+        DELETE FROM event_tx_refs WHERE key_id = ANY (ARRAY(SELECT json_array_elements_text(${JSON.stringify(keys)}::text::json)))
+          AND tx_id = ANY (ARRAY(SELECT json_array_elements_text(${txs}::text::json)))
           AND created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz
-          AND event_id = ANY (ARRAY(SELECT jsonb_array_elements_text(${ids}::text::jsonb)))
+          AND event_id = ANY (ARRAY(SELECT json_array_elements_text(${ids}::text::json)))
       )
       SELECT d.id, dd.status FROM d LEFT JOIN dd ON dd.event_id = d.id`) as { id: string; status: EventStatus }[];
   }

@@ -203,7 +203,7 @@ function prepareHotQueries(readDb: RegistryDb) {
       .from(subscriptions)
       .innerJoin(apiKeys, eq(apiKeys.id, subscriptions.keyId))
       .leftJoin(brokers, eq(brokers.name, subscriptions.broker))
-      .where(sql`${subscriptions.id} in (select jsonb_array_elements_text(${sql.placeholder("ids")}::text::jsonb))`)
+      .where(sql`${subscriptions.id} in (select json_array_elements_text(${sql.placeholder("ids")}::text::json))`)
       .prepare("registry_delivery_targets"),
     apiKeyByHash: readDb
       .select()
