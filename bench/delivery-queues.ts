@@ -11,62 +11,25 @@
 // BENCH_STREAM='{"messageEvents":32}' passes StreamEvents options (deliverer/stream.ts); BENCH_STREAM_WARMUPS
 // (default 2) sets the unmeasured reads of the whole stream before the measured one.
 //
-// Where the time goes (2026-11-24, bun --cpu-prof of this process, per-phase timers in the worker, Redis
-// INFO commandstats, the per-thread CPU this bench prints): the bench process spends 55-75 µs of CPU per queue delivery on a
-// quiet machine, several times that on a loaded one — claim (one pipelined Lua call per shard, ~140 claims for 20,000
-// events), the row load (the payload comes as the JSON text it is sent as), signing (node:crypto's HMAC since the
-// standardwebhooks library's pure-JS one was the largest single item), the client library's publish (JetStream: a
-// request per message, with its own per-request allocations), and the outcome write (JSON of the batch); a bare
-// publish costs the client library alone. Not all of it is the event loop: in a 20,000-event run a third or more is
-// JavaScriptCore compiling (JIT threads) and the allocator's and GC's threads, a share that shrinks as a run grows
-// (JIT ~98 µs per delivery at 10,000 events, ~42 at 40,000), so the run first delivers BENCH_QUEUE_WARMUP (10,000)
-// events through each kind unmeasured, as a service that has run a while; the floors print their own CPU per publish. On a shared machine the outcome write is the critical path:
-// PostgreSQL updates the event's delivery state and inserts the attempt row. When the state was part of the event
-// row, every outcome copied the row, payload included, and inserted into all 11 indexes of `events` (the status is
-// indexed, so the update is never heap-only), and a batch of ~200 outcomes took 25-190 ms depending on the load. The
-// state now has its own narrow table (`event_deliveries`, 5 indexes; README "Event storage"), which the outcome
-// statement alone updates: per outcome, from pg_stat_statements of this bench's database, 55-145 µs of exec time and
-// 1.4-1.8 KB of WAL against 153-337 µs and 3.2-5.0 KB before (README "Benchmarks", "Delivery"). Most of what was left
-// was planning: PostgreSQL planned the outcome statement anew for every batch (its generic plan is estimated dearer
-// over the daily partitions), ~1.6 ms a batch, folding the batch's JSON into a constant (jsonb_in of all of it) on
-// the way. On its generic plan (deliverer/store.ts GENERIC_PLANS) a 40,000-outcome AMQP run measured 36 µs of exec
-// time per outcome against 152 before, the PostgreSQL backends fell from ~90% of a core to ~46%, and the machine
-// stopped being saturated (bun ~55%, RabbitMQ ~50%). Writes overlap (4 at once) and grow while PostgreSQL is busy.
-// With 128 publishes in flight per destination and claims of at most 256, a NATS subject's slots sat empty for a
-// third of a run (the in-flight count sampled every 5 ms): JetStream acked a round of 128 in 5-10 ms, and the next
-// claim and its row load took longer on the loaded machine. 256 in flight (the floors' window) and claims of 512
-// took NATS to one subject from ~7,500 to ~9,200 deliveries/s and AMQP from ~5,300 to ~5,900 in alternated runs
-// (2026-11-24, a slow machine), and the deliverer's CPU per delivery from ~100 to ~76 µs (fewer, larger rounds);
-// overlapping a claim's row load with the next claim measured no faster, because the two cores were then saturated:
-// per NATS delivery (before the change) the bench process ~105 µs (JIT and GC threads included), PostgreSQL ~80
-// (the outcome's update and attempt insert, ~23 buffer hits and 1.4 KB of WAL each, and the row load), nats-server
-// ~50, Redis ~8, against a floor publish's ~75 + ~25. The floors publish the message a delivery publishes, headers
-// included: RabbitMQ's work per message grows with a headers table (its floor measured 13,000-17,000/s without one,
-// ~10,600 with).
-// The process runs with mimalloc's purging off (cli/run-bun.sh; the first line prints the setting): with Bun's default,
-// freed buffers came back from the kernel as fresh pages, which cost more CPU than the work (figures in README
-// "Benchmarks", *Memory*).
-// StreamEvents: a page is one index range read with sorting off (before statistics exist the planner sorted every
-// remaining row of the key on each page, O(n²) for a consumer far behind) and the next page is read while this one
-// is encoded; a page goes out in messages of up to 250 events (one 2 MB message per page cost more in buffer growth
-// and copies than the extra frames). The consumer runs in its own process (bench/stream-consumer.ts), as a platform
-// service's does: when it shared this process's event loop, that loop ran at 85-96% of a core and a quarter of its
-// samples were the consumer's decoding (bun --cpu-prof, 2026-11-24). Apart, on a quiet machine the server costs
-// 11-14 µs of CPU per event (the payload's rendering and the protobuf encoding about a fifth each, the HTTP stream
-// a tenth), the consumer 4-5 µs, PostgreSQL's read about 9; none of the three is saturated (server ~65% of a core,
-// PostgreSQL ~50%, consumer ~25%), so the rate is set by the hand-offs between them. Since the payload is stored as
-// the text it is sent as, nothing renders it and PostgreSQL no longer prints jsonb for the read: 33,000-35,000 →
-// ~55,000 events/s on one machine. What the server's samples show since is copying the message's bytes (protobuf's
-// writer growing its buffer and encoding the payload strings, its final copy, the Connect envelope's copy, Bun's
-// stream write); 32, 64 or 100 events per message instead of 250 measured the same within the runs' spread. The
-// page read is not what bounds it: store.streamPage alone, walked page by page in one process, read the same 80,000
-// rows at 108,000-130,000/s, and toBinary of a 250-event message costs ~1 µs per event in a loop; the server's
-// copies of each message's bytes on their way out cost far more per byte than that loop. Why: each copy landed in
-// freshly allocated memory that the allocator had handed back to the kernel, and faulting and zeroing those pages
-// was most of the cost (perf; see above). A cold server runs the
-// first read at 60-75% of a warm one's rate (JIT), so the figure is a third read of the stream (BENCH_STREAM_WARMUPS).
-// A long transaction anywhere in the cluster also holds the stream back (rows newer than the oldest running
-// transaction wait for it).
+// Why it is built this way (the figures, and what was measured on the way to them, are in README "Benchmarks"):
+// - Every queue figure first runs an unmeasured warm-up (BENCH_QUEUE_WARMUP, default 10,000 deliveries through each
+//   kind), as a service that has run a while: in a cold run JavaScriptCore's JIT threads took a third or more of the
+//   process's CPU, a share that shrinks as a run grows. The bench prints the CPU per delivery beside the floors' CPU per
+//   publish, split by thread (bench/thread-cpu.ts).
+// - A floor runs right before its figure, after the figure's events are enqueued, so both share the machine's state;
+//   a floor run once at the start drifted from the deliveries measured after it. A floor publishes the message a
+//   delivery publishes (the senders' properties and Standard Webhooks headers: RabbitMQ does more per message with a
+//   headers table), its headers made before the clock starts, to as many exchanges / subjects as its figure, over a
+//   connection with the sender's options. Each floor's Nats-Msg-Ids are new: JetStream drops a repeated one as a
+//   duplicate, which costs it less than a message.
+// - Progress is read from the worker's own counter (an outcome counts once its write applied), not by polling
+//   PostgreSQL, which would scan the run's rows each time and tax the figure it measures.
+// - The process runs with the services' allocator setting (cli/run-bun.sh; the first line prints it).
+// - StreamEvents: the consumer runs in its own process (bench/stream-consumer.ts), as a platform service's does;
+//   sharing this process's event loop, its decoding was a quarter of that loop's samples. A cold server reads the
+//   stream at 60-75% of a warm one's rate (JIT), so the figure is the read after BENCH_STREAM_WARMUPS whole reads. A
+//   long transaction anywhere in the cluster holds the stream back (rows newer than the oldest running transaction
+//   wait for it).
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
