@@ -119,7 +119,7 @@ export default async function bench(): Promise<void> {
       });
       await sql`WITH e AS (INSERT INTO events (id, subscription_id, kind, chain_id, tx_id, log_index, payload, created_at)
           SELECT v.id, ${bullSub}, 'wallet.transfer.broadcasted', 'tron:mainnet', v.tx, v.li, v.payload, now()
-          FROM jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) AS v(id text, tx text, li int, payload text)
+          FROM json_to_recordset(${JSON.stringify(rows)}::text::json) AS v(id text, tx text, li int, payload text)
           RETURNING id, created_at)
         INSERT INTO event_deliveries (event_id, created_at, subscription_id, status, next_attempt_at, updated_at)
         SELECT e.id, e.created_at, ${bullSub}, 'pending', now(), now() FROM e`;
