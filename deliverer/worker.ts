@@ -354,7 +354,12 @@ export class DeliveryWorker {
     let full = 0;
     // An attempt started after this moment could outlast the lease: another worker might claim the event meanwhile.
     const startBy = claimedAt + this.leaseMs - this.o.timeoutMs - LEASE_MARGIN_MS;
+    // Checked again after the waits for the rows and the destinations: the other claim in flight may have started
+    // the same event meanwhile (its lease expired while this claim loaded and it was claimed again). From here to
+    // the start nothing waits, so no third dispatch can come in between.
+    const startedMeanwhile = this.waitingCount + this.ready.length > 0 ? new Set(this.unstarted().map((w) => w.row.id)) : undefined;
     for (const row of ready) {
+      if (this.inflight.has(row.id) || startedMeanwhile?.has(row.id)) continue;
       const target = targets.get(row.subscriptionId);
       if (!target || !target.exists) {
         cancelled.push(row.id);

@@ -1,0 +1,57 @@
+// Two claims load and dispatch at once in one process. The same event can reach both only when a lease expired
+// while the first claim was still loading (PostgreSQL stalled past the lease) and the second claim took it back. Each
+// dispatch then waits for its rows and its destinations before starting anything, so the check for an event
+// already started is made again after those waits, when nothing can come in between it and the start.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { enqueueTransfers, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
+import { until } from "../support/wait.ts";
+
+let bed: DeliveryBed;
+
+beforeAll(async () => {
+  // No claim loop: the test hands the claimed ids to the dispatch itself.
+  bed = await startDeliveryBed({ delivererDeps: { startWorker: false } });
+}, 60_000);
+
+afterAll(async () => {
+  await bed?.stop();
+}, 60_000);
+
+interface Dispatcher {
+  dispatch(ids: string[], claimedAt: number): Promise<number>;
+  targets: { get(subscriptionIds: string[]): Promise<unknown> };
+}
+
+test("an event handed to two dispatches at once is sent once and recorded once", async () => {
+  const sub = await bed.subscribe("/twice");
+  const { ids } = await enqueueTransfers(bed, sub.subscriptionId, 3, 0);
+  const now = Date.now();
+  const worker = bed.deliverer!.worker;
+  const claim = await bed.deliverer!.schedule.claim(now, now + worker.leaseMs, 10);
+  expect(claim.ids.sort()).toEqual([...ids].sort());
+
+  // A registry slow to answer for the destination: both dispatches have their rows and wait for it before either
+  // starts an attempt.
+  const dispatcher = worker as unknown as Dispatcher;
+  const lookup = dispatcher.targets.get.bind(dispatcher.targets);
+  dispatcher.targets.get = async (subscriptionIds) => {
+    const found = await lookup(subscriptionIds);
+    await Bun.sleep(100);
+    return found;
+  };
+  await Promise.all([dispatcher.dispatch(claim.ids, now), dispatcher.dispatch(claim.ids, now)]);
+
+  await until("all three delivered", async () => {
+    const [row] = (await bed.sql`SELECT count(*)::int AS n FROM event_deliveries WHERE subscription_id = ${sub.subscriptionId} AND status = 'delivered'`) as [{ n: number }];
+    return row.n === 3;
+  }, 10_000);
+  await Bun.sleep(200);
+  const perId = new Map<string, number>();
+  for (const d of bed.receiver.deliveries("/twice")) perId.set(d.headers["webhook-id"]!, (perId.get(d.headers["webhook-id"]!) ?? 0) + 1);
+  expect([...perId.values()]).toEqual([1, 1, 1]);
+  const attempts = (await bed.sql`SELECT event_id, count(*)::int AS n FROM delivery_attempts WHERE subscription_id = ${sub.subscriptionId} GROUP BY event_id`) as { n: number }[];
+  expect(attempts.map((a) => a.n)).toEqual([1, 1, 1]);
+  const states = (await bed.sql`SELECT attempts, delivery_count FROM event_deliveries WHERE subscription_id = ${sub.subscriptionId}`) as { attempts: number; delivery_count: number }[];
+  expect(states.every((s) => s.attempts === 1 && s.delivery_count === 1)).toBe(true);
+  expect((await bed.deliverer!.schedule.stats()).leased).toBe(0);
+}, 30_000);
