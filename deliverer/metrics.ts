@@ -82,6 +82,12 @@ export const leasesReclaimed = new Counter({
   registers: [metrics],
 });
 
+export const connectionResends = new Counter({
+  name: "deliverer_connection_resends_total",
+  help: "HTTPS requests sent again at once on a new connection because the kept-alive one they went out on was closed or reset before any answer.",
+  registers: [metrics],
+});
+
 export const waitingReleased = new Counter({
   name: "deliverer_waiting_released_total",
   help: "Claimed events that waited (for a busy host, or for a slot of the process) until their lease could no longer cover an attempt, and went back to the schedule.",

@@ -68,6 +68,23 @@ describe("each hostile receiver ends as the contract says", () => {
     expect(e.attempts).toBe(7);
     expect(e.responseStatus).toBeUndefined();
     expect(e.responseBody).toContain("reset");
+    // Each attempt sent it twice: once more at once on a new connection, in case the first had found a closed one.
+    expect(bed.receiver.count("/reset")).toBe(14);
+  });
+
+  test("a kept-alive connection the destination closed as the request came: sent again at once on a new one, one attempt", async () => {
+    // A delivery first, so that the sender holds a kept-alive connection to the receiver.
+    const warm = await fire("/warm");
+    expect((await waitForEvent(bed, warm, finished)).status).toBe("delivered");
+    bed.receiver.setBehaviour("/stale", { kind: "resetReused" });
+    for (let i = 0; i < 3; i++) {
+      const ref = await fire("/stale");
+      const e = await waitForEvent(bed, ref, finished);
+      expect(e.status).toBe("delivered");
+      expect(e.attempts).toBe(1);
+    }
+    // At least one request went out on a reused connection and was cut; each was sent again within its attempt.
+    expect(bed.receiver.count("/stale")).toBeGreaterThan(3);
   });
 
   test("a body that trickles past the deadline is a timeout even after a 200 status line", async () => {

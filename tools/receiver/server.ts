@@ -15,6 +15,11 @@ export type Behaviour =
   | { kind: "hang" }
   /** Destroys the connection without a response. */
   | { kind: "reset" }
+  /**
+   * 200 on a connection's first request; a later request on the same (kept-alive) connection gets it destroyed
+   * without a response, as a server whose idle timeout closed the connection just as the request came.
+   */
+  | { kind: "resetReused" }
   /** 200 and headers at once, then one byte every `intervalMs`, never ending. */
   | { kind: "slowBody"; intervalMs: number }
   /** 200 with a body of `bytes` bytes, streamed. */
@@ -82,6 +87,7 @@ export async function startReceiver(opts: ReceiverOptions): Promise<Receiver> {
   const timers = new Set<ReturnType<typeof setTimeout>>();
   const record = opts.record ?? true;
 
+  const requestsOnSocket = new WeakMap<Socket, number>();
   const act = (b: Behaviour, path: string, res: ServerResponse, req: IncomingMessage): void => {
     switch (b.kind) {
       case "ok":
@@ -102,6 +108,10 @@ export async function startReceiver(opts: ReceiverOptions): Promise<Receiver> {
       }
       case "reset":
         req.socket.destroy();
+        return;
+      case "resetReused":
+        if ((requestsOnSocket.get(req.socket) ?? 0) > 1) req.socket.destroy();
+        else res.writeHead(200, { "content-type": "text/plain" }).end("ok");
         return;
       case "slowBody": {
         res.writeHead(200, { "content-type": "text/plain" });
@@ -147,6 +157,7 @@ export async function startReceiver(opts: ReceiverOptions): Promise<Receiver> {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
+      requestsOnSocket.set(req.socket, (requestsOnSocket.get(req.socket) ?? 0) + 1);
       const path = (req.url ?? "/").split("?")[0]!;
       attemptsByPath.set(path, (attemptsByPath.get(path) ?? 0) + 1);
       counts.set(path, (counts.get(path) ?? 0) + 1);
