@@ -331,35 +331,36 @@ export class DeliveryWorker {
   private async dispatchClaimed(ids: string[], claimedAt: number): Promise<number> {
     const rows = await this.store.loadClaimed(ids);
     const byId = new Map(rows.map((r) => [r.id, r]));
+    const now = Date.now();
+    // A row due later than its schedule entry said: a reschedule lost between PostgreSQL and Redis (crash).
+    const dueLater = (r: ClaimedEvent) => r.nextAttemptAt !== null && r.nextAttemptAt.getTime() > now + 1_000;
+    const due = rows.filter((r) => r.status === "pending" && !dueLater(r));
+    const targets = due.length > 0 ? await this.targets.get(due.map((r) => r.subscriptionId)) : new Map<string, DeliveryTarget>();
     const drop: string[] = [];
     const later: ScheduleEntry[] = [];
-    const now = Date.now();
-    const ready: ClaimedEvent[] = [];
-    const waitingIds = this.waitingCount + this.ready.length > 0 ? new Set(this.unstarted().map((w) => w.row.id)) : undefined;
-    for (const id of ids) {
-      // A lease of ours that expired while its attempt was still running (a stalled write): the claim renewed the
-      // lease; the attempt in progress finishes the job.
-      if (this.inflight.has(id) || waitingIds?.has(id)) continue;
-      const row = byId.get(id);
-      // No row: a reservation whose insert never committed, or a deleted subscription's event.
-      if (!row || row.status !== "pending") drop.push(id);
-      else if (row.nextAttemptAt && row.nextAttemptAt.getTime() > now + 1_000) {
-        // A reschedule lost between PostgreSQL and Redis (crash): PostgreSQL knows the due time.
-        later.push({ id, dueMs: row.nextAttemptAt.getTime() });
-      } else ready.push(row);
-    }
-    const targets = ready.length > 0 ? await this.targets.get(ready.map((r) => r.subscriptionId)) : new Map<string, DeliveryTarget>();
     const cancelled: string[] = [];
     const held: string[] = [];
     let full = 0;
     // An attempt started after this moment could outlast the lease: another worker might claim the event meanwhile.
     const startBy = claimedAt + this.leaseMs - this.o.timeoutMs - LEASE_MARGIN_MS;
-    // Checked again after the waits for the rows and the destinations: the other claim in flight may have started
-    // the same event meanwhile (its lease expired while this claim loaded and it was claimed again). From here to
-    // the start nothing waits, so no third dispatch can come in between.
-    const startedMeanwhile = this.waitingCount + this.ready.length > 0 ? new Set(this.unstarted().map((w) => w.row.id)) : undefined;
-    for (const row of ready) {
-      if (this.inflight.has(row.id) || startedMeanwhile?.has(row.id)) continue;
+    // Events this process holds already are left to it: a lease of ours that expired while its attempt was still
+    // running (a stalled write), which the claim renewed, or one the other claim in flight took too (its lease expired
+    // while this claim loaded). Checked after the waits for the rows and the destinations: from here to the starts
+    // nothing waits, so no other dispatch can come in between.
+    const unstartedIds = this.waitingCount + this.ready.length > 0 ? new Set(this.unstarted().map((w) => w.row.id)) : undefined;
+    for (const id of ids) {
+      if (this.inflight.has(id) || unstartedIds?.has(id)) continue;
+      const row = byId.get(id);
+      // No row: a reservation whose insert never committed, or a deleted subscription's event.
+      if (!row || row.status !== "pending") {
+        drop.push(id);
+        continue;
+      }
+      if (dueLater(row)) {
+        // PostgreSQL knows the due time.
+        later.push({ id, dueMs: row.nextAttemptAt!.getTime() });
+        continue;
+      }
       const target = targets.get(row.subscriptionId);
       if (!target || !target.exists) {
         cancelled.push(row.id);
