@@ -136,6 +136,12 @@ export class DeliveryWorker {
   private readonly hostMs = new Map<string, number>();
   private readonly aborter = new AbortController();
   private pending: { outcome: Outcome; host: string }[] = [];
+  /**
+   * Events whose attempt ended here and whose outcome is not written yet (buffered or being written). Until it is,
+   * PostgreSQL still shows the attempt count the event had before, so a claim of the same event in between (its
+   * lease expired while it was loading) would pass every other check and send it again.
+   */
+  private readonly recording = new Set<string>();
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly writes = new Set<Promise<void>>();
   /** Outcomes were due to be written while every write slot was busy: the next write to end starts the next one. */
@@ -344,12 +350,12 @@ export class DeliveryWorker {
     // An attempt started after this moment could outlast the lease: another worker might claim the event meanwhile.
     const startBy = claimedAt + this.leaseMs - this.o.timeoutMs - LEASE_MARGIN_MS;
     // Events this process holds already are left to it: a lease of ours that expired while its attempt was still
-    // running (a stalled write), which the claim renewed, or one the other claim in flight took too (its lease expired
-    // while this claim loaded). Checked after the waits for the rows and the destinations: from here to the starts
+    // running or its outcome still being written (a stalled write), which the claim renewed, or one the other claim in
+    // flight took too (its lease expired while this claim loaded). Checked after the waits for the rows and the destinations: from here to the starts
     // nothing waits, so no other dispatch can come in between.
     const unstartedIds = this.waitingCount + this.ready.length > 0 ? new Set(this.unstarted().map((w) => w.row.id)) : undefined;
     for (const id of ids) {
-      if (this.inflight.has(id) || unstartedIds?.has(id)) continue;
+      if (this.inflight.has(id) || this.recording.has(id) || unstartedIds?.has(id)) continue;
       const row = byId.get(id);
       // No row: a reservation whose insert never committed, or a deleted subscription's event.
       if (!row || row.status !== "pending") {
@@ -554,6 +560,7 @@ export class DeliveryWorker {
       outcome = { id: row.id, prevAttempts: row.attempts, status: "pending", attempts, delivered: false, responseStatus: result.status, responseBody: result.body, nextAttemptAt: new Date(Date.now() + delay), attempt };
     }
     this.pending.push({ outcome, host });
+    this.recording.add(row.id);
     if (this.pending.length >= this.o.flushSize) void this.flush();
     else this.flushTimer ??= setTimeout(() => void this.flush(), this.o.flushMs);
   }
@@ -608,6 +615,8 @@ export class DeliveryWorker {
     } catch (err) {
       // Nothing is lost: the leases expire and the events are attempted again (at least once).
       this.log.error("recording delivery outcomes failed", { err, count: batch.length });
+    } finally {
+      for (const { outcome } of batch) this.recording.delete(outcome.id);
     }
   }
 

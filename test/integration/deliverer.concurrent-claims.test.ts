@@ -1,7 +1,8 @@
 // Two claims load and dispatch at once in one process. The same event can reach both only when a lease expired
 // while the first claim was still loading (PostgreSQL stalled past the lease) and the second claim took it back. Each
 // dispatch then waits for its rows and its destinations before starting anything, so the check for an event
-// already started is made again after those waits, when nothing can come in between it and the start.
+// already started is made again after those waits, when nothing can come in between it and the start. An event whose
+// attempt has ended counts as held until its outcome is written: PostgreSQL shows its old attempt count until then.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { enqueueTransfers, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
 import { until } from "../support/wait.ts";
@@ -39,12 +40,15 @@ test("an event handed to two dispatches at once is sent once and recorded once",
     await Bun.sleep(100);
     return found;
   };
-  await Promise.all([dispatcher.dispatch(claim.ids, now), dispatcher.dispatch(claim.ids, now)]);
-
-  await until("all three delivered", async () => {
-    const [row] = (await bed.sql`SELECT count(*)::int AS n FROM event_deliveries WHERE subscription_id = ${sub.subscriptionId} AND status = 'delivered'`) as [{ n: number }];
-    return row.n === 3;
-  }, 10_000);
+  try {
+    await Promise.all([dispatcher.dispatch(claim.ids, now), dispatcher.dispatch(claim.ids, now)]);
+    await until("all three delivered", async () => {
+      const [row] = (await bed.sql`SELECT count(*)::int AS n FROM event_deliveries WHERE subscription_id = ${sub.subscriptionId} AND status = 'delivered'`) as [{ n: number }];
+      return row.n === 3;
+    }, 10_000);
+  } finally {
+    dispatcher.targets.get = lookup;
+  }
   await Bun.sleep(200);
   const perId = new Map<string, number>();
   for (const d of bed.receiver.deliveries("/twice")) perId.set(d.headers["webhook-id"]!, (perId.get(d.headers["webhook-id"]!) ?? 0) + 1);
@@ -53,5 +57,46 @@ test("an event handed to two dispatches at once is sent once and recorded once",
   expect(attempts.map((a) => a.n)).toEqual([1, 1, 1]);
   const states = (await bed.sql`SELECT attempts, delivery_count FROM event_deliveries WHERE subscription_id = ${sub.subscriptionId}`) as { attempts: number; delivery_count: number }[];
   expect(states.every((s) => s.attempts === 1 && s.delivery_count === 1)).toBe(true);
+  expect((await bed.deliverer!.schedule.stats()).leased).toBe(0);
+}, 30_000);
+
+test("an event whose attempt ended and whose outcome is still being written is not sent again by a second dispatch", async () => {
+  const sub = await bed.subscribe("/unrecorded");
+  const { ids } = await enqueueTransfers(bed, sub.subscriptionId, 3, 0);
+  const now = Date.now();
+  const worker = bed.deliverer!.worker;
+  const claim = await bed.deliverer!.schedule.claim(now, now + worker.leaseMs, 10);
+  expect(claim.ids.sort()).toEqual([...ids].sort());
+
+  // PostgreSQL slow to take the outcomes: the first dispatch's attempts end and wait for their write while the second
+  // dispatch, later to get its destinations, checks the same events. Its rows still say 0 attempts.
+  const store = bed.deliverer!.store;
+  const record = store.recordOutcomes.bind(store);
+  store.recordOutcomes = async (outcomes) => {
+    await Bun.sleep(600);
+    return record(outcomes);
+  };
+  const dispatcher = worker as unknown as Dispatcher;
+  const lookup = dispatcher.targets.get.bind(dispatcher.targets);
+  let calls = 0;
+  dispatcher.targets.get = async (subscriptionIds) => {
+    const found = await lookup(subscriptionIds);
+    if (calls++ > 0) await Bun.sleep(300);
+    return found;
+  };
+  try {
+    await Promise.all([dispatcher.dispatch(claim.ids, now), dispatcher.dispatch(claim.ids, now)]);
+    await until("all three delivered", async () => {
+      const [row] = (await bed.sql`SELECT count(*)::int AS n FROM event_deliveries WHERE subscription_id = ${sub.subscriptionId} AND status = 'delivered'`) as [{ n: number }];
+      return row.n === 3;
+    }, 10_000);
+  } finally {
+    store.recordOutcomes = record;
+    dispatcher.targets.get = lookup;
+  }
+  await Bun.sleep(200);
+  const perId = new Map<string, number>();
+  for (const d of bed.receiver.deliveries("/unrecorded")) perId.set(d.headers["webhook-id"]!, (perId.get(d.headers["webhook-id"]!) ?? 0) + 1);
+  expect([...perId.values()]).toEqual([1, 1, 1]);
   expect((await bed.deliverer!.schedule.stats()).leased).toBe(0);
 }, 30_000);
