@@ -13,6 +13,15 @@ export type Database<TSchema extends Record<string, unknown> = Record<string, ne
   $client: SQL;
 };
 
+/**
+ * Text from outside (a destination's response body, a broker's or a TLS library's reason) as PostgreSQL's text can
+ * hold it: a NUL character is refused in any text value, and one such value in a batch statement fails the whole
+ * batch, so it becomes U+FFFD, as an undecodable byte does.
+ */
+export function pgText<T extends string | null>(text: T): T {
+  return (text !== null && text.includes("\0") ? text.replaceAll("\0", "\uFFFD") : text) as T;
+}
+
 export interface DbOptions {
   /** Pool size. */
   max?: number;

@@ -7,7 +7,7 @@ import type { PgColumn } from "drizzle-orm/pg-core";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { IdempotencyLedger, type IdempotentOutcome } from "../common/idempotency.ts";
 import { SETTINGS_MIGRATIONS } from "../common/settings/migrate.ts";
-import { openDatabase, openMigratedDatabase, withDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
+import { openDatabase, openMigratedDatabase, pgText, withDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
 import { SEARCH_REFS_PER_REQUEST } from "../common/event-search.ts";
 import { eventTimeWindow, utcDay } from "./partitions.ts";
 import type { EventViewRow } from "./payload.ts";
@@ -85,6 +85,42 @@ export const CLAIMED_ROWS_SQL = `
     LIMIT 1) d
   WHERE e.id = ANY (ARRAY(SELECT json_array_elements_text($1::text::json)))
     AND e.created_at BETWEEN $2::timestamptz AND $3::timestamptz`;
+
+/**
+ * A batch of attempt outcomes: each updates its event's delivery state and adds its attempt record, in one statement
+ * (so one transaction): an attempt is recorded exactly when its outcome applied, with the trigger of the cycle it
+ * belongs to. Only the narrow event_deliveries row changes; the event itself (payload, page indexes) is never
+ * rewritten. The ids are also an array on the primary key's leading column: on a fresh partition without statistics
+ * the join alone was planned as a nested loop over a sequential scan of the day's states (seconds per batch; the
+ * narrow table looks cheap to scan). The batch comes as one array per field, unnested: PostgreSQL reads an array of
+ * 256 values in far less than json_to_recordset takes the same fields by name from 256 objects (2.3 µs of its CPU
+ * per outcome against 4.9, of the statement's ~27 on one idle backend).
+ */
+const OUTCOMES_SQL = `
+  WITH v AS (
+    SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::int[], $6::int[], $7::text[],
+                         $8::timestamptz[], $9::text[], $10::timestamptz[], $11::int[], $12::text[], $13::text[])
+      AS v(id, prev, status, attempts, inc, rs, rb, next, aid, aat, dur, err, arb)
+  ), upd AS (
+    UPDATE event_deliveries AS d SET
+      status = v.status,
+      attempts = v.attempts,
+      delivery_count = d.delivery_count + v.inc,
+      response_status = v.rs,
+      response_body = v.rb,
+      next_attempt_at = v.next,
+      held = false,
+      updated_at = now()
+    FROM v
+    WHERE d.event_id = v.id AND d.event_id = ANY ($1::text[])
+      AND d.status = 'pending' AND d.attempts = v.prev AND d.created_at BETWEEN $14::timestamptz AND $15::timestamptz
+    RETURNING d.event_id AS id, d.subscription_id, d.trigger, d.created_at
+  ), ins AS (
+    INSERT INTO delivery_attempts (id, event_id, event_created_at, subscription_id, attempted_at, duration_ms, ok, response_status, response_body, error, trigger)
+    SELECT v.aid, upd.id, upd.created_at, upd.subscription_id, v.aat, v.dur, v.inc = 1, v.rs, v.arb, v.err, upd.trigger
+    FROM upd JOIN v ON v.id = upd.id
+  )
+  SELECT id FROM upd`;
 
 /** What a worker needs of a claimed event. */
 export type ClaimedEvent = Pick<
@@ -347,12 +383,6 @@ function windowBounds(ids: string[]): [string, string] {
   return w ? [w.from.toISOString(), w.to.toISOString()] : ["-infinity", "infinity"];
 }
 
-/** The same bounds in a drizzle statement (`d` is the event_deliveries alias). */
-function windowSql(ids: string[]): SQL {
-  const [from, to] = windowBounds(ids);
-  return sql`AND d.created_at BETWEEN ${from}::timestamptz AND ${to}::timestamptz`;
-}
-
 /** What deleting an event needs to know of it (its partition, its address rows and its txId row). */
 interface Doomed {
   id: string;
@@ -537,55 +567,25 @@ export class DelivererStore {
   /** Writes a batch of attempt outcomes; returns the ids whose write applied (an event moved on elsewhere is skipped). */
   async recordOutcomes(outcomes: Outcome[]): Promise<Set<string>> {
     if (outcomes.length === 0) return new Set();
-    const json = JSON.stringify(
-      outcomes.map((o) => ({
-        id: o.id,
-        prev: o.prevAttempts,
-        status: o.status,
-        attempts: o.attempts,
-        inc: o.delivered ? 1 : 0,
-        rs: o.responseStatus,
-        rb: o.responseBody,
-        next: o.nextAttemptAt ? o.nextAttemptAt.toISOString() : null,
-        aid: o.attempt.id,
-        aat: o.attempt.at.toISOString(),
-        dur: o.attempt.durationMs,
-        err: o.attempt.error,
-        arb: o.attempt.responseBody,
-      })),
-    );
-    // The outcome and its attempt record in one statement (so one transaction): an attempt is recorded exactly when
-    // its outcome applied, with the trigger of the cycle it belongs to. Only the narrow event_deliveries row changes;
-    // the event itself (payload, page indexes) is never rewritten. The ids are also an array on the primary key's
-    // leading column: on a fresh partition without statistics the join alone was planned as a nested loop over a
-    // sequential scan of the day's states (seconds per batch; the narrow table looks cheap to scan). The batch is
-    // json, not jsonb: it is read once, and json_to_recordset takes the fields from the text as it parses it, where
-    // jsonb builds the whole document first (256 outcomes: 0.49 ms against 1.08, a tenth of the statement).
-    const rows = (await this.db.execute(sql`
-      WITH v AS (
-        SELECT * FROM json_to_recordset(${json}::text::json)
-          AS v(id text, prev int, status text, attempts int, inc int, rs int, rb text, next timestamptz,
-               aid text, aat timestamptz, dur int, err text, arb text)
-      ), upd AS (
-      UPDATE event_deliveries AS d SET
-        status = v.status,
-        attempts = v.attempts,
-        delivery_count = d.delivery_count + v.inc,
-        response_status = v.rs,
-        response_body = v.rb,
-        next_attempt_at = v.next,
-        held = false,
-        updated_at = now()
-      FROM v
-      WHERE d.event_id = v.id AND d.event_id = ANY (ARRAY(SELECT v.id FROM v))
-        AND d.status = 'pending' AND d.attempts = v.prev ${windowSql(outcomes.map((o) => o.id))}
-      RETURNING d.event_id AS id, d.subscription_id, d.trigger, d.created_at
-      ), ins AS (
-        INSERT INTO delivery_attempts (id, event_id, event_created_at, subscription_id, attempted_at, duration_ms, ok, response_status, response_body, error, trigger)
-        SELECT v.aid, upd.id, upd.created_at, upd.subscription_id, v.aat, v.dur, v.inc = 1, v.rs, v.arb, v.err, upd.trigger
-        FROM upd JOIN v ON v.id = upd.id
-      )
-      SELECT id FROM upd`)) as unknown as { id: string }[];
+    const ids = outcomes.map((o) => o.id);
+    const [from, to] = windowBounds(ids);
+    const rows = (await this.db.$client.unsafe(OUTCOMES_SQL, [
+      ids,
+      outcomes.map((o) => o.prevAttempts),
+      outcomes.map((o) => o.status),
+      outcomes.map((o) => o.attempts),
+      outcomes.map((o) => (o.delivered ? 1 : 0)),
+      outcomes.map((o) => o.responseStatus),
+      outcomes.map((o) => pgText(o.responseBody)),
+      outcomes.map((o) => (o.nextAttemptAt ? o.nextAttemptAt.toISOString() : null)),
+      outcomes.map((o) => o.attempt.id),
+      outcomes.map((o) => o.attempt.at.toISOString()),
+      outcomes.map((o) => o.attempt.durationMs),
+      outcomes.map((o) => pgText(o.attempt.error)),
+      outcomes.map((o) => pgText(o.attempt.responseBody)),
+      from,
+      to,
+    ])) as { id: string }[];
     return new Set(rows.map((r) => r.id));
   }
 

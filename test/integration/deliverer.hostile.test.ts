@@ -49,6 +49,17 @@ describe("each hostile receiver ends as the contract says", () => {
     expect(got.every((d) => d.verified === true)).toBe(true);
   });
 
+  test("a body PostgreSQL's text cannot hold (NUL) or that quotes, escapes and braces: recorded, the event delivered once", async () => {
+    bed.receiver.setBehaviour("/nul", { kind: "status", status: 200, body: 'ok\u0000 "quoted" \\ {a,b} NULL \u00e9' });
+    const ref = await fire("/nul");
+    const e = await waitForEvent(bed, ref, finished);
+    expect(e.status).toBe("delivered");
+    expect(e.attempts).toBe(1);
+    // The NUL becomes U+FFFD, everything else stays as the destination sent it.
+    expect(e.responseBody).toBe('ok\ufffd "quoted" \\ {a,b} NULL \u00e9');
+    expect(bed.receiver.count("/nul")).toBe(1);
+  });
+
   test("a destination that never answers: each attempt times out, responseStatus null with a reason", async () => {
     bed.receiver.setBehaviour("/hang", { kind: "hang" });
     const ref = await fire("/hang");
