@@ -51,7 +51,7 @@ import { counterSum } from "./counters.ts";
 import { allocatorNote } from "./cpu.ts";
 import { startBenchRegistry } from "./registry-bed.ts";
 import type { ConsumerResult, ConsumerSpec } from "./stream-consumer.ts";
-import { threadCpu, threadCpuPer } from "./thread-cpu.ts";
+import { serviceCpu, threadCpu, threadCpuPer } from "./thread-cpu.ts";
 import { transfer } from "./transfers.ts";
 
 const RABBIT = process.env.BENCH_AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672/";
@@ -85,6 +85,8 @@ function fmt(n: number): string {
 interface Floor {
   rate: number;
   cpuUs: number;
+  /** The services' CPU per publish, by process ("nats-server 14 µs, …"). */
+  services: string;
 }
 
 function line(label: string, ours: string, baseline: string, note = ""): void {
@@ -201,8 +203,9 @@ export async function queueBench(events: number): Promise<void> {
     async function timedFloor(run: () => Promise<void>): Promise<Floor> {
       const t0 = performance.now();
       const cpu0 = process.cpuUsage();
+      const services0 = serviceCpu();
       await run();
-      return { rate: rate(events, performance.now() - t0), cpuUs: cpuPer(process.cpuUsage(cpu0), events) };
+      return { rate: rate(events, performance.now() - t0), cpuUs: cpuPer(process.cpuUsage(cpu0), events), services: threadCpuPer(services0, serviceCpu(), events) };
     }
 
     const measure = async (label: string, subIds: string[], floorOf: () => Promise<Floor>) => {
@@ -222,11 +225,12 @@ export async function queueBench(events: number): Promise<void> {
           );
           await client.enqueue({ events: batch });
         }
-        const floor = floorOf ? await floorOf() : { rate: 0, cpuUs: 0 };
-        if (floorOf) console.log(`  floor: ${fmt(floor.rate)}, ${floor.cpuUs} µs of this process's CPU per publish`);
+        const floor = floorOf ? await floorOf() : { rate: 0, cpuUs: 0, services: "" };
+        if (floorOf) console.log(`  floor: ${fmt(floor.rate)}, ${floor.cpuUs} µs of this process's CPU per publish; services ${floor.services}`);
         const start = performance.now();
         const cpu0 = process.cpuUsage();
         const threads0 = threadCpu();
+        const services0 = serviceCpu();
         const finished0 = await finishedCount();
         const failed0 = await failedAttempts();
         d.worker.start();
@@ -238,9 +242,10 @@ export async function queueBench(events: number): Promise<void> {
           if ((await finishedCount()) - finished0 >= events) {
             const cpu = process.cpuUsage(cpu0);
             const ms = performance.now() - start;
+            const services = threadCpuPer(services0, serviceCpu(), events);
             const [row] = (await sql`SELECT count(*)::int AS n FROM event_deliveries WHERE subscription_id IN ${sql(subIds)} AND status = 'delivered'`) as [{ n: number }];
             if (row.n < events) throw new Error(`the worker counted ${events} finished but PostgreSQL has ${row.n} delivered`);
-            console.log(`  cpu ${(((cpu.user + cpu.system) / 1000 / ms) * 100).toFixed(0)}% of one core, ${Math.round((cpu.user + cpu.system) / events)} µs per delivery (${threadCpuPer(threads0, threadCpu(), events)})`);
+            console.log(`  cpu ${(((cpu.user + cpu.system) / 1000 / ms) * 100).toFixed(0)}% of one core, ${Math.round((cpu.user + cpu.system) / events)} µs per delivery (${threadCpuPer(threads0, threadCpu(), events)}); services ${services}`);
             return { ours: rate(events, ms), floor };
           }
           // A failed attempt shows in the worker's metric; only then is PostgreSQL asked for its reason (the query

@@ -34,3 +34,38 @@ export function threadCpuPer(before: Map<string, number>, after: Map<string, num
     .map(([name, ms]) => `${name} ${Math.round((ms * 1000) / n)} µs`)
     .join(", ");
 }
+
+/**
+ * Milliseconds of CPU (user + system) of the machine's other processes by name (`postgres` for every PostgreSQL
+ * process), from /proc (Linux; elsewhere nothing): what a phase cost the services it drove, beside this process. A
+ * process that started or ended between two readings counts only what one of them saw.
+ */
+export function serviceCpu(names: readonly string[] = ["postgres", "nats-server", "redis-server", "beam.smp"]): Map<string, number> {
+  const out = new Map<string, number>();
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((p) => /^\d+$/.test(p));
+  } catch {
+    return out;
+  }
+  for (const pid of pids) {
+    try {
+      const name = readFileSync(`/proc/${pid}/comm`, "utf8").trim();
+      let kind = names.find((n) => name === n || name.startsWith(`${n}:`));
+      if (!kind) continue;
+      if (kind === "postgres") kind = postgresRole(pid);
+      const seconds = statCpuSeconds(`/proc/${pid}/stat`);
+      if (Number.isFinite(seconds)) out.set(kind, (out.get(kind) ?? 0) + seconds * 1000);
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return out;
+}
+
+/** A PostgreSQL process by its title: "postgres" for a client's backend, else its role ("postgres autovacuum", …). */
+function postgresRole(pid: string): string {
+  const title = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+  const role = /main: (checkpointer|background writer|walwriter|autovacuum|logical replication)/.exec(title)?.[1];
+  return role ? `postgres ${role}` : "postgres";
+}
