@@ -15,7 +15,8 @@
 // - Every queue figure first runs an unmeasured warm-up (BENCH_QUEUE_WARMUP, default 10,000 deliveries through each
 //   kind), as a service that has run a while: in a cold run JavaScriptCore's JIT threads took a third or more of the
 //   process's CPU, a share that shrinks as a run grows. The bench prints the CPU per delivery beside the floors' CPU per
-//   publish, split by thread (bench/thread-cpu.ts).
+//   publish, split by thread (bench/thread-cpu.ts), and what each cost PostgreSQL, the broker and Redis: on two shared
+//   cores the services' share decides the ratio as much as this process's.
 // - A floor runs right before its figure, after the figure's events are enqueued, so both share the machine's state;
 //   a floor run once at the start drifted from the deliveries measured after it. A floor publishes the message a
 //   delivery publishes (the senders' properties and Standard Webhooks headers: RabbitMQ does more per message with a

@@ -1,6 +1,7 @@
 // CPU time of this process per thread kind, from /proc/self/task (Linux; elsewhere nothing): Bun's event loop
 // ("bun") beside JavaScriptCore's JIT compiler, GC helpers and the allocator's scavenger, so a bench can tell the
-// cost of its own code from the runtime's warm-up.
+// cost of its own code from the runtime's warm-up; and the CPU time of the services a phase drove (PostgreSQL, the
+// brokers, Redis), from /proc, so it can tell theirs too.
 import { readdirSync, readFileSync } from "node:fs";
 import { statCpuSeconds } from "./cpu.ts";
 
@@ -66,6 +67,6 @@ export function serviceCpu(names: readonly string[] = ["postgres", "nats-server"
 /** A PostgreSQL process by its title: "postgres" for a client's backend, else its role ("postgres autovacuum", …). */
 function postgresRole(pid: string): string {
   const title = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
-  const role = /main: (checkpointer|background writer|walwriter|autovacuum|logical replication)/.exec(title)?.[1];
+  const role = /: (checkpointer|background writer|walwriter|autovacuum|logical replication)/.exec(title)?.[1];
   return role ? `postgres ${role}` : "postgres";
 }
