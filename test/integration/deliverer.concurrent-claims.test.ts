@@ -23,17 +23,39 @@ interface Dispatcher {
   targets: { get(subscriptionIds: string[]): Promise<unknown> };
 }
 
-test("an event handed to two dispatches at once is sent once and recorded once", async () => {
-  const sub = await bed.subscribe("/twice");
+/** Three events of a new subscription to `path`, claimed; the worker as the test drives it. */
+async function claimThree(path: string) {
+  const sub = await bed.subscribe(path);
   const { ids } = await enqueueTransfers(bed, sub.subscriptionId, 3, 0);
   const now = Date.now();
   const worker = bed.deliverer!.worker;
   const claim = await bed.deliverer!.schedule.claim(now, now + worker.leaseMs, 10);
   expect(claim.ids.sort()).toEqual([...ids].sort());
+  return { sub, claim, now, dispatcher: worker as unknown as Dispatcher };
+}
+
+/** Both dispatches of the claim at once, until the three events are delivered. */
+async function dispatchTwice(subscriptionId: string, dispatcher: Dispatcher, ids: string[], claimedAt: number): Promise<void> {
+  await Promise.all([dispatcher.dispatch(ids, claimedAt), dispatcher.dispatch(ids, claimedAt)]);
+  await until("all three delivered", async () => {
+    const [row] = (await bed.sql`SELECT count(*)::int AS n FROM event_deliveries WHERE subscription_id = ${subscriptionId} AND status = 'delivered'`) as [{ n: number }];
+    return row.n === 3;
+  }, 10_000);
+}
+
+/** How many times the receiver got each event at `path`, a moment after the last delivery. */
+async function sendsPerEvent(path: string): Promise<number[]> {
+  await Bun.sleep(200);
+  const perId = new Map<string, number>();
+  for (const d of bed.receiver.deliveries(path)) perId.set(d.headers["webhook-id"]!, (perId.get(d.headers["webhook-id"]!) ?? 0) + 1);
+  return [...perId.values()];
+}
+
+test("an event handed to two dispatches at once is sent once and recorded once", async () => {
+  const { sub, claim, now, dispatcher } = await claimThree("/twice");
 
   // A registry slow to answer for the destination: both dispatches have their rows and wait for it before either
   // starts an attempt.
-  const dispatcher = worker as unknown as Dispatcher;
   const lookup = dispatcher.targets.get.bind(dispatcher.targets);
   dispatcher.targets.get = async (subscriptionIds) => {
     const found = await lookup(subscriptionIds);
@@ -41,18 +63,11 @@ test("an event handed to two dispatches at once is sent once and recorded once",
     return found;
   };
   try {
-    await Promise.all([dispatcher.dispatch(claim.ids, now), dispatcher.dispatch(claim.ids, now)]);
-    await until("all three delivered", async () => {
-      const [row] = (await bed.sql`SELECT count(*)::int AS n FROM event_deliveries WHERE subscription_id = ${sub.subscriptionId} AND status = 'delivered'`) as [{ n: number }];
-      return row.n === 3;
-    }, 10_000);
+    await dispatchTwice(sub.subscriptionId, dispatcher, claim.ids, now);
   } finally {
     dispatcher.targets.get = lookup;
   }
-  await Bun.sleep(200);
-  const perId = new Map<string, number>();
-  for (const d of bed.receiver.deliveries("/twice")) perId.set(d.headers["webhook-id"]!, (perId.get(d.headers["webhook-id"]!) ?? 0) + 1);
-  expect([...perId.values()]).toEqual([1, 1, 1]);
+  expect(await sendsPerEvent("/twice")).toEqual([1, 1, 1]);
   const attempts = (await bed.sql`SELECT event_id, count(*)::int AS n FROM delivery_attempts WHERE subscription_id = ${sub.subscriptionId} GROUP BY event_id`) as { n: number }[];
   expect(attempts.map((a) => a.n)).toEqual([1, 1, 1]);
   const states = (await bed.sql`SELECT attempts, delivery_count FROM event_deliveries WHERE subscription_id = ${sub.subscriptionId}`) as { attempts: number; delivery_count: number }[];
@@ -61,12 +76,7 @@ test("an event handed to two dispatches at once is sent once and recorded once",
 }, 30_000);
 
 test("an event whose attempt ended and whose outcome is still being written is not sent again by a second dispatch", async () => {
-  const sub = await bed.subscribe("/unrecorded");
-  const { ids } = await enqueueTransfers(bed, sub.subscriptionId, 3, 0);
-  const now = Date.now();
-  const worker = bed.deliverer!.worker;
-  const claim = await bed.deliverer!.schedule.claim(now, now + worker.leaseMs, 10);
-  expect(claim.ids.sort()).toEqual([...ids].sort());
+  const { sub, claim, now, dispatcher } = await claimThree("/unrecorded");
 
   // PostgreSQL slow to take the outcomes: the first dispatch's attempts end and wait for their write while the second
   // dispatch, later to get its destinations, checks the same events. Its rows still say 0 attempts.
@@ -76,7 +86,6 @@ test("an event whose attempt ended and whose outcome is still being written is n
     await Bun.sleep(600);
     return record(outcomes);
   };
-  const dispatcher = worker as unknown as Dispatcher;
   const lookup = dispatcher.targets.get.bind(dispatcher.targets);
   let calls = 0;
   dispatcher.targets.get = async (subscriptionIds) => {
@@ -85,18 +94,11 @@ test("an event whose attempt ended and whose outcome is still being written is n
     return found;
   };
   try {
-    await Promise.all([dispatcher.dispatch(claim.ids, now), dispatcher.dispatch(claim.ids, now)]);
-    await until("all three delivered", async () => {
-      const [row] = (await bed.sql`SELECT count(*)::int AS n FROM event_deliveries WHERE subscription_id = ${sub.subscriptionId} AND status = 'delivered'`) as [{ n: number }];
-      return row.n === 3;
-    }, 10_000);
+    await dispatchTwice(sub.subscriptionId, dispatcher, claim.ids, now);
   } finally {
     store.recordOutcomes = record;
     dispatcher.targets.get = lookup;
   }
-  await Bun.sleep(200);
-  const perId = new Map<string, number>();
-  for (const d of bed.receiver.deliveries("/unrecorded")) perId.set(d.headers["webhook-id"]!, (perId.get(d.headers["webhook-id"]!) ?? 0) + 1);
-  expect([...perId.values()]).toEqual([1, 1, 1]);
+  expect(await sendsPerEvent("/unrecorded")).toEqual([1, 1, 1]);
   expect((await bed.deliverer!.schedule.stats()).leased).toBe(0);
 }, 30_000);
