@@ -356,8 +356,8 @@ export class DeliveryWorker {
     const startBy = claimedAt + this.leaseMs - this.o.timeoutMs - LEASE_MARGIN_MS;
     // Events this process holds already are left to it: a lease of ours that expired while its attempt was still
     // running or its outcome still being written (a stalled write), which the claim renewed, or one the other claim in
-    // flight took too (its lease expired while this claim loaded). Checked after the waits for the rows and the destinations: from here to the starts
-    // nothing waits, so no other dispatch can come in between.
+    // flight took too (its lease expired while this claim loaded). Checked after the waits for the rows and the
+    // destinations: from here to the starts nothing waits, so no other dispatch can come in between.
     const unstartedIds = this.waitingCount + this.ready.length > 0 ? new Set(this.unstarted().map((w) => w.row.id)) : undefined;
     for (const id of ids) {
       if (this.inflight.has(id) || this.recording.has(id) || unstartedIds?.has(id)) continue;
@@ -572,8 +572,8 @@ export class DeliveryWorker {
 
   /**
    * Writes buffered outcomes in one statement, then updates the schedule. Up to `flushConcurrency` writes run at
-   * once (one by default); while all are busy, outcomes keep collecting and the next write to finish takes them as one bigger batch
-   * (up to `flushMax`), so the statement count falls as the delivery rate rises. Writes never share an event: an
+   * once (one by default); while all are busy, outcomes keep collecting and the next write to finish takes them as
+   * one bigger batch (up to `flushMax`), so the statement count falls as the delivery rate rises. Writes never share an event: an
    * event has one attempt in flight in this process, and it is only claimed again after its write.
    */
   private flush(): Promise<void> {
