@@ -331,10 +331,9 @@ export class DeliveryWorker {
       return await this.dispatchClaimed(ids, claimedAt);
     } catch (err) {
       // PostgreSQL or the registry failed before the attempts started: give the claims back rather than letting
-      // them wait for their leases to expire.
-      const started = new Set([...this.inflight.keys(), ...this.unstarted().map((w) => w.row.id)]);
-      const back = ids.filter((id) => !started.has(id)).map((id) => ({ id, dueMs: Date.now() + 1_000 }));
-      await this.schedule.moveToDue(back).catch(() => {});
+      // them wait for their leases to expire, all but those of events this process holds already.
+      const holds = this.holding();
+      await this.giveBack(ids.filter((id) => !holds(id)).map((id) => ({ id, dueMs: Date.now() + 1_000 })));
       throw err;
     }
   }
@@ -358,9 +357,9 @@ export class DeliveryWorker {
     // running or its outcome still being written (a stalled write), which the claim renewed, or one the other claim in
     // flight took too (its lease expired while this claim loaded). Checked after the waits for the rows and the
     // destinations: from here to the starts nothing waits, so no other dispatch can come in between.
-    const unstartedIds = this.waitingCount + this.ready.length > 0 ? new Set(this.unstarted().map((w) => w.row.id)) : undefined;
+    const holds = this.holding();
     for (const id of ids) {
-      if (this.inflight.has(id) || this.recording.has(id) || unstartedIds?.has(id)) continue;
+      if (holds(id)) continue;
       const row = byId.get(id);
       // No row: a reservation whose insert never committed, or a deleted subscription's event.
       if (!row || row.status !== "pending") {
@@ -402,6 +401,15 @@ export class DeliveryWorker {
     await this.schedule.remove(drop);
     await this.schedule.moveToDue(later);
     return full;
+  }
+
+  /**
+   * Whether this process holds an event already, as things stand now: its attempt running, its outcome not written
+   * yet, or the event claimed and waiting to start.
+   */
+  private holding(): (id: string) => boolean {
+    const unstarted = this.waitingCount + this.ready.length > 0 ? new Set(this.unstarted().map((w) => w.row.id)) : undefined;
+    return (id) => this.inflight.has(id) || this.recording.has(id) || unstarted?.has(id) === true;
   }
 
   /** Events claimed and not started: waiting for their destination's slots or for the process's. */
@@ -573,8 +581,8 @@ export class DeliveryWorker {
   /**
    * Writes buffered outcomes in one statement, then updates the schedule. Up to `flushConcurrency` writes run at
    * once (one by default); while all are busy, outcomes keep collecting and the next write to finish takes them as
-   * one bigger batch (up to `flushMax`), so the statement count falls as the delivery rate rises. Writes never share an event: an
-   * event has one attempt in flight in this process, and it is only claimed again after its write.
+   * one bigger batch (up to `flushMax`), so the statement count falls as the delivery rate rises. Writes never share
+   * an event: an event has one attempt in flight in this process, and it is only claimed again after its write.
    */
   private flush(): Promise<void> {
     if (this.flushTimer) clearTimeout(this.flushTimer);
