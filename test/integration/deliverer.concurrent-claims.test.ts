@@ -4,7 +4,7 @@
 // already started is made again after those waits, when nothing can come in between it and the start. An event whose
 // attempt has ended counts as held until its outcome is written: PostgreSQL shows its old attempt count until then.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { enqueueTransfers, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
+import { enqueueTransfers, sendsPerWebhookId, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
 import { until } from "../support/wait.ts";
 
 let bed: DeliveryBed;
@@ -46,9 +46,7 @@ async function dispatchTwice(subscriptionId: string, dispatcher: Dispatcher, ids
 /** How many times the receiver got each event at `path`, a moment after the last delivery. */
 async function sendsPerEvent(path: string): Promise<number[]> {
   await Bun.sleep(200);
-  const perId = new Map<string, number>();
-  for (const d of bed.receiver.deliveries(path)) perId.set(d.headers["webhook-id"]!, (perId.get(d.headers["webhook-id"]!) ?? 0) + 1);
-  return [...perId.values()];
+  return sendsPerWebhookId(bed.receiver.deliveries(path));
 }
 
 test("an event handed to two dispatches at once is sent once and recorded once", async () => {

@@ -3,7 +3,7 @@
 // whose lease could no longer cover an attempt, as the per-destination waiting queue does.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { waitingReleased } from "../../deliverer/metrics.ts";
-import { enqueueTransfers, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
+import { enqueueTransfers, sendsPerWebhookId, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
 import { until } from "../support/wait.ts";
 
 // Lease = 2 × 1 s + 10 s; an attempt must start within 12 − 1 − 5 = 6 s of its claim.
@@ -30,12 +30,6 @@ async function states(bed: DeliveryBed, subscriptionId: string): Promise<{ statu
     GROUP BY status, attempts ORDER BY status, attempts`) as { status: string; attempts: number; n: number }[];
 }
 
-function perWebhookId(bed: DeliveryBed, path: string): number[] {
-  const seen = new Map<string, number>();
-  for (const d of bed.receiver.deliveries(path)) seen.set(d.headers["webhook-id"]!, (seen.get(d.headers["webhook-id"]!) ?? 0) + 1);
-  return [...seen.values()];
-}
-
 test("with every slot taken, the next round is claimed ahead and starts as the slots free; each event is sent once", async () => {
   const sub = await four.subscribe("/slow");
   four.receiver.setBehaviour("/slow", { kind: "delay", ms: 700 });
@@ -49,7 +43,7 @@ test("with every slot taken, the next round is claimed ahead and starts as the s
   expect((await four.deliverer!.schedule.stats()).leased).toBeGreaterThanOrEqual(8);
 
   await until("all twelve delivered", async () => (await states(four, sub.subscriptionId)).some((s) => s.status === "delivered" && s.n === 12), 20_000);
-  expect(perWebhookId(four, "/slow")).toEqual(Array(12).fill(1));
+  expect(sendsPerWebhookId(four.receiver.deliveries("/slow"))).toEqual(Array(12).fill(1));
 }, 30_000);
 
 test("prefetched claims whose lease could no longer cover an attempt go back to the schedule; none is lost", async () => {
@@ -90,5 +84,5 @@ test("a destination none of whose attempts has ended yet keeps two rounds of a b
   await Bun.sleep(100);
   expect(await narrow.deliverer!.schedule.stats()).toMatchObject({ leased: 12, due: 0 });
   await until("all twelve delivered", async () => (await states(narrow, sub.subscriptionId)).some((s) => s.status === "delivered" && s.n === 12), 20_000);
-  expect(perWebhookId(narrow, "/new")).toEqual(Array(12).fill(1));
+  expect(sendsPerWebhookId(narrow.receiver.deliveries("/new"))).toEqual(Array(12).fill(1));
 }, 30_000);

@@ -15,7 +15,7 @@ import { DeliveryService, NewEventSchema, TransferSchema, type EventView, type T
 import { ApiKeyService, SubscriptionService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { createRegistry, type RegistryHandle } from "../../registry/index.ts";
 import { createTestPki, type TestPki } from "../../tools/receiver/certs.ts";
-import { startReceiver, type Receiver } from "../../tools/receiver/server.ts";
+import { startReceiver, type ReceivedDelivery, type Receiver } from "../../tools/receiver/server.ts";
 import { createTestDatabase, type TestDatabase } from "./db.ts";
 import { openTestRedis, type RedisKind } from "./redis-cluster.ts";
 import type { StackRedis } from "./stack.ts";
@@ -158,6 +158,13 @@ export async function enqueueTransfers(
     created += res.created;
   }
   return { ids, created };
+}
+
+/** How many times each webhook-id arrived among `deliveries`, in the order each first arrived. */
+export function sendsPerWebhookId(deliveries: ReceivedDelivery[]): number[] {
+  const seen = new Map<string, number>();
+  for (const d of deliveries) seen.set(d.headers["webhook-id"]!, (seen.get(d.headers["webhook-id"]!) ?? 0) + 1);
+  return [...seen.values()];
 }
 
 /** Polls GetEvent until `predicate` holds (bounded wait), returning the view. */
