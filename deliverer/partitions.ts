@@ -1,14 +1,14 @@
 // The events' daily partitions (migrations 0004, 0005): made ahead of time, and dropped whole once older than
 // EVENT_RETENTION_DAYS (README "Events"). events, event_deliveries and delivery_attempts share the bounds of the
-// event's created_at; event_transfer_keys is cut by the transfer's block day. Rows outside every partition sit in the
-// default partitions (an insert is never refused); retention deletes those in short batches, as they are strays, and
-// the search refs of the days dropped (event_addresses, event_tx_refs: unpartitioned) the same way.
+// event's created_at. Rows outside every partition sit in the default partitions (an insert is never refused);
+// retention deletes those in short batches, as they are strays, and the transfer identities and search refs of the
+// days dropped (event_transfer_keys, event_addresses, event_tx_refs: unpartitioned) the same way.
 import type { Logger } from "../common/logger.ts";
 import type { DelivererDb } from "./store.ts";
 
-export const PARTITIONED_TABLES = ["events", "event_deliveries", "delivery_attempts", "event_transfer_keys"] as const;
-/** The unpartitioned tables of an event's search refs, each keyed by (created_at, event id, …). */
-const SEARCH_REF_TABLES = ["event_addresses", "event_tx_refs"] as const;
+export const PARTITIONED_TABLES = ["events", "event_deliveries", "delivery_attempts"] as const;
+/** The unpartitioned tables of an event's identity and search refs, each with its event's created_at indexed. */
+const EVENT_REF_TABLES = { event_transfer_keys: "event_created_at", event_addresses: "created_at", event_tx_refs: "created_at" } as const;
 /** Days made ahead of today, so a missed maintenance run or two still leaves tomorrow's partition in place. */
 export const PARTITION_DAYS_AHEAD = 3;
 const DAY_MS = 86_400_000;
@@ -19,7 +19,6 @@ const TIME_COLUMN: Record<(typeof PARTITIONED_TABLES)[number], string> = {
   events: "created_at",
   event_deliveries: "created_at",
   delivery_attempts: "event_created_at",
-  event_transfer_keys: "block_day",
 };
 
 /**
@@ -119,8 +118,8 @@ export class EventPartitions {
       dropped.push(name);
     }
     for (const table of PARTITIONED_TABLES) await this.deleteBefore(`${table}_default`, TIME_COLUMN[table], cutoff);
-    // The search refs have no partitions (schema.ts): their expired rows go by range of the primary key.
-    for (const table of SEARCH_REF_TABLES) await this.deleteBefore(table, "created_at", cutoff);
+    // The identities and search refs have no partitions (schema.ts): their expired rows go by range of an index.
+    for (const [table, column] of Object.entries(EVENT_REF_TABLES)) await this.deleteBefore(table, column, cutoff);
     if (dropped.length > 0) this.logger?.info("event partitions dropped (retention)", { cutoff, dropped: dropped.length });
     return dropped;
   }

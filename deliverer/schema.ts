@@ -1,7 +1,7 @@
 // The deliverer's tables (its own migrations folder and journal, __deliverer_migrations). Row types come from here.
 import { idempotencyTable } from "../common/idempotency.ts";
 import { sql } from "drizzle-orm";
-import { bigint, boolean, check, customType, date, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, boolean, check, customType, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 
 const ms = (name: string) => timestamp(name, { precision: 3, withTimezone: true, mode: "date" });
 
@@ -102,11 +102,13 @@ export const eventDeliveries = pgTable(
   ],
 );
 
-// One event per (subscription, kind, transfer): a re-read block or the second stream over the same block makes no
-// second event; a transfer is (chain, transaction, log index, internal index). A unique key on the events table
-// would have to include created_at (its partition key), which differs between two reads of a block, so the identity
-// lives here, partitioned by the UTC day of the transfer's block: the same transfer always lands in the same
-// partition, and retention drops these days with the events'.
+// One event per (subscription, kind, transfer): a re-read block, the second stream over the same block or a fork that
+// re-includes the transaction in another block makes no second event; a transfer is (chain, transaction, log index,
+// internal index). A unique key on the events table would have to include created_at (its partition key), which
+// differs between two reads of a block, so the identity lives here. Not partitioned (migration 0009): a partition key
+// would have to be part of the identity, and nothing of a transfer's time is: the block's day changes when a fork
+// re-includes the transaction in a block past midnight (a second event under a new webhook-id). Retention deletes the
+// rows whose event is gone, in short batches along event_created_at (partitions.ts).
 export const eventTransferKeys = pgTable(
   "event_transfer_keys",
   {
@@ -116,15 +118,15 @@ export const eventTransferKeys = pgTable(
     txId: text("tx_id").notNull(),
     logIndex: integer("log_index").notNull(),
     internalIndex: integer("internal_index").notNull(),
-    blockDay: date("block_day", { mode: "string" }).notNull(),
     eventId: text("event_id").notNull(),
     eventCreatedAt: ms("event_created_at").notNull(),
   },
   (t) => [
     primaryKey({
       name: "event_transfer_keys_pkey",
-      columns: [t.subscriptionId, t.kind, t.chainId, t.txId, t.logIndex, t.internalIndex, t.blockDay],
+      columns: [t.subscriptionId, t.kind, t.chainId, t.txId, t.logIndex, t.internalIndex],
     }),
+    index("event_transfer_keys_created_idx").on(t.eventCreatedAt),
   ],
 );
 

@@ -22,7 +22,7 @@ import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/pa
 import type { Schedule } from "./schedule.ts";
 import { EVENT_STATUSES, type EventStatus, type NewEventRow } from "./schema.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
-import { transferKey, type DelivererStore, type TransferEventRow } from "./store.ts";
+import { transferKey, type DelivererStore } from "./store.ts";
 import type { TargetCache } from "./targets.ts";
 import {
   FAILED_KIND,
@@ -96,7 +96,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
     // No events for a subscription that is gone, disabled or whose key is revoked (docs/CONTRACT.md).
     const targets = await d.targets.get(req.events.map((e) => e.subscriptionId));
     const now = new Date();
-    const rows: TransferEventRow[] = [];
+    const rows: NewEventRow[] = [];
     const keyOf: (string | undefined)[] = Array.from({ length: req.events.length }, () => undefined);
     const seen = new Map<string, string>();
     req.events.forEach((e, i) => {
@@ -123,7 +123,6 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
         nextAttemptAt: new Date(firstDueMs()),
         createdAt: now,
         updatedAt: now,
-        blockAt: new Date(Number(t.blockTimestampMs)),
       });
     });
     const idByKey = new Map<string, string>();

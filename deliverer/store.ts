@@ -9,7 +9,7 @@ import { IdempotencyLedger, type IdempotentOutcome } from "../common/idempotency
 import { SETTINGS_MIGRATIONS } from "../common/settings/migrate.ts";
 import { openDatabase, openMigratedDatabase, pgText, withDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
 import { SEARCH_REFS_PER_REQUEST } from "../common/event-search.ts";
-import { eventTimeWindow, utcDay } from "./partitions.ts";
+import { eventTimeWindow } from "./partitions.ts";
 import type { EventViewRow } from "./payload.ts";
 import { asLimit, PreparedShapes, type Bind, type Statement } from "./prepared.ts";
 import {
@@ -392,9 +392,6 @@ interface Doomed {
   tx_id: string | null;
 }
 
-/** An event to insert through the Enqueue path: the row, and the time of the transfer's block (its identity's day). */
-export type TransferEventRow = NewEventRow & { blockAt: Date };
-
 export class DelivererStore {
   private readonly ledger: IdempotencyLedger;
   /** The event reads of the API, each built once per shape (deliverer/prepared.ts). */
@@ -418,7 +415,7 @@ export class DelivererStore {
    * Inserts transfer events in one statement; an event whose (subscription, kind, chain, txId, logIndex,
    * internalIndex) exists already is not inserted. Returns the ids actually inserted and, for every key, the id now stored for it.
    */
-  async insertTransferEvents(rows: TransferEventRow[]): Promise<{ inserted: Set<string>; idByKey: Map<string, string> }> {
+  async insertTransferEvents(rows: NewEventRow[]): Promise<{ inserted: Set<string>; idByKey: Map<string, string> }> {
     const inserted = new Set<string>();
     const idByKey = new Map<string, string>();
     if (rows.length === 0) return { inserted, idByKey };
@@ -436,7 +433,6 @@ export class DelivererStore {
         payload: r.payload,
         next: r.nextAttemptAt?.toISOString() ?? null,
         at: (r.createdAt ?? new Date()).toISOString(),
-        day: utcDay(r.blockAt.getTime()),
       })),
     );
     await withDatabase(async () => {
@@ -446,10 +442,10 @@ export class DelivererStore {
         WITH v AS (
           SELECT * FROM json_to_recordset(${json}::text::json)
             AS v(id text, sub text, key text, addrs json, kind text, chain text, tx text, li int, ii int, payload text,
-                 next timestamptz, at timestamptz, day date)
+                 next timestamptz, at timestamptz)
         ), k AS (
-          INSERT INTO event_transfer_keys (subscription_id, kind, chain_id, tx_id, log_index, internal_index, block_day, event_id, event_created_at)
-          SELECT v.sub, v.kind, v.chain, v.tx, v.li, v.ii, v.day, v.id, v.at FROM v
+          INSERT INTO event_transfer_keys (subscription_id, kind, chain_id, tx_id, log_index, internal_index, event_id, event_created_at)
+          SELECT v.sub, v.kind, v.chain, v.tx, v.li, v.ii, v.id, v.at FROM v
           ON CONFLICT DO NOTHING
           RETURNING event_id
         ), e AS (
@@ -479,9 +475,9 @@ export class DelivererStore {
       // Some already existed (a block read again): the stored id of every key.
       const existing = (await this.db.$client`
         SELECT e.event_id AS id, e.subscription_id, e.kind, e.chain_id, e.tx_id, e.log_index, e.internal_index FROM event_transfer_keys e
-        JOIN json_to_recordset(${json}::text::json) AS v(sub text, kind text, chain text, tx text, li int, ii int, day date)
+        JOIN json_to_recordset(${json}::text::json) AS v(sub text, kind text, chain text, tx text, li int, ii int)
           ON e.subscription_id = v.sub AND e.kind = v.kind AND e.chain_id = v.chain AND e.tx_id = v.tx
-            AND e.log_index = v.li AND e.internal_index = v.ii AND e.block_day = v.day`) as {
+            AND e.log_index = v.li AND e.internal_index = v.ii`) as {
         id: string;
         subscription_id: string;
         kind: string;

@@ -80,6 +80,23 @@ describe("Enqueue", () => {
     expect(body).toBe(e.payloadJson);
   });
 
+  test("a transfer re-included in a block of the next UTC day keeps its one event (no second webhook-id)", async () => {
+    const sub = await bed.subscribe("/enq-midnight");
+    const midnight = Math.floor(Date.now() / 86_400_000) * 86_400_000;
+    // The same transaction in a block of 23:59:58 and, after a fork, in the replacement block of 00:00:01.
+    const before = { ...sampleTransfer(40), blockNumber: 1040n, blockTimestampMs: BigInt(midnight - 2_000) };
+    const after = { ...before, blockHash: "ef".repeat(32), blockNumber: 1041n, blockTimestampMs: BigInt(midnight + 1_000) };
+    const event = (transfer: Transfer) => create(NewEventSchema, { subscriptionId: sub.subscriptionId, kind, transfer });
+    const first = await bed.delivery.enqueue({ events: [event(before)] });
+    expect(first.created).toBe(1);
+    const again = await bed.delivery.enqueue({ events: [event(after)] });
+    expect([again.created, again.eventIds]).toEqual([0, first.eventIds]);
+    expect(await eventCount(sub.subscriptionId)).toBe(1);
+    await bed.receiver.waitForCount("/enq-midnight", 1);
+    await Bun.sleep(200);
+    expect(bed.receiver.deliveries("/enq-midnight").map((d) => d.headers["webhook-id"])).toEqual(first.eventIds);
+  });
+
   test("each kind of the same transfer is its own event, and internal transfers of one transaction are distinct", async () => {
     const sub = await bed.subscribe("/enq-kinds");
     const base = { ...sampleTransfer(30), fee: "2086320", memo: "invoice 42 ✓" };

@@ -2,7 +2,7 @@
 // (subscription, kind, chain, txId, logIndex, internalIndex); 0004 partitioned the events by day; 0005 moved the
 // delivery state into event_deliveries; 0006 gave the txId search its own table (event_tx_refs); 0007 took the
 // address search's table (event_addresses) out of the daily partitions; 0008 stored each payload as the text it is
-// delivered as. Every stored row
+// delivered as; 0009 took the transfer identity (event_transfer_keys) out of the block-day partitions. Every stored row
 // keeps its id, payload, stream position, attempts and delivery state, and the identity is still the one enforced.
 import { afterAll, expect, test } from "bun:test";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -84,17 +84,14 @@ test("existing events keep their ids; the unique key becomes (subscription, kind
 
   // The identity lives in event_transfer_keys (a unique key on the partitioned events would need created_at).
   const [pk] = (await sql`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'event_transfer_keys_pkey'`) as { def: string }[];
-  expect(pk!.def).toBe("PRIMARY KEY (subscription_id, kind, chain_id, tx_id, log_index, internal_index, block_day)");
-  const keys = (await sql`SELECT event_id, block_day::text AS day FROM event_transfer_keys ORDER BY event_id`) as { event_id: string; day: string }[];
-  expect(keys).toEqual([
-    { event_id: old[0]!.id, day: "2026-11-20" },
-    { event_id: old[1]!.id, day: "2026-11-20" },
-  ]);
+  expect(pk!.def).toBe("PRIMARY KEY (subscription_id, kind, chain_id, tx_id, log_index, internal_index)");
+  const keys = (await sql`SELECT event_id FROM event_transfer_keys ORDER BY event_id`) as { event_id: string }[];
+  expect(keys).toEqual([{ event_id: old[0]!.id }, { event_id: old[1]!.id }]);
 
   // The same transfer as a confirmed event, and an internal transfer of the same transaction: both new.
   const claim = (id: string, kind: string, ii: number) => sql`INSERT INTO event_transfer_keys
-      (subscription_id, kind, chain_id, tx_id, log_index, internal_index, block_day, event_id, event_created_at)
-    VALUES ('sub_01JOLDSUBSCRIPTIONAAAAAAAA', ${kind}, 'tron:mainnet', ${"aa".repeat(32)}, -1, ${ii}, '2026-11-20', ${id}, now())
+      (subscription_id, kind, chain_id, tx_id, log_index, internal_index, event_id, event_created_at)
+    VALUES ('sub_01JOLDSUBSCRIPTIONAAAAAAAA', ${kind}, 'tron:mainnet', ${"aa".repeat(32)}, -1, ${ii}, ${id}, now())
     ON CONFLICT DO NOTHING RETURNING event_id`;
   expect(await claim("evt_01JNEWAAAAAAAAAAAAAAAAAAAA", "wallet.transfer.confirmed", -1)).toHaveLength(1);
   expect(await claim("evt_01JNEWBBBBBBBBBBBBBBBBBBBB", "wallet.transfer.broadcasted", 1)).toHaveLength(1);
@@ -314,4 +311,40 @@ test("each payload becomes the text the deliverer sent for it: the same bytes, w
   // Kept a JSON object: anything else is refused.
   const bad = sql`INSERT INTO events (id, subscription_id, kind, payload, created_at) VALUES ('evt_bad', 'sub_x', 'service.ping', '[1]', now())`;
   await expect(bad).rejects.toThrow(/events_payload_object/);
+}, 60_000);
+
+test("the transfer identity leaves the block-day partitions: one row per transfer, the first event's, whatever its day", async () => {
+  const { url, sql } = await freshDatabase("delmigkeys");
+  await migrate(url, migrationsBefore("0009_event_transfer_keys_unpartitioned"));
+  const sub = "sub_01JKEYSUBSCRIPTIONAAAAAAAA";
+  const kind = "wallet.transfer.broadcasted";
+  // One transfer whose fork put it in blocks on either side of a midnight: two rows, two events (the fault); another
+  // transfer with one row.
+  const rows = [
+    { id: "evt_01JKEYFIRSTAAAAAAAAAAAAAAA", tx: "ab".repeat(32), day: "2026-11-20", at: "2026-11-20T23:59:58.000Z" },
+    { id: "evt_01JKEYSECONDAAAAAAAAAAAAAA", tx: "ab".repeat(32), day: "2026-11-21", at: "2026-11-21T00:00:04.000Z" },
+    { id: "evt_01JKEYOTHERAAAAAAAAAAAAAAA", tx: "cd".repeat(32), day: "2026-11-21", at: "2026-11-21T00:00:05.000Z" },
+  ];
+  for (const r of rows) {
+    await sql`SELECT deliverer_ensure_partition('event_transfer_keys', ${r.day}::date)`;
+    await sql`INSERT INTO event_transfer_keys (subscription_id, kind, chain_id, tx_id, log_index, internal_index, block_day, event_id, event_created_at)
+      VALUES (${sub}, ${kind}, 'tron:mainnet', ${r.tx}, -1, -1, ${r.day}::date, ${r.id}, ${r.at}::timestamptz)`;
+  }
+  await migrate(url, DELIVERER_MIGRATIONS);
+
+  const [{ kind: relkind }] = (await sql`SELECT relkind AS kind FROM pg_class WHERE relname = 'event_transfer_keys'`) as [{ kind: string }];
+  expect(relkind).toBe("r");
+  const parts = (await sql`SELECT relname FROM pg_class WHERE relname LIKE 'event_transfer_keys%' AND relkind IN ('r', 'p') ORDER BY relname`) as { relname: string }[];
+  expect(parts.map((p) => p.relname)).toEqual(["event_transfer_keys"]);
+  const kept = (await sql`SELECT tx_id, event_id, event_created_at FROM event_transfer_keys ORDER BY tx_id`) as { tx_id: string; event_id: string; event_created_at: Date }[];
+  expect(kept.map((k) => [k.tx_id, k.event_id, new Date(k.event_created_at).toISOString()])).toEqual([
+    [rows[0]!.tx, rows[0]!.id, rows[0]!.at],
+    [rows[2]!.tx, rows[2]!.id, rows[2]!.at],
+  ]);
+  // The identity holds across days now: the transfer claimed again (any block, any day) finds its row.
+  const again = await sql`INSERT INTO event_transfer_keys (subscription_id, kind, chain_id, tx_id, log_index, internal_index, event_id, event_created_at)
+    VALUES (${sub}, ${kind}, 'tron:mainnet', ${rows[0]!.tx}, -1, -1, 'evt_01JKEYTHIRDAAAAAAAAAAAAAAA', now()) ON CONFLICT DO NOTHING RETURNING event_id`;
+  expect(again).toHaveLength(0);
+  const [idx] = (await sql`SELECT indexdef FROM pg_indexes WHERE indexname = 'event_transfer_keys_created_idx'`) as { indexdef: string }[];
+  expect(idx!.indexdef).toContain("(event_created_at)");
 }, 60_000);

@@ -70,7 +70,7 @@ interface Made {
 
 /**
  * Stored events of a subscription at the given times, as the deliverer writes them: the event (id a ULID of its
- * time), its delivery state, its transfer identity (block day = its day), its two address rows, its txId row and one
+ * time), its delivery state, its transfer identity, its two address rows, its txId row and one
  * failed attempt. Each has a txId of its own unless `tx` gives them one to share.
  */
 async function store(sub: { id: string; keyId: string }, times: number[], status = "failed", tx?: string): Promise<Made[]> {
@@ -83,8 +83,8 @@ async function store(sub: { id: string; keyId: string }, times: number[], status
         jsonb_build_object('id', v.id, 'kind', 'wallet.transfer.broadcasted', 'data', '{}'::jsonb), v.at FROM v),
     d AS (INSERT INTO event_deliveries (event_id, created_at, subscription_id, key_id, status, updated_at)
       SELECT v.id, v.at, ${sub.id}, ${sub.keyId}, ${status}, v.at FROM v),
-    k AS (INSERT INTO event_transfer_keys (subscription_id, kind, chain_id, tx_id, log_index, internal_index, block_day, event_id, event_created_at)
-      SELECT ${sub.id}, 'wallet.transfer.broadcasted', 'tron:mainnet', v.tx, v.li, -1, (v.at AT TIME ZONE 'UTC')::date, v.id, v.at FROM v),
+    k AS (INSERT INTO event_transfer_keys (subscription_id, kind, chain_id, tx_id, log_index, internal_index, event_id, event_created_at)
+      SELECT ${sub.id}, 'wallet.transfer.broadcasted', 'tron:mainnet', v.tx, v.li, -1, v.id, v.at FROM v),
     a AS (INSERT INTO event_addresses (key_id, address, created_at, event_id)
       SELECT ${sub.keyId}, x, v.at, v.id FROM v, unnest(ARRAY[${PART_FROM}::text, ${PART_TO}::text]) x),
     t AS (INSERT INTO event_tx_refs (key_id, tx_id, created_at, event_id) SELECT ${sub.keyId}, v.tx, v.at, v.id FROM v)
@@ -136,7 +136,7 @@ describe("retention", () => {
     // Whole days: the partitions themselves are gone, of every table that shares the events' days.
     expect(await parts()).toEqual([]);
     for (const d of [40, 35]) {
-      for (const table of ["events", "event_deliveries", "delivery_attempts", "event_transfer_keys"]) {
+      for (const table of ["events", "event_deliveries", "delivery_attempts"]) {
         expect(dropped).toContain(`${table}_p${dayName(now - d * DAY)}`);
       }
     }
@@ -146,7 +146,7 @@ describe("retention", () => {
     expect(await count("event_deliveries", "event_id", oldIds)).toBe(0);
     expect(await count("delivery_attempts", "event_id", oldIds)).toBe(0);
     expect(await count("event_transfer_keys", "event_id", oldIds)).toBe(0);
-    // The search refs have no partitions: those of the dropped days go by a ranged delete.
+    // The identities and search refs have no partitions: those of the dropped days go by a ranged delete.
     expect(await count("event_addresses", "event_id", oldIds)).toBe(0);
     expect(await count("event_tx_refs", "event_id", oldIds)).toBe(0);
     expect(await count("events", "id", keptIds)).toBe(4);

@@ -222,9 +222,10 @@ export class SimChain {
    * `reinclude`: true (default) puts the old blocks' transactions back in the new branch, as on a real chain; false
    * drops them all; a list of txIds re-includes only those (the rest vanish, as a transaction that expired in a
    * node's pool does). A fork that would replace the solidified head or anything below it is refused: solidified
-   * blocks are final on TRON.
+   * blocks are final on TRON. `at` stamps the new blocks from that time on, 3 s apart (default: the old blocks' times),
+   * as when the replacing branch is produced later (past a midnight, say).
    */
-  fork(depth: number, length = depth, reinclude: boolean | readonly string[] = true): { ancestor: number; removed: string[]; added: string[] } {
+  fork(depth: number, length = depth, reinclude: boolean | readonly string[] = true, at?: number): { ancestor: number; removed: string[]; added: string[] } {
     if (!Number.isInteger(depth) || depth < 1 || depth >= this.canonical.length) {
       throw new ForkRefused(`fork depth must be 1..${this.canonical.length - 1}`);
     }
@@ -241,7 +242,7 @@ export class SimChain {
     for (let i = 0; i < length; i++) {
       const parent = this.head();
       const old = (removed[i]?.block.transactions ?? []).filter(keep);
-      const ts = removed[i]?.block.block_header.raw_data.timestamp ?? now;
+      const ts = at !== undefined ? at + i * 3_000 : (removed[i]?.block.block_header.raw_data.timestamp ?? now);
       const fresh: TronTransaction[] = [];
       for (let j = 0; j < Math.min(this.txPerBlock, 20); j++) fresh.push(this.generator.randomTransaction(this.ref(parent), ts));
       const block = assembleBlock(this.ref(parent), ts, [...old, ...fresh], removed[0]?.block.block_header.raw_data.witness_address ?? this.pool[0]!, this.generator.rand);

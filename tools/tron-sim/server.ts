@@ -217,7 +217,7 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
         const length = p.length === undefined ? depth : num(p.length);
         const reinclude = Array.isArray(p.reinclude) ? p.reinclude.map(String) : p.reinclude === undefined ? true : flag(p.reinclude);
         try {
-          const result = chain.fork(depth, length, reinclude);
+          const result = chain.fork(depth, length, reinclude, p.at === undefined ? undefined : num(p.at));
           schedule();
           return Response.json(result);
         } catch (err) {
