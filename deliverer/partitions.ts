@@ -2,20 +2,45 @@
 // EVENT_RETENTION_DAYS (README "Events"). events, event_deliveries and delivery_attempts share the bounds of the
 // event's created_at. Rows outside every partition sit in the default partitions (an insert is never refused);
 // retention deletes those in short batches, as they are strays, and the transfer identities and search refs of the
-// days dropped (event_transfer_keys, event_addresses, event_tx_refs: unpartitioned) the same way.
+// days dropped (event_transfer_keys, event_addresses, event_tx_refs: unpartitioned) the same way. Only final events
+// go: a pending one (retrying, held for a disabled subscription or a revoked key, retried or recovered by a user) is
+// moved out of its expired day into the default partition, with its attempts and refs, and goes once it is final.
 import type { Logger } from "../common/logger.ts";
 import type { DelivererDb } from "./store.ts";
 
 export const PARTITIONED_TABLES = ["events", "event_deliveries", "delivery_attempts"] as const;
-/** The unpartitioned tables of an event's identity and search refs, each with its event's created_at indexed. */
-const EVENT_REF_TABLES = { event_transfer_keys: "event_created_at", event_addresses: "created_at", event_tx_refs: "created_at" } as const;
+type Partitioned = (typeof PARTITIONED_TABLES)[number];
+/** A row on `x` whose event is still there, from its event id and created_at columns. */
+const eventExists = (id: string, at: string) => `EXISTS (SELECT 1 FROM events e WHERE e.id = x.${id} AND e.created_at = x.${at})`;
+/**
+ * The rows of an expired day that stay, per table (on row `x`): the states decide (pending stays), the events follow
+ * their states and the attempts their events. A day's tables go in this order, each in its own transaction: what
+ * one leaves is what the next reads, so a pass cut short anywhere leaves a state the next pass completes.
+ */
+const STAYS: Record<Partitioned, string> = {
+  event_deliveries: "x.status = 'pending'",
+  events: "EXISTS (SELECT 1 FROM event_deliveries d WHERE d.event_id = x.id AND d.created_at = x.created_at)",
+  delivery_attempts: eventExists("event_id", "event_created_at"),
+};
+const DROP_ORDER: readonly Partitioned[] = ["event_deliveries", "events", "delivery_attempts"];
+/** The unpartitioned tables of an event's identity and search refs: the time column (indexed) and what keeps a row. */
+const EVENT_REF_TABLES = {
+  event_transfer_keys: { column: "event_created_at", stays: eventExists("event_id", "event_created_at") },
+  event_addresses: { column: "created_at", stays: eventExists("event_id", "created_at") },
+  event_tx_refs: { column: "created_at", stays: eventExists("event_id", "created_at") },
+} as const;
+/**
+ * The most pending events an expired day may move out at once: the move runs under the partition's exclusive lock, so
+ * a day with more (a subscription disabled with a large backlog) is kept whole for now, and looked at again next pass.
+ */
+const MOVE_LIMIT = 10_000;
 /** Days made ahead of today, so a missed maintenance run or two still leaves tomorrow's partition in place. */
 export const PARTITION_DAYS_AHEAD = 3;
 const DAY_MS = 86_400_000;
 /** Rows deleted per statement from a default partition, or from the search refs. */
 const STRAY_BATCH = 5_000;
 /** The default partition's column the retention compares, per table. */
-const TIME_COLUMN: Record<(typeof PARTITIONED_TABLES)[number], string> = {
+const TIME_COLUMN: Record<Partitioned, string> = {
   events: "created_at",
   event_deliveries: "created_at",
   delivery_attempts: "event_created_at",
@@ -100,35 +125,89 @@ export class EventPartitions {
   }
 
   /**
-   * Drops every daily partition whose day is before the cutoff (a whole day at once, never row by row), then deletes
-   * the strays older than the cutoff from the default partitions in short batches. Returns the partitions dropped.
+   * Drops every daily partition whose day is before the cutoff (a whole day at once, never row by row), moving the
+   * day's events that are not final into the default partition first; then deletes the final strays older than the
+   * cutoff from the default partitions, and the identities and search refs whose event is gone, in short batches.
+   * Returns the partitions dropped.
    */
   async dropExpired(now: number): Promise<string[]> {
     const cutoff = this.cutoffDay(now);
     const parts = (await this.db.$client`
       SELECT c.relname AS name, p.relname AS parent FROM pg_inherits i
       JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
-      WHERE p.relname IN ${this.db.$client(PARTITIONED_TABLES as unknown as string[])}`) as { name: string; parent: string }[];
-    const dropped: string[] = [];
+      WHERE p.relname IN ${this.db.$client(PARTITIONED_TABLES as unknown as string[])}`) as { name: string; parent: Partitioned }[];
+    const days = new Map<string, Map<Partitioned, string>>();
     for (const { name, parent } of parts) {
       const m = /_p(\d{4})(\d{2})(\d{2})$/.exec(name);
       if (!m || name !== `${parent}_p${m[1]}${m[2]}${m[3]}`) continue;
-      if (`${m[1]}-${m[2]}-${m[3]}` >= cutoff) continue;
-      await this.db.$client.unsafe(`DROP TABLE IF EXISTS "${name}"`);
-      dropped.push(name);
+      const day = `${m[1]}-${m[2]}-${m[3]}`;
+      if (day >= cutoff) continue;
+      if (!days.has(day)) days.set(day, new Map());
+      days.get(day)!.set(parent, name);
     }
-    for (const table of PARTITIONED_TABLES) await this.deleteBefore(`${table}_default`, TIME_COLUMN[table], cutoff);
+    const dropped: string[] = [];
+    let kept = 0;
+    for (const [day, tables] of [...days].sort(([a], [b]) => a.localeCompare(b))) {
+      const states = tables.get("event_deliveries");
+      const pending = states ? await this.pendingIn(states) : 0;
+      if (pending > MOVE_LIMIT) {
+        this.logger?.warn("expired event day kept: too many events not final to move at once", { day, pending });
+        continue;
+      }
+      for (const table of DROP_ORDER) {
+        const name = tables.get(table);
+        if (!name) continue;
+        kept += await this.dropDay(table, name);
+        dropped.push(name);
+      }
+    }
+    for (const table of DROP_ORDER) {
+      await this.deleteBefore(`${table}_default`, TIME_COLUMN[table], cutoff, STAYS[table]);
+    }
     // The identities and search refs have no partitions (schema.ts): their expired rows go by range of an index.
-    for (const [table, column] of Object.entries(EVENT_REF_TABLES)) await this.deleteBefore(table, column, cutoff);
-    if (dropped.length > 0) this.logger?.info("event partitions dropped (retention)", { cutoff, dropped: dropped.length });
+    for (const [table, { column, stays }] of Object.entries(EVENT_REF_TABLES)) await this.deleteBefore(table, column, cutoff, stays);
+    if (dropped.length > 0) this.logger?.info("event partitions dropped (retention)", { cutoff, dropped: dropped.length, kept });
     return dropped;
   }
 
-  /** Deletes a table's rows whose time column lies before the cutoff, STRAY_BATCH rows per statement. */
-  private async deleteBefore(table: string, column: string, cutoff: string): Promise<void> {
+  /** Pending states in a day's partition of event_deliveries, counted up to MOVE_LIMIT + 1. */
+  private async pendingIn(partition: string): Promise<number> {
+    const [row] = (await this.db.$client.unsafe(
+      `SELECT count(*)::int AS n FROM (SELECT 1 FROM "${partition}" WHERE status = 'pending' LIMIT ${MOVE_LIMIT + 1}) s`,
+    )) as { n: number }[];
+    return row?.n ?? 0;
+  }
+
+  /**
+   * Detaches one expired partition, moves the rows that stay (STAYS) into the default partition and drops the rest,
+   * in one transaction: no reader ever sees a kept row missing. Returns the rows moved.
+   */
+  private async dropDay(table: Partitioned, partition: string): Promise<number> {
+    return this.db.$client.begin(async (tx) => {
+      await tx`SELECT pg_advisory_xact_lock(hashtext('deliverer_partitions'))`;
+      const [{ cols }] = (await tx`
+        SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) AS cols FROM pg_attribute
+        WHERE attrelid = ${table}::regclass AND attnum > 0 AND NOT attisdropped`) as [{ cols: string }];
+      await tx.unsafe(`ALTER TABLE "${table}" DETACH PARTITION "${partition}"`);
+      // The kept rows keep every column, the stream position (xid, seq) of an event included.
+      const moved = await tx.unsafe(
+        `INSERT INTO "${table}" (${cols}) OVERRIDING SYSTEM VALUE SELECT ${cols} FROM "${partition}" x WHERE ${STAYS[table]}`,
+      );
+      await tx.unsafe(`DROP TABLE "${partition}"`);
+      return (moved as unknown as { count: number }).count;
+    });
+  }
+
+  /**
+   * Deletes a table's rows whose time column lies before the cutoff and that do not stay, STRAY_BATCH rows per
+   * statement. The condition is checked again on the row deleted: a state made pending meanwhile is a new row version,
+   * not the one selected, and stays.
+   */
+  private async deleteBefore(table: string, column: string, cutoff: string, stays: string): Promise<void> {
     for (;;) {
       const res = await this.db.$client.unsafe(
-        `DELETE FROM "${table}" WHERE ctid = ANY (ARRAY(SELECT ctid FROM "${table}" WHERE "${column}" < $1 LIMIT ${STRAY_BATCH}))`,
+        `DELETE FROM "${table}" x WHERE ctid = ANY (ARRAY(SELECT ctid FROM "${table}" x WHERE x."${column}" < $1 AND NOT (${stays}) LIMIT ${STRAY_BATCH}))
+           AND NOT (${stays})`,
         [cutoff],
       );
       if ((res as unknown as { count: number }).count < STRAY_BATCH) break;
