@@ -53,6 +53,8 @@ export interface DelivererHandle extends ServiceHandle {
 const PURGE_INTERVAL_MS = 10 * 60_000;
 /** Partition upkeep (next days made, expired days dropped): hourly, and once at start. */
 const PARTITION_INTERVAL_MS = 60 * 60_000;
+/** A pass that could not finish (a lock not had in time, an error) is tried again this soon. */
+const PARTITION_RETRY_MS = 60_000;
 
 export async function createDeliverer(config: Config, deps: DelivererDeps): Promise<DelivererHandle> {
   const logger = log.child({ service: "deliverer" });
@@ -79,6 +81,10 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
   });
   const unwatch = watchSchedule(schedule);
   const waker = new StreamWaker();
+  // Today's and the next days' partitions before the first write: after an outage longer than the days made ahead,
+  // writes would otherwise land in the default partition until the upkeep ran.
+  const partitions = new EventPartitions(db, config.eventRetentionDays, logger);
+  if (!(await partitions.prepare())) logger.error("event partitions for today not made; writes go to the default partition until they are");
   if (deps.startWorker !== false) worker.start();
 
   const purge = async () => {
@@ -92,13 +98,23 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
   const timer = setInterval(purge, PURGE_INTERVAL_MS);
   timer.unref?.();
 
-  const partitions = new EventPartitions(db, config.eventRetentionDays, logger);
   let upkeep: Promise<void> | undefined;
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  let closed = false;
   const maintain = () => {
-    // A pass still running (a large drop waiting for its lock) is not doubled.
+    // A pass still running is not doubled; one that did not finish is retried soon rather than in an hour.
     upkeep ??= partitions
       .maintain()
-      .catch((err) => logger.warn("event partition upkeep failed; it is retried", { err }))
+      .catch((err) => {
+        logger.warn("event partition upkeep failed; it is retried", { err });
+        return false;
+      })
+      .then((complete) => {
+        if (complete || closed) return;
+        clearTimeout(retry);
+        retry = setTimeout(maintain, PARTITION_RETRY_MS);
+        retry.unref?.();
+      })
       .finally(() => {
         upkeep = undefined;
       });
@@ -145,7 +161,9 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
     redis,
     async close() {
       clearInterval(timer);
+      closed = true;
       clearInterval(partitionTimer);
+      clearTimeout(retry);
       await purger.stop();
       await upkeep;
       await worker.stop();

@@ -5,6 +5,9 @@
 // days dropped (event_transfer_keys, event_addresses, event_tx_refs: unpartitioned) the same way. Only final events
 // go: a pending one (retrying, held for a disabled subscription or a revoked key, retried or recovered by a user) is
 // moved out of its expired day into the default partition, with its attempts and refs, and goes once it is final.
+// Making or dropping a partition locks its parent or the default partition exclusively: every such wait is bounded by
+// a short lock_timeout, so a long read never queues the events' reads and writes behind it; the step that gave up is
+// retried by a later pass (PartitionPass.complete false).
 import type { Logger } from "../common/logger.ts";
 import type { DelivererDb } from "./store.ts";
 
@@ -34,6 +37,16 @@ const EVENT_REF_TABLES = {
  * a day with more (a subscription disabled with a large backlog) is kept whole for now, and looked at again next pass.
  */
 const MOVE_LIMIT = 10_000;
+/** How long making or dropping a partition waits for its lock; everything that touches the table waits behind it. */
+export const PARTITION_LOCK_TIMEOUT_MS = 1_000;
+/** SQLSTATE lock_not_available: lock_timeout ran out. */
+const LOCK_NOT_AVAILABLE = "55P03";
+
+/** What one upkeep step did: its count, and whether it finished (false: a lock or an error stopped it; retry). */
+export interface PartitionPass<T> {
+  result: T;
+  complete: boolean;
+}
 /** Days made ahead of today, so a missed maintenance run or two still leaves tomorrow's partition in place. */
 export const PARTITION_DAYS_AHEAD = 3;
 const DAY_MS = 86_400_000;
@@ -104,19 +117,63 @@ export class EventPartitions {
     private readonly db: DelivererDb,
     private readonly retentionDays: number,
     private readonly logger?: Logger,
+    private readonly lockTimeoutMs = PARTITION_LOCK_TIMEOUT_MS,
   ) {}
 
   /** Makes the daily partitions of every table for each day of [from, to] that has none; returns how many were made. */
   async ensure(from: Date, to: Date): Promise<number> {
+    const pass = await this.ensurePass(from, to);
+    if (!pass.complete) throw new Error("event partitions not all made (see the log); retry");
+    return pass.result;
+  }
+
+  /**
+   * Makes the missing daily partitions of [from, to], each on its own (one that cannot be made, its lock taken or an
+   * error, does not keep the others from being made). A default partition's rows of the day move into the new one
+   * (migration 0010).
+   */
+  async ensurePass(from: Date, to: Date): Promise<PartitionPass<number>> {
     let made = 0;
+    let complete = true;
     for (let t = Math.floor(from.getTime() / DAY_MS) * DAY_MS; t <= to.getTime(); t += DAY_MS) {
       const day = utcDay(t);
       for (const table of PARTITIONED_TABLES) {
-        const [row] = (await this.db.$client`SELECT deliverer_ensure_partition(${table}, ${day}::date) AS made`) as { made: boolean }[];
-        if (row?.made) made++;
+        try {
+          const made1 = await this.bounded(async (tx) => {
+            const [row] = (await tx`SELECT deliverer_ensure_partition(${table}, ${day}::date) AS made`) as { made: boolean }[];
+            return row?.made === true;
+          });
+          if (made1) made++;
+        } catch (err) {
+          complete = false;
+          this.logger?.warn("event partition not made; it is retried", { table, day, lockTimeout: isLockTimeout(err), err });
+        }
       }
     }
-    return made;
+    return { result: made, complete };
+  }
+
+  /**
+   * Today's and the next days' partitions, before the deliverer serves: retried until made or `deadlineMs` passed (a
+   * write meanwhile lands in the default partition and is moved into its day when the day is made). Returns whether
+   * every partition is there.
+   */
+  async prepare(now = Date.now(), deadlineMs = 30_000, pauseMs = 500): Promise<boolean> {
+    const until = Date.now() + deadlineMs;
+    for (;;) {
+      const pass = await this.ensurePass(new Date(now), new Date(now + PARTITION_DAYS_AHEAD * DAY_MS));
+      if (pass.complete) return true;
+      if (Date.now() + pauseMs > until) return false;
+      await Bun.sleep(pauseMs);
+    }
+  }
+
+  /** One transaction whose lock waits end after lockTimeoutMs (SQLSTATE 55P03). */
+  private bounded<T>(work: (tx: Bun.SQL) => Promise<T>): Promise<T> {
+    return this.db.$client.begin(async (tx) => {
+      await tx.unsafe(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(this.lockTimeoutMs))}`);
+      return work(tx);
+    });
   }
 
   /** The first day kept: partitions of earlier days are dropped. */
@@ -131,6 +188,11 @@ export class EventPartitions {
    * Returns the partitions dropped.
    */
   async dropExpired(now: number): Promise<string[]> {
+    return (await this.dropExpiredPass(now)).result;
+  }
+
+  /** dropExpired, telling whether it finished: a day whose lock was not had in time is left to a later pass. */
+  async dropExpiredPass(now: number): Promise<PartitionPass<string[]>> {
     const cutoff = this.cutoffDay(now);
     const parts = (await this.db.$client`
       SELECT c.relname AS name, p.relname AS parent FROM pg_inherits i
@@ -147,7 +209,8 @@ export class EventPartitions {
     }
     const dropped: string[] = [];
     let kept = 0;
-    for (const [day, tables] of [...days].sort(([a], [b]) => a.localeCompare(b))) {
+    let complete = true;
+    days: for (const [day, tables] of [...days].sort(([a], [b]) => a.localeCompare(b))) {
       const states = tables.get("event_deliveries");
       const pending = states ? await this.pendingIn(states) : 0;
       if (pending > MOVE_LIMIT) {
@@ -157,7 +220,14 @@ export class EventPartitions {
       for (const table of DROP_ORDER) {
         const name = tables.get(table);
         if (!name) continue;
-        kept += await this.dropDay(table, name);
+        try {
+          kept += await this.dropDay(table, name);
+        } catch (err) {
+          // The day's tables go in order (STAYS): the rest of this day, and the later days, wait for the next pass.
+          complete = false;
+          this.logger?.warn("expired event partition not dropped; it is retried", { partition: name, lockTimeout: isLockTimeout(err), err });
+          break days;
+        }
         dropped.push(name);
       }
     }
@@ -167,7 +237,7 @@ export class EventPartitions {
     // The identities and search refs have no partitions (schema.ts): their expired rows go by range of an index.
     for (const [table, { column, stays }] of Object.entries(EVENT_REF_TABLES)) await this.deleteBefore(table, column, cutoff, stays);
     if (dropped.length > 0) this.logger?.info("event partitions dropped (retention)", { cutoff, dropped: dropped.length, kept });
-    return dropped;
+    return { result: dropped, complete };
   }
 
   /** Pending states in a day's partition of event_deliveries, counted up to MOVE_LIMIT + 1. */
@@ -183,7 +253,8 @@ export class EventPartitions {
    * in one transaction: no reader ever sees a kept row missing. Returns the rows moved.
    */
   private async dropDay(table: Partitioned, partition: string): Promise<number> {
-    return this.db.$client.begin(async (tx) => {
+    // DETACH … CONCURRENTLY is refused while a default partition exists; a bounded wait instead.
+    return this.bounded(async (tx) => {
       await tx`SELECT pg_advisory_xact_lock(hashtext('deliverer_partitions'))`;
       const [{ cols }] = (await tx`
         SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) AS cols FROM pg_attribute
@@ -214,9 +285,15 @@ export class EventPartitions {
     }
   }
 
-  /** One maintenance pass: today's and the next days' partitions, then retention. */
-  async maintain(now = Date.now()): Promise<void> {
-    await this.ensure(new Date(now), new Date(now + PARTITION_DAYS_AHEAD * DAY_MS));
-    await this.dropExpired(now);
+  /** One maintenance pass: today's and the next days' partitions, then retention. Returns whether it finished. */
+  async maintain(now = Date.now()): Promise<boolean> {
+    const made = await this.ensurePass(new Date(now), new Date(now + PARTITION_DAYS_AHEAD * DAY_MS));
+    const dropped = await this.dropExpiredPass(now);
+    return made.complete && dropped.complete;
   }
+}
+
+function isLockTimeout(err: unknown): boolean {
+  const e = err as { errno?: unknown; code?: unknown } | null;
+  return e?.errno === LOCK_NOT_AVAILABLE || e?.code === LOCK_NOT_AVAILABLE;
 }

@@ -1,12 +1,19 @@
 // Retention keeps every event that is not final (deliverer/partitions.ts): an expired day goes, but its pending events
 // (being retried, held for a disabled subscription or a revoked key, retried or recovered by a user) stay, with their
-// attempts, identity and search refs, until they are final. Real stack (gateway, registry, deliverer), PostgreSQL and
-// Redis; a short retention (EVENT_RETENTION_DAYS=2) and back-dated events.
+// attempts, identity and search refs, until they are final. Partition upkeep never stalls the events' writes: a drop
+// that cannot have its lock at once gives up and is retried; a day written before its partition existed (rows in the
+// default partition) is made with those rows moved in; a deliverer makes today's partitions before it serves. Real
+// stack (gateway, registry, deliverer), PostgreSQL and Redis; a short retention (EVENT_RETENTION_DAYS=2) and
+// back-dated events.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { ulid } from "ulid";
 import { hexToBase58 } from "../../common/tron-address.ts";
+import { inProcessTransport } from "../../common/rpc.ts";
+import { createDeliverer } from "../../deliverer/index.ts";
+import { PARTITIONED_TABLES } from "../../deliverer/partitions.ts";
 import { call, startEventsStack, type EventsStack } from "../support/events.ts";
+import { until } from "../support/wait.ts";
 
 const FROM = hexToBase58(`41${"b1".repeat(20)}`);
 const TO = hexToBase58(`41${"b2".repeat(20)}`);
@@ -127,5 +134,129 @@ describe("retention keeps what is not final", () => {
     await deliverer.partitions.dropExpired(now);
     expect(await rows(retrying)).toEqual(NONE);
     for (const e of [held, retried, recent]) expect(await rows(e)).toEqual(ALL);
+  }, 60_000);
+});
+
+/** Lock requests of this database still waiting, of the given lock type and mode. */
+async function waitingLocks(locktype: string, mode?: string): Promise<number> {
+  const [{ n }] = (await db`SELECT count(*)::int AS n FROM pg_locks
+    WHERE NOT granted AND locktype = ${locktype} AND (${mode ?? null}::text IS NULL OR mode = ${mode ?? null}::text)
+      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) as [{ n: number }];
+  return n;
+}
+
+async function partitionsOf(day: number): Promise<string[]> {
+  const names = PARTITIONED_TABLES.map((t) => `${t}_p${dayName(day)}`);
+  return ((await db`SELECT relname FROM pg_class WHERE relname IN ${db(names)} ORDER BY relname`) as { relname: string }[]).map((r) => r.relname);
+}
+
+describe("partition upkeep never stalls the events' writes", () => {
+  test("a long read on an expired day: retention gives up its lock wait, enqueue and claim go on, a later pass drops the day", async () => {
+    const deliverer = env.stack.deliverer!;
+    const sub = await subscription();
+    const now = Date.now();
+    const old = now - 3 * DAY - 7_200_000;
+    await deliverer.partitions.ensure(new Date(old), new Date(now));
+    const expired = await store(sub, old, "delivered");
+    const reader = await db.reserve();
+    try {
+      // A report reading the expired day, its transaction open: it holds an AccessShareLock on the partition.
+      await reader`BEGIN`;
+      await reader.unsafe(`SELECT count(*) FROM "events_p${dayName(old)}"`);
+      let settled = false;
+      const pass = deliverer.partitions.dropExpiredPass(now).finally(() => {
+        settled = true;
+      });
+      await until("retention to wait for the partition's lock", async () => settled || (await waitingLocks("relation", "AccessExclusiveLock")) > 0, 20_000, 5);
+      // Enqueue's statement and a claim's load, while the read goes on.
+      const id = `evt_${ulid()}`;
+      const at = new Date();
+      const write = (async () => {
+        const out = await deliverer.store.insertTransferEvents([{
+          id, subscriptionId: sub.id, keyId: sub.keyId, addresses: [FROM, TO], kind: "wallet.transfer.broadcasted", chainId: "tron:mainnet",
+          txId: "ef".repeat(32), logIndex: -1, internalIndex: -1, payload: JSON.stringify({ id }), status: "pending",
+          nextAttemptAt: at, createdAt: at, updatedAt: at,
+        }]);
+        const claimed = await deliverer.store.loadClaimed([id]);
+        return [...out.inserted, ...claimed.map((c) => c.id)];
+      })();
+      // Before the fix the writes queued behind the drop until the read ended: this only detects that hang.
+      const outcome = await Promise.race([write, Bun.sleep(20_000).then(() => "blocked behind the partition drop")]);
+      expect(outcome).toEqual([id, id]);
+      // The pass gave up on the day it could not lock, and says so; the day and its event are still there.
+      const first = await pass;
+      expect(first.complete).toBe(false);
+      expect(await partitionsOf(old)).toContain(`events_p${dayName(old)}`);
+    } finally {
+      await reader`ROLLBACK`;
+      reader.release();
+    }
+    // The read over, the next pass drops the day.
+    const second = await deliverer.partitions.dropExpiredPass(now);
+    expect(second.complete).toBe(true);
+    expect(await partitionsOf(old)).toEqual([]);
+    expect(await rows(expired)).toEqual(NONE);
+  }, 90_000);
+
+  test("a day written before its partition existed (default partition): making it moves the rows in, and nothing fails after", async () => {
+    const deliverer = env.stack.deliverer!;
+    const sub = await subscription();
+    // A day past the days made ahead, as after an outage longer than those: its rows land in the default partition.
+    const day = Date.now() + 10 * DAY;
+    const spilled = [await store(sub, day, "pending"), await store(sub, day + 1_000, "pending", true)];
+    const before = (await db`SELECT id, xid::text AS xid, seq, tableoid::regclass::text AS part FROM events WHERE id IN ${db(spilled.map((e) => e.id))} ORDER BY id`) as {
+      id: string; xid: string; seq: number; part: string;
+    }[];
+    expect(before.map((r) => r.part)).toEqual(["events_default", "events_default"]);
+
+    const made = await deliverer.partitions.ensurePass(new Date(day - DAY), new Date(day + DAY));
+    expect(made).toEqual({ result: 9, complete: true });
+    const after = (await db`SELECT id, xid::text AS xid, seq, tableoid::regclass::text AS part FROM events WHERE id IN ${db(spilled.map((e) => e.id))} ORDER BY id`) as typeof before;
+    expect(after).toEqual(before.map((r) => ({ ...r, part: `events_p${dayName(day)}` })));
+    const [states] = (await db`SELECT count(*)::int AS n FROM event_deliveries WHERE tableoid = ${`event_deliveries_p${dayName(day)}`}::regclass`) as [{ n: number }];
+    const [attempts] = (await db`SELECT count(*)::int AS n FROM delivery_attempts WHERE tableoid = ${`delivery_attempts_p${dayName(day)}`}::regclass`) as [{ n: number }];
+    expect([states.n, attempts.n]).toEqual([2, 2]);
+    for (const e of spilled) {
+      expect(await rows(e)).toEqual(ALL);
+      expect((await call(base, sub.key, "GET", `/v1/subscriptions/${sub.id}/events/${e.id}`)).status).toBe(200);
+    }
+    // The day's writes go to its partition now, and the upkeep passes after it finish.
+    const later = await store(sub, day + 2_000, "pending");
+    const [{ part }] = (await db`SELECT tableoid::regclass::text AS part FROM events WHERE id = ${later.id}`) as [{ part: string }];
+    expect(part).toBe(`events_p${dayName(day)}`);
+    expect(await deliverer.partitions.maintain()).toBe(true);
+  }, 60_000);
+
+  test("a starting deliverer makes today's and the next days' partitions before it serves", async () => {
+    const ahead = Date.now() + 3 * DAY;
+    // The last day made ahead is missing, as when the upkeep has not run for days.
+    for (const name of await partitionsOf(ahead)) await db.unsafe(`DROP TABLE "${name}"`);
+    expect(await partitionsOf(ahead)).toEqual([]);
+    const holder = await db.reserve();
+    let started = false;
+    let second: Promise<Awaited<ReturnType<typeof createDeliverer>>> | undefined;
+    try {
+      // Another replica's upkeep holds the partitions' lock.
+      await holder`SELECT pg_advisory_lock(hashtext('deliverer_partitions'))`;
+      second = createDeliverer(env.stack.config, {
+        registry: inProcessTransport(env.stack.registry.routes),
+        startWorker: false,
+        purge: { intervalMs: 3_600_000 },
+      });
+      void second.then(() => {
+        started = true;
+      });
+      await until("the starting deliverer to wait for the partitions' lock", async () => started || (await waitingLocks("advisory")) > 0, 20_000, 5);
+      expect(started).toBe(false);
+    } finally {
+      await holder`SELECT pg_advisory_unlock(hashtext('deliverer_partitions'))`;
+      holder.release();
+    }
+    const handle = await second!;
+    try {
+      expect(await partitionsOf(ahead)).toEqual(PARTITIONED_TABLES.map((t) => `${t}_p${dayName(ahead)}`).sort());
+    } finally {
+      await handle.close();
+    }
   }, 60_000);
 });
