@@ -128,6 +128,7 @@ export async function queueBench(events: number): Promise<void> {
   const { database, config, registry, registryTransport, subs, key } = bed;
   await registry.store.addBroker("bench-amqp", "amqp", RABBIT);
   await registry.store.addBroker("bench-nats", "nats", NATS);
+  for (const broker of ["bench-amqp", "bench-nats"]) await registry.store.grantBroker({ broker, keyId: "*", prefix: "", defaultExchange: true });
   const sql = new SQL(database.url, { max: 4 });
 
   const amqpConn = await amqp.connect(RABBIT);

@@ -42,6 +42,8 @@ export async function startDemoNats(store: RegistryStore): Promise<DemoNats | un
   const broker = `demo-nats-${tag}`;
   await jsm.streams.add({ name: stream, subjects: [subject] });
   await store.addBroker(broker, "nats", DEMO_NATS_URL);
+  // The demo's one key may name its subject, as `bun run brokers grant` allows.
+  await store.grantBroker({ broker, keyId: "*", prefix: subject, defaultExchange: false });
   const messages: NatsMessage[] = [];
   let stopReading: (() => void) | undefined;
   return {

@@ -1,6 +1,6 @@
 // The registry's tables (its own migrations folder and journal, __registry_migrations). Row types come from here.
 import { idempotencyTable } from "../common/idempotency.ts";
-import { bigint, index, integer, jsonb, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 import { defaultMatch, type MatchConditions } from "../common/match-conditions.ts";
 
 const ms = (name: string) => timestamp(name, { precision: 3, withTimezone: true, mode: "date" });
@@ -26,6 +26,24 @@ export const brokers = pgTable("brokers", {
   url: text("url").notNull(),
   createdAt: ms("created_at").notNull().defaultNow(),
 });
+
+// What each API key may name on a broker (`bun run brokers grant`): a queue destination's exchange (AMQP) or subject
+// (NATS) must start with one of its key's prefixes there, so one customer cannot write into another's queues.
+// key_id "*" grants every key; a prefix may hold "{keyId}", replaced by the key's id. The default exchange (which
+// routes to any queue by name) only with default_exchange, and then the routing key must start with the prefix.
+export const brokerGrants = pgTable(
+  "broker_grants",
+  {
+    broker: text("broker")
+      .notNull()
+      .references(() => brokers.name, { onDelete: "cascade" }),
+    keyId: text("key_id").notNull(),
+    prefix: text("prefix").notNull(),
+    defaultExchange: boolean("default_exchange").notNull().default(false),
+    createdAt: ms("created_at").notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ name: "broker_grants_pkey", columns: [t.broker, t.keyId, t.prefix] })],
+);
 
 export const subscriptions = pgTable(
   "subscriptions",
@@ -102,12 +120,13 @@ export const watchOutbox = pgTable(
 // Idempotency records of subscription creation and secret rotation, written in the effect's transaction.
 export const idempotencyRecords = idempotencyTable("idempotency_records", "idempotency_records_expires_idx");
 
-export const registrySchema = { apiKeys, brokers, subscriptions, subscriptionAddresses, idempotencyRecords, watchOutbox };
+export const registrySchema = { apiKeys, brokers, brokerGrants, subscriptions, subscriptionAddresses, idempotencyRecords, watchOutbox };
 export type RegistrySchema = typeof registrySchema;
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type SubscriptionRow = typeof subscriptions.$inferSelect;
 export type BrokerRow = typeof brokers.$inferSelect;
+export type BrokerGrantRow = typeof brokerGrants.$inferSelect;
 export type SubscriptionAddressRow = typeof subscriptionAddresses.$inferSelect;
 export type WatchOutboxRow = typeof watchOutbox.$inferSelect;
 export type IdempotencyRow = typeof idempotencyRecords.$inferSelect;

@@ -24,6 +24,7 @@ import { isId } from "../common/ids.ts";
 import type { Logger } from "../common/logger.ts";
 import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import type { RegisterRoutes } from "../common/rpc.ts";
+import { checkGrant, type QueueTarget } from "./broker-grants.ts";
 import { checkDestinationType, checkExchange, checkRoutingKey, checkSubject, isBrokerName, type DestinationType } from "./destination.ts";
 import {
   checkDescription,
@@ -171,15 +172,21 @@ function destinationShape(d: Destination): DestinationFields {
   return { ...base, subject: checkSubject(d.subject) };
 }
 
-/** A queue destination's broker must be registered, and of the destination's type. */
-async function checkBroker(ctx: RegistryContext, type: string, name: string): Promise<void> {
-  const broker = await ctx.store.getBroker(name);
+/**
+ * A queue destination's broker must be registered, of the destination's type, and the key's grants there must cover
+ * its exchange or subject (registry/broker-grants.ts). A broker the key has no grant on answers as an unknown one.
+ */
+async function checkBroker(ctx: RegistryContext, keyId: string, destination: DestinationFields): Promise<void> {
+  const type = destination.destinationType;
+  const name = destination.broker!;
+  const [broker, grants] = await Promise.all([ctx.store.getBroker(name), ctx.store.brokerGrants(name)]);
   if (!broker) {
     throw new ApiError("invalid_request", `No ${type} broker named "${name}" is registered.`, { param: "/destination/broker" });
   }
   if (broker.type !== type) {
     throw new ApiError("invalid_request", `The broker "${name}" is ${broker.type === "amqp" ? "an" : "a"} ${broker.type} broker, not ${type}.`, { param: "/destination/broker" });
   }
+  checkGrant({ type: type as QueueTarget["type"], broker: name, exchange: destination.exchange, routingKey: destination.routingKey, subject: destination.subject }, keyId, grants);
 }
 
 /**
@@ -188,7 +195,7 @@ async function checkBroker(ctx: RegistryContext, type: string, name: string): Pr
  */
 async function checkSubscriptionFields(
   ctx: RegistryContext,
-  input: { destination?: Destination; events: string[]; status: string; description: string; match?: MatchConditionsMessage },
+  input: { keyId: string; destination?: Destination; events: string[]; status: string; description: string; match?: MatchConditionsMessage },
 ): Promise<SubscriptionFields> {
   if (!input.destination) {
     throw new ApiError("invalid_request", "destination is required.", { param: "/destination" });
@@ -199,7 +206,7 @@ async function checkSubscriptionFields(
   const description = checkDescription(input.description);
   const match = checkMatch(input.match);
   if (destination.broker !== null) {
-    await checkBroker(ctx, destination.destinationType, destination.broker);
+    await checkBroker(ctx, input.keyId, destination);
     return { ...destination, events, status, description, match };
   }
   // The URL as stored and returned: normalized once by the check (common/ssrf.ts).

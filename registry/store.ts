@@ -22,8 +22,10 @@ import {
   registrySchema,
   subscriptionAddresses,
   brokers,
+  brokerGrants,
   subscriptions,
   type ApiKeyRow,
+  type BrokerGrantRow,
   type BrokerRow,
   type RegistrySchema,
   type SubscriptionRow,
@@ -470,6 +472,43 @@ export class RegistryStore {
 
   getBroker(name: string): Promise<BrokerRow | undefined> {
     return this.run(async (db) => (await db.select().from(brokers).where(eq(brokers.name, name)))[0]);
+  }
+
+  /** Every grant on the broker (registry/broker-grants.ts picks the ones that apply to a key). */
+  brokerGrants(broker: string): Promise<BrokerGrantRow[]> {
+    return this.run((db) => db.select().from(brokerGrants).where(eq(brokerGrants.broker, broker)));
+  }
+
+  /** Grants (or re-grants, updating defaultExchange) a prefix on a broker; false when the broker does not exist. */
+  grantBroker(grant: { broker: string; keyId: string; prefix: string; defaultExchange: boolean }): Promise<boolean> {
+    return this.run(async (db) => {
+      if (!(await db.select({ name: brokers.name }).from(brokers).where(eq(brokers.name, grant.broker)))[0]) return false;
+      await db
+        .insert(brokerGrants)
+        .values(grant)
+        .onConflictDoUpdate({ target: [brokerGrants.broker, brokerGrants.keyId, brokerGrants.prefix], set: { defaultExchange: grant.defaultExchange } });
+      return true;
+    });
+  }
+
+  /** Revokes a key's grants on a broker (one prefix, or all of them); returns how many went. */
+  revokeBrokerGrant(broker: string, keyId: string, prefix?: string): Promise<number> {
+    return this.run(async (db) => {
+      const where = [eq(brokerGrants.broker, broker), eq(brokerGrants.keyId, keyId)];
+      if (prefix !== undefined) where.push(eq(brokerGrants.prefix, prefix));
+      return (await db.delete(brokerGrants).where(and(...where)).returning({ prefix: brokerGrants.prefix })).length;
+    });
+  }
+
+  /** Every grant, by broker, key and prefix (the CLI's list). */
+  listBrokerGrants(broker?: string): Promise<BrokerGrantRow[]> {
+    return this.run((db) =>
+      db
+        .select()
+        .from(brokerGrants)
+        .where(broker === undefined ? undefined : eq(brokerGrants.broker, broker))
+        .orderBy(asc(brokerGrants.broker), asc(brokerGrants.keyId), asc(brokerGrants.prefix)),
+    );
   }
 
   /** The broker's connection URL in clear (for the deliverer). */

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Locator, type Page } from "playwright-core";
 import { hexToBase58 } from "../../common/tron-address.ts";
-import { NATS_URL, RABBIT_URL, randomName } from "../support/brokers.ts";
+import { addOpenBroker, NATS_URL, RABBIT_URL, randomName } from "../support/brokers.ts";
 import { call, startEventsStack, type EventsStack } from "../support/events.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -169,7 +169,7 @@ test.skipIf(!haveChromium)("sign in, subscribe, paste addresses, deliver, fail, 
 test.skipIf(!haveChromium)("a queue destination is edited in its own fields, disabling keeps it a queue destination, and it can become https", async () => {
   const { key } = await env.stack.createKey();
   const broker = randomName("console-nats");
-  if (!(await env.stack.registry.store.addBroker(broker, "nats", NATS_URL))) throw new Error(`broker ${broker} exists`);
+  await addOpenBroker(env.stack.registry.store, broker, "nats", NATS_URL);
   const destination = { type: "nats", broker, subject: `${randomName("console")}.events` };
   const created = await call<{ id: string }>(env.stack.baseUrl, key, "POST", "/v1/subscriptions", { destination, events: ["service.ping"] });
   expect(created.status).toBe(201);
@@ -240,8 +240,8 @@ test.skipIf(!haveChromium)("queue destinations are created in the console: NATS 
   const { key } = await env.stack.createKey();
   const nats = randomName("console-nats");
   const amqp = randomName("console-amqp");
-  if (!(await env.stack.registry.store.addBroker(nats, "nats", NATS_URL))) throw new Error(`broker ${nats} exists`);
-  if (!(await env.stack.registry.store.addBroker(amqp, "amqp", RABBIT_URL))) throw new Error(`broker ${amqp} exists`);
+  await addOpenBroker(env.stack.registry.store, nats, "nats", NATS_URL);
+  await addOpenBroker(env.stack.registry.store, amqp, "amqp", RABBIT_URL);
   const { page, errors } = await signedIn(key);
   await page.getByRole("heading", { name: "Subscriptions", level: 1 }).waitFor();
   const create = page.getByRole("button", { name: "Create subscription" });

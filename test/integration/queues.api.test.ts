@@ -2,6 +2,7 @@
 // change the type, and each bad field is invalid_request with its JSON pointer; bad input changes nothing.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { SubscriptionJson } from "../../gateway/render.ts";
+import { addOpenBroker } from "../support/brokers.ts";
 import { apiClient, expectError, expectStatus, type ApiClient } from "../support/http.ts";
 import { startStack, TEST_DESTINATION, type Stack } from "../support/stack.ts";
 
@@ -14,8 +15,8 @@ const events = ["wallet.transfer.broadcasted"];
 
 beforeAll(async () => {
   stack = await startStack();
-  await stack.registry.store.addBroker("rabbit", "amqp", "amqp://guest:guest@127.0.0.1:5672/");
-  await stack.registry.store.addBroker("nats-main", "nats", "nats://127.0.0.1:4222");
+  await addOpenBroker(stack.registry.store, "rabbit", "amqp", "amqp://guest:guest@127.0.0.1:5672/");
+  await addOpenBroker(stack.registry.store, "nats-main", "nats", "nats://127.0.0.1:4222");
   api = apiClient(stack.baseUrl, (await stack.createKey()).key);
 });
 afterAll(async () => {

@@ -19,9 +19,24 @@ export function randomName(prefix: string): string {
   return `${prefix}-${randomBytes(6).toString("hex")}`;
 }
 
-/** Registers a broker straight in the bed's registry (as `bun run brokers add` does). */
+/** What `addOpenBroker` needs of a registry store. */
+interface BrokerStore {
+  addBroker(name: string, type: string, url: string): Promise<boolean>;
+  grantBroker(grant: { broker: string; keyId: string; prefix: string; defaultExchange: boolean }): Promise<boolean>;
+}
+
+/**
+ * Registers a broker every key may name anything on (as `bun run brokers add` then `brokers grant NAME '*' --prefix ""
+ * --default-exchange` do): the queue tests are about delivery, the namespaces have tests of their own.
+ */
+export async function addOpenBroker(store: BrokerStore, name: string, type: "amqp" | "nats", url: string): Promise<void> {
+  if (!(await store.addBroker(name, type, url))) throw new Error(`broker ${name} exists`);
+  await store.grantBroker({ broker: name, keyId: "*", prefix: "", defaultExchange: true });
+}
+
+/** Registers an open broker straight in the bed's registry. */
 export async function addBroker(bed: DeliveryBed, name: string, type: "amqp" | "nats", url: string): Promise<void> {
-  if (!(await bed.registry.store.addBroker(name, type, url))) throw new Error(`broker ${name} exists`);
+  await addOpenBroker(bed.registry.store, name, type, url);
 }
 
 /** A key and an enabled subscription with the given destination; returns its ids and signing secret. */
