@@ -106,8 +106,9 @@ test("remove is refused while a subscription uses the broker, and works once it 
 
 test("grant, grants and revoke: what each key may name on a broker", async () => {
   expect((await brokers("add", "shared", "nats://127.0.0.1:4222")).code).toBe(0);
-  const [{ id: keyId }] = (await sql`INSERT INTO api_keys (id, name, secret_hash, chains) VALUES ('key_01JDX4Q3ZK7M2N8P5R6S9T0V1W', 'cli', 'h-cli', '{}') RETURNING id`) as { id: string }[];
-  const grant = await brokers("grant", "shared", keyId!, "--prefix", "tenant-a.");
+  const keyId = "key_01JDX4Q3ZK7M2N8P5R6S9T0V1W";
+  await sql`INSERT INTO api_keys (id, name, secret_hash, chains) VALUES (${keyId}, 'cli', 'h-cli', '{}')`;
+  const grant = await brokers("grant", "shared", keyId, "--prefix", "tenant-a.");
   expect([grant.code, grant.stderr]).toEqual([0, ""]);
   expect(grant.stdout).toBe(`Granted ${keyId} the names under "tenant-a." on shared\n`);
   expect((await brokers("grant", "shared", "*", "--prefix", "tenants.{keyId}.", "--default-exchange")).code).toBe(0);
@@ -120,14 +121,14 @@ test("grant, grants and revoke: what each key may name on a broker", async () =>
   ]);
 
   // Refusals: exit 1 for what does not exist, 2 for bad input.
-  expect((await brokers("grant", "no-such", keyId!, "--prefix", "x.")).code).toBe(1);
+  expect((await brokers("grant", "no-such", keyId, "--prefix", "x.")).code).toBe(1);
   expect((await brokers("grant", "shared", "key_01JDX4Q3ZK7M2N8P5R6S9T0V1X", "--prefix", "x.")).code).toBe(1);
-  expect((await brokers("grant", "shared", keyId!)).code).toBe(2);
+  expect((await brokers("grant", "shared", keyId)).code).toBe(2);
   expect((await brokers("grant", "shared", "not-a-key", "--prefix", "x.")).code).toBe(2);
 
-  const revoke = await brokers("revoke", "shared", keyId!, "--prefix", "tenant-a.");
+  const revoke = await brokers("revoke", "shared", keyId, "--prefix", "tenant-a.");
   expect(revoke.code).toBe(0);
-  expect((await brokers("revoke", "shared", keyId!)).code).toBe(1);
+  expect((await brokers("revoke", "shared", keyId)).code).toBe(1);
   expect((await brokers("grants")).lines.length).toBe(2);
   // A broker's grants go with it.
   expect((await brokers("remove", "shared")).code).toBe(0);
