@@ -1,7 +1,9 @@
 // `npm start`: the whole stack in one process. The gateway calls the registry and the deliverer through in-process
 // transports (the same handlers, no socket), so by default their RPC ports are not served at all: nothing to reach,
 // nothing to protect. INTERNAL_RPC=1, or a service's port variable, serves that service's Connect/gRPC ports too
-// (every RPC then requires the internal token: INTERNAL_TOKEN, or the one generated and kept in the database).
+// (every RPC then requires a caller's credential: its INTERNAL_TOKEN_<CALLER>, or one derived from INTERNAL_TOKEN or
+// from the root generated and kept in the database). Each in-process transport names its caller, so the allow-lists
+// of common/internal-auth.ts hold in one process too.
 // The gateway's /readyz resolves a key through the registry (authentication reaching PostgreSQL) and shows Redis and
 // the deliverer beside it; its /metrics is the process's one Prometheus registry (every service's metrics); the matcher keeps its own health port (MATCHER_PORT), because its
 // readiness (a TRON node answering) must not take the API out of rotation. Every listener binds BIND_HOST.
@@ -44,11 +46,11 @@ const registry = await createRegistry(config);
 handles.push(registry);
 await serveInternal("registry", registry, config.internalRpc.registry, config.registryPort, config.registryGrpcPort);
 
-const deliverer = await createDeliverer(config, { registry: inProcessTransport(registry.routes) });
+const deliverer = await createDeliverer(config, { registry: inProcessTransport(registry.routes, "deliverer") });
 handles.push(deliverer);
 await serveInternal("deliverer", deliverer, config.internalRpc.deliverer, config.delivererPort, config.delivererGrpcPort);
 
-const matcher = await createMatcher(config, { deliverer: inProcessTransport(deliverer.routes) });
+const matcher = await createMatcher(config, { deliverer: inProcessTransport(deliverer.routes, "matcher") });
 handles.push(matcher);
 const matcherServed = await serveService(matcher, config.matcherPort, undefined, serving);
 served.push(matcherServed);
@@ -56,8 +58,8 @@ log.info("matcher listening", { host, port: matcherServed.http.port, chains: con
 
 const gateway = createGatewayApp({
   config,
-  registry: inProcessTransport(registry.routes),
-  deliverer: inProcessTransport(deliverer.routes),
+  registry: inProcessTransport(registry.routes, "gateway"),
+  deliverer: inProcessTransport(deliverer.routes, "gateway"),
 });
 gateway.listen({ port: config.port, hostname: host });
 log.info("gateway listening", { host, port: gateway.server?.port, docs: `http://127.0.0.1:${gateway.server?.port}/docs` });

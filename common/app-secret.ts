@@ -2,7 +2,9 @@
 // and every restart agrees on them (docs/CONTRACT.md "Running it").
 import { randomBytes } from "node:crypto";
 import type { SQL } from "bun";
+import type { Config } from "./config.ts";
 import { deriveKeys, type AppKeys } from "./crypto.ts";
+import { hasPerCallerCredentials } from "./internal-auth.ts";
 
 /**
  * The value kept under `name` in app_settings (common/settings/schema.ts; the service migrated it when it opened its
@@ -20,10 +22,13 @@ export async function loadAppKeys(sql: SQL, fromEnv: string | undefined): Promis
 }
 
 /**
- * The internal RPC credential: INTERNAL_TOKEN, or (under `npm start`, where nothing else is configured) one generated
- * once and kept in the database, so a service split off later on the same database can be given the same value.
+ * The root internal credential every caller's token is derived from (common/internal-auth.ts): INTERNAL_TOKEN, or,
+ * when no internal credential is configured at all (`npm start`), one generated once and kept in the database, so a
+ * service split off later on the same database can be given the same value. With per-caller tokens configured and
+ * no INTERNAL_TOKEN there is no root: nothing is derived, nothing is kept.
  */
-export async function loadInternalToken(sql: SQL, fromEnv: string | undefined): Promise<string> {
-  if (fromEnv) return fromEnv;
+export async function loadInternalRoot(sql: SQL, config: Pick<Config, "internalToken" | "internalTokens" | "internalTokenDigests">): Promise<string | undefined> {
+  if (config.internalToken) return config.internalToken;
+  if (hasPerCallerCredentials(config)) return undefined;
   return keptSetting(sql, "internal_token", randomBytes(32).toString("base64url"));
 }

@@ -1,4 +1,5 @@
 // One reader of the environment for every service: docs/CONTRACT.md "Running it" lists each variable and its default.
+import { INTERNAL_CALLERS, tokenVariable, type InternalCaller } from "./internal-auth.ts";
 import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "./retry-policy.ts";
 
 export const TRON_CHAINS = ["tron:mainnet", "tron:nile", "tron:shasta"] as const;
@@ -70,6 +71,13 @@ export interface Config {
    */
   internalToken: string | undefined;
   /**
+   * Each internal caller's own token (INTERNAL_TOKEN_GATEWAY, _MATCHER, _DELIVERER, _OPERATOR; >= 32 bytes): a service
+   * presents its own, a server recognises each one given (common/internal-auth.ts). Set, they override INTERNAL_TOKEN.
+   */
+  internalTokens: Partial<Record<InternalCaller, string>>;
+  /** INTERNAL_TOKEN_<CALLER>_SHA256 (64 hex): a server recognises the caller without holding its token. */
+  internalTokenDigests: Partial<Record<InternalCaller, string>>;
+  /**
    * Whether `npm start` serves each internal service's RPC ports (INTERNAL_RPC=1, or one of the service's port
    * variables set). Services run alone always serve theirs.
    */
@@ -115,6 +123,23 @@ export function loadConfig(env: Env = process.env): Config {
   if (internalToken !== undefined && Buffer.byteLength(internalToken) < MIN_INTERNAL_TOKEN_BYTES) {
     throw new Error(`INTERNAL_TOKEN must be at least ${MIN_INTERNAL_TOKEN_BYTES} bytes (e.g. openssl rand -base64 32)`);
   }
+  const internalTokens: Partial<Record<InternalCaller, string>> = {};
+  const internalTokenDigests: Partial<Record<InternalCaller, string>> = {};
+  for (const caller of INTERNAL_CALLERS) {
+    const name = tokenVariable(caller);
+    const token = env[name] || undefined;
+    if (token !== undefined) {
+      if (Buffer.byteLength(token) < MIN_INTERNAL_TOKEN_BYTES) {
+        throw new Error(`${name} must be at least ${MIN_INTERNAL_TOKEN_BYTES} bytes (e.g. openssl rand -base64 32)`);
+      }
+      internalTokens[caller] = token;
+    }
+    const digest = env[`${name}_SHA256`] || undefined;
+    if (digest !== undefined) {
+      if (!/^[0-9a-fA-F]{64}$/.test(digest)) throw new Error(`${name}_SHA256 must be the 64 hex digits of the token's SHA-256`);
+      internalTokenDigests[caller] = digest.toLowerCase();
+    }
+  }
   const tlsFiles = [env.GRPC_TLS_CERT_FILE, env.GRPC_TLS_KEY_FILE, env.GRPC_TLS_CLIENT_CA_FILE].filter(Boolean);
   if (tlsFiles.length !== 0 && tlsFiles.length !== 3) {
     throw new Error("GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE and GRPC_TLS_CLIENT_CA_FILE go together: set all three or none");
@@ -140,6 +165,8 @@ export function loadConfig(env: Env = process.env): Config {
     delivererUrl: str(env, "DELIVERER_URL", "http://127.0.0.1:3002"),
     bindHost: str(env, "BIND_HOST", "127.0.0.1"),
     internalToken,
+    internalTokens,
+    internalTokenDigests,
     internalRpc: {
       registry: allRpc || isSet("REGISTRY_PORT") || isSet("REGISTRY_GRPC_PORT"),
       deliverer: allRpc || isSet("DELIVERER_PORT") || isSet("DELIVERER_GRPC_PORT"),

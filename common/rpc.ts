@@ -24,7 +24,14 @@ import { createConnectTransport } from "@connectrpc/connect-web";
 import { universalServerRequestFromFetch, universalServerResponseToFetch, type UniversalHandler } from "@connectrpc/connect/protocol";
 import { BACKGROUND_RPC_DEADLINE_MS } from "./deadlines.ts";
 import { ApiError, toConnectError } from "./errors.ts";
-import { peerAddress, sendInternalToken, verifiedClientCertificate } from "./internal-auth.ts";
+import {
+  checkInProcessCaller,
+  internalCaller,
+  peerAddress,
+  sendInternalToken,
+  verifiedClientCertificate,
+  type InternalCaller,
+} from "./internal-auth.ts";
 import { log } from "./logger.ts";
 
 export type RegisterRoutes = (router: ConnectRouter) => void;
@@ -41,7 +48,7 @@ const errorInterceptor: Interceptor = (next) => async (req) => {
   }
 };
 
-// `auth` (the internal-token check, common/internal-auth.ts) runs first, so a refused call never reaches a handler
+// `auth` (the caller and allow-list check, common/internal-auth.ts) runs first, so a refused call never reaches a handler
 // and is not logged as a handler failure. In-process calls have none.
 function routerOptions(auth?: Interceptor) {
   return { interceptors: auth ? [auth, errorInterceptor] : [errorInterceptor] };
@@ -76,7 +83,8 @@ export type GrpcServer = http2.Http2Server | http2.Http2SecureServer;
 
 /**
  * gRPC for platform services that speak plain gRPC: HTTP/2 cleartext (prior knowledge), or with `tls` HTTP/2 over
- * TLS that only clients with a certificate from `tls.clientCa` can connect to (their certificate is the credential).
+ * TLS that only clients with a certificate from `tls.clientCa` can connect to (their certificate's subject CN names
+ * the caller, and is its credential).
  */
 export function serveGrpc(routes: RegisterRoutes, port: number, hostname: string, auth: Interceptor, tls?: GrpcTls): Promise<GrpcServer> {
   const handler = connectNodeAdapter({
@@ -84,9 +92,11 @@ export function serveGrpc(routes: RegisterRoutes, port: number, hostname: string
     ...routerOptions(auth),
     contextValues: (req) => {
       const socket = req.socket as Partial<TLSSocket> | undefined;
+      const verified = tls !== undefined && socket?.authorized === true;
+      const cn = verified ? socket?.getPeerCertificate?.()?.subject?.CN : undefined;
       return createContextValues()
         .set(peerAddress, socket?.remoteAddress ?? "unknown")
-        .set(verifiedClientCertificate, tls !== undefined && socket?.authorized === true);
+        .set(verifiedClientCertificate, typeof cn === "string" ? cn : undefined);
     },
   });
   const server = tls
@@ -122,7 +132,7 @@ const unreachableAsUnavailable: Interceptor = (next) => async (req) => {
 };
 
 export interface NetworkTransportOptions {
-  /** The internal token sent on every call (INTERNAL_TOKEN); every internal RPC served on a port requires it. */
+  /** The caller's own token sent on every call (INTERNAL_TOKEN_<CALLER>, or derived from INTERNAL_TOKEN). */
   token: string | undefined;
   timeoutMs?: number;
 }
@@ -145,8 +155,12 @@ type UnaryHandler = (request: UnaryRequest) => Promise<UnaryResponse>;
  * router transport emulates HTTP streams and encodes every message, which cost more than the handlers themselves on
  * the API's hot path); streaming calls go through that router transport. Messages are not deep-copied (a repeated
  * field may share the caller's array): neither side mutates what it passed or received.
+ *
+ * `caller` is who calls through this transport: it is set in the handlers' context values and held to the same
+ * allow-list as on a port (PermissionDenied). Without it the calls are unchecked: for tests and benchmarks that play
+ * several parts, never for the services' own wiring.
  */
-export function inProcessTransport(routes: RegisterRoutes): Transport {
+export function inProcessTransport(routes: RegisterRoutes, caller?: InternalCaller): Transport {
   const fallback = createRouterTransport(routes, { router: routerOptions() });
   // When each call must be answered by (Date.now() ms), for the handler's ctx.timeoutMs().
   const deadlines = new WeakMap<UnaryRequest, number>();
@@ -189,8 +203,9 @@ export function inProcessTransport(routes: RegisterRoutes): Transport {
 
   return {
     async unary(method, signal, timeoutMs, header, input, contextValues) {
+      checkInProcessCaller(caller, `${method.parent.typeName}/${method.name}`);
       const handler = unary.get(`${method.parent.typeName}/${method.name}`);
-      if (!handler) return fallback.unary(method, signal, timeoutMs, header, input, contextValues);
+      if (!handler) return fallback.unary(method, signal, timeoutMs, header, input, (contextValues ?? createContextValues()).set(internalCaller, caller));
       const message = create(method.input as DescMessage, input as never);
       const hasDeadline = timeoutMs !== undefined && timeoutMs > 0;
       // One controller per call carries both the caller's cancellation and the deadline to the handler.
@@ -203,7 +218,7 @@ export function inProcessTransport(routes: RegisterRoutes): Transport {
         url: `in-process:///${method.parent.typeName}/${method.name}`,
         signal: controller.signal,
         header: new Headers(header),
-        contextValues: contextValues ?? createContextValues(),
+        contextValues: (contextValues ?? createContextValues()).set(internalCaller, caller),
         message,
       };
       if (hasDeadline) deadlines.set(request, Date.now() + timeoutMs);
@@ -227,7 +242,12 @@ export function inProcessTransport(routes: RegisterRoutes): Transport {
       })) as never;
     },
     stream(method, signal, timeoutMs, header, input, contextValues) {
-      return fallback.stream(method, signal, timeoutMs, header, input, contextValues);
+      try {
+        checkInProcessCaller(caller, `${method.parent.typeName}/${method.name}`);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      return fallback.stream(method, signal, timeoutMs, header, input, (contextValues ?? createContextValues()).set(internalCaller, caller));
     },
   };
 }

@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { createConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { serveServiceHttp, type ReadinessChecks } from "./http-service.ts";
-import { requireInternalToken } from "./internal-auth.ts";
+import { requireInternalCaller, type AcceptedCallers } from "./internal-auth.ts";
 import { log } from "./logger.ts";
 import type { Config } from "./config.ts";
 import { closeGrpc, createRpcFetchHandler, serveGrpc, type GrpcServer, type GrpcTls, type RegisterRoutes } from "./rpc.ts";
@@ -18,13 +18,13 @@ export interface ServiceHandle {
   /** Dependencies it rides out: shown by /readyz, never a reason to be unready. */
   informational?: ReadinessChecks;
   /**
-   * The credential its RPCs require when served on a port (INTERNAL_TOKEN, or the one kept in the database; see
+   * The callers its RPCs recognise when served on a port, each held to its methods' allow-list (see
    * common/internal-auth.ts). Absent only for a service without RPCs.
    */
-  internalToken?: string;
+  callers?: AcceptedCallers;
   /**
-   * Methods served without the internal token, because their handlers authenticate the caller themselves (e.g. with
-   * a customer API key). Everything not listed requires the token.
+   * Methods served without an internal credential, because their handlers authenticate the caller themselves (e.g.
+   * with a customer API key). Everything not listed requires one.
    */
   publicMethods?: readonly DescMethod[];
   /** Stops background work and closes connections. */
@@ -40,7 +40,7 @@ export interface ServedService {
 export interface ServeOptions {
   /** The address every listener binds (BIND_HOST); default 127.0.0.1. */
   hostname?: string;
-  /** mTLS on the gRPC port (a verified client certificate is then the credential); default cleartext. */
+  /** mTLS on the gRPC port (a verified client certificate naming a caller is then its credential); default cleartext. */
   grpcTls?: GrpcTls;
 }
 
@@ -54,20 +54,21 @@ export function serveOptions(config: Pick<Config, "bindHost" | "grpcTls">): Serv
   };
 }
 
-/** The handle's token check; a service with RPCs but no token is a wiring mistake, refused before anything is served. */
+/** The handle's caller check; a service with RPCs but no callers is a wiring mistake, refused before anything is served. */
 function internalAuth(handle: ServiceHandle): Interceptor {
-  if (handle.internalToken !== undefined) {
-    return requireInternalToken({ token: handle.internalToken, publicMethods: handle.publicMethods });
+  if (handle.callers !== undefined) {
+    return requireInternalCaller({ callers: handle.callers, publicMethods: handle.publicMethods });
   }
   const router = createConnectRouter();
   handle.routes(router);
-  if (router.handlers.length > 0) throw new Error("serveService: a service with RPCs needs its internalToken");
+  if (router.handlers.length > 0) throw new Error("serveService: a service with RPCs needs its callers");
   return (next) => next;
 }
 
 /**
  * Serves Connect/gRPC-Web + health on `httpPort` and, when given, gRPC over HTTP/2 on `grpcPort`. Every RPC but the
- * handle's public methods requires its internal token; a handle with RPCs and no token is refused.
+ * handle's public methods requires a caller's credential and its allow-list; a handle with RPCs and no callers is
+ * refused.
  */
 export async function serveService(handle: ServiceHandle, httpPort: number, grpcPort?: number, opts: ServeOptions = {}): Promise<ServedService> {
   const hostname = opts.hostname ?? "127.0.0.1";

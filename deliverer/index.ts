@@ -2,7 +2,8 @@
 // returns its RPC routes and readiness checks. `bun run deliverer` serves it alone (main.ts); `npm start` and the
 // tests run it in-process.
 import type { Transport } from "@connectrpc/connect";
-import { loadAppKeys, loadInternalToken } from "../common/app-secret.ts";
+import { loadAppKeys, loadInternalRoot } from "../common/app-secret.ts";
+import { acceptedCallers, type AcceptedCallers } from "../common/internal-auth.ts";
 import type { Config } from "../common/config.ts";
 import { log } from "../common/logger.ts";
 import { openRedis, type Redis } from "../common/redis.ts";
@@ -40,8 +41,8 @@ export interface DelivererDeps {
 }
 
 export interface DelivererHandle extends ServiceHandle {
-  /** What its RPCs require when served on a port: INTERNAL_TOKEN, or the one kept in the database. */
-  internalToken: string;
+  /** The callers its RPCs recognise when served on a port (per-caller tokens, or derived from the root). */
+  callers: AcceptedCallers;
   store: DelivererStore;
   schedule: Schedule;
   worker: DeliveryWorker;
@@ -61,7 +62,7 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
   // Writes are batched: a small pool serves thousands of deliveries per second.
   const db = await openDelivererDatabase(config.databaseUrl, { max: 10 });
   const appKeys = await loadAppKeys(db.$client, config.appSecret);
-  const internalToken = await loadInternalToken(db.$client, config.internalToken);
+  const callers = acceptedCallers(config, await loadInternalRoot(db.$client, config));
   const planned = openPlannedReads(config.databaseUrl);
   const store = new DelivererStore(db, appKeys.encryptionKey, planned);
   const redis = openRedis(config.redisUrl);
@@ -140,10 +141,10 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
       purge: () => purger.wake(),
       streamEvents: streamEventsHandler(store, deps.registry, waker, deps.stream),
     }),
-    internalToken,
+    callers,
     // The event log and the schedule are the deliverer's own job. The registry only refreshes delivery targets:
     // while it is away the deliverer keeps delivering with what it has, so it is shown, not required.
-    // StreamEvents is for platform services holding a customer API key, not the internal token: its handler
+    // StreamEvents is for platform services holding a customer API key, not an internal credential: its handler
     // authenticates the key itself (deliverer/stream.ts).
     publicMethods: [DeliveryService.method.streamEvents],
     checks: {

@@ -1,15 +1,17 @@
 // `bun run deliverer`: the deliverer alone, as it runs in its own pod (Connect + health/metrics on DELIVERER_PORT,
-// gRPC on DELIVERER_GRPC_PORT). It calls the registry at REGISTRY_URL; both ways carry INTERNAL_TOKEN.
+// gRPC on DELIVERER_GRPC_PORT). It calls the registry at REGISTRY_URL with its own token (INTERNAL_TOKEN_DELIVERER)
+// and serves the gateway and the matcher, whose credentials must be configured (common/internal-auth.ts).
 import { loadConfig } from "../common/config.ts";
 import { ensureDatabase } from "../common/db.ts";
-import { internalTokenOrExit } from "../common/internal-auth.ts";
+import { callerTokenOrExit, requireCallersOrExit } from "../common/internal-auth.ts";
 import { log } from "../common/logger.ts";
 import { networkTransport } from "../common/rpc.ts";
 import { serveOptions, serveService, stopOnSignals } from "../common/service.ts";
 import { createDeliverer } from "./index.ts";
 
 const config = loadConfig();
-const token = internalTokenOrExit(config, "deliverer");
+const token = callerTokenOrExit(config, "deliverer");
+requireCallersOrExit(config, "deliverer", ["gateway", "matcher"]);
 await ensureDatabase(config.databaseUrl);
 const handle = await createDeliverer(config, { registry: networkTransport(config.registryUrl, { token }) });
 const served = await serveService(handle, config.delivererPort, config.delivererGrpcPort, serveOptions(config));

@@ -1,15 +1,15 @@
 // `bun run gateway`: the public API alone, as it runs in its own pod, calling the registry and the deliverer over
-// the network (REGISTRY_URL, DELIVERER_URL, with INTERNAL_TOKEN); /readyz asks the registry to resolve a key (see
-// readiness.ts).
+// the network (REGISTRY_URL, DELIVERER_URL, with its own token, INTERNAL_TOKEN_GATEWAY); /readyz asks the registry to
+// resolve a key (see readiness.ts).
 import { loadConfig } from "../common/config.ts";
-import { internalTokenOrExit } from "../common/internal-auth.ts";
+import { callerTokenOrExit } from "../common/internal-auth.ts";
 import { log } from "../common/logger.ts";
 import { networkTransport } from "../common/rpc.ts";
 import { stopOnSignals } from "../common/service.ts";
 import { createGatewayApp } from "./app.ts";
 
 const config = loadConfig();
-const token = internalTokenOrExit(config, "gateway");
+const token = callerTokenOrExit(config, "gateway");
 const app = createGatewayApp({
   config,
   registry: networkTransport(config.registryUrl, { token }),

@@ -2,7 +2,7 @@
 // registry answers from PostgreSQL: that path, probed end to end, is the one check that gates readiness. Redis (the
 // rate limiter fails open without it) and the deliverer (only the event routes need it) are shown, not required,
 // so their outage does not take every gateway pod out of rotation with them.
-import { createClient, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import type { Readiness } from "../common/http-service.ts";
 import { PROBE_DEADLINE_MS } from "../common/deadlines.ts";
 import type { Redis } from "../common/redis.ts";
@@ -27,9 +27,14 @@ export function gatewayReadiness(registry: Transport, deliverer: Transport | und
       redis: async () => (await redis.ping()) === "PONG",
       ...(delivery
         ? {
-            // The deliverer answers an empty Enqueue without touching anything.
+            // A health read of no subscription: the deliverer answers not_found without touching anything. (The
+            // gateway may not call Enqueue: common/internal-auth.ts.)
             deliverer: async () => {
-              await delivery.enqueue({ events: [] }, { timeoutMs: PROBE_DEADLINE_MS });
+              try {
+                await delivery.getHealth({ keyId: "", subscriptionId: "" }, { timeoutMs: PROBE_DEADLINE_MS });
+              } catch (err) {
+                if (ConnectError.from(err).code !== Code.NotFound) throw err;
+              }
               return true;
             },
           }

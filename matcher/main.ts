@@ -1,15 +1,15 @@
 // `bun run matcher`: the matcher alone, as it runs in its own pod (health and metrics on MATCHER_PORT; it serves no
-// RPCs and calls the deliverer at DELIVERER_URL with INTERNAL_TOKEN).
+// RPCs and calls the deliverer at DELIVERER_URL with its own token, INTERNAL_TOKEN_MATCHER).
 import { loadConfig } from "../common/config.ts";
 import { ensureDatabase } from "../common/db.ts";
-import { internalTokenOrExit } from "../common/internal-auth.ts";
+import { callerTokenOrExit } from "../common/internal-auth.ts";
 import { log } from "../common/logger.ts";
 import { networkTransport } from "../common/rpc.ts";
 import { serveOptions, serveService, stopOnSignals } from "../common/service.ts";
 import { createMatcher } from "./index.ts";
 
 const config = loadConfig();
-const token = internalTokenOrExit(config, "matcher");
+const token = callerTokenOrExit(config, "matcher");
 await ensureDatabase(config.databaseUrl);
 const handle = await createMatcher(config, { deliverer: networkTransport(config.delivererUrl, { token }) });
 const served = await serveService(handle, config.matcherPort, undefined, serveOptions(config));

@@ -1,8 +1,9 @@
 // createRegistry: opens the registry's database (migrations applied) and Redis, and returns its RPC routes and
 // readiness checks. `bun run registry` serves it alone (main.ts); `npm start` and the tests run it in-process.
-import { loadAppKeys, loadInternalToken } from "../common/app-secret.ts";
+import { loadAppKeys, loadInternalRoot } from "../common/app-secret.ts";
 import type { Config } from "../common/config.ts";
 import type { AppKeys } from "../common/crypto.ts";
+import { acceptedCallers, type AcceptedCallers } from "../common/internal-auth.ts";
 import { log } from "../common/logger.ts";
 import { openRedis, type Redis } from "../common/redis.ts";
 import type { ServiceHandle } from "../common/service.ts";
@@ -21,8 +22,8 @@ export interface RegistryHandle extends ServiceHandle {
   store: RegistryStore;
   redis: Redis;
   appKeys: AppKeys;
-  /** What its RPCs require when served on a port: INTERNAL_TOKEN, or the one kept in the database. */
-  internalToken: string;
+  /** The callers its RPCs recognise when served on a port (per-caller tokens, or derived from the root). */
+  callers: AcceptedCallers;
   /** The handler context; address filters and the watch index plug in here. */
   context: RegistryContext;
   watchIndex: WatchIndex;
@@ -34,7 +35,7 @@ const PURGE_INTERVAL_MS = 10 * 60_000;
 export async function createRegistry(config: Config, deps: RegistryDeps = {}): Promise<RegistryHandle> {
   const db = await openRegistryDatabase(config.databaseUrl);
   const appKeys = await loadAppKeys(db.$client, config.appSecret);
-  const internalToken = await loadInternalToken(db.$client, config.internalToken);
+  const callers = acceptedCallers(config, await loadInternalRoot(db.$client, config));
   const store = new RegistryStore(db, { encryptionKey: appKeys.encryptionKey, readDb: openRegistryReadPool(config.databaseUrl) });
   const redis = openRedis(config.redisUrl);
   const policy = createSsrfPolicy({ allowCidrs: config.ssrfAllowCidrs, resolver: deps.resolver });
@@ -73,7 +74,7 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
 
   return {
     routes: registryRoutes(context),
-    internalToken,
+    callers,
     // Keys and subscriptions live in PostgreSQL; without Redis every write still commits (its outbox rows are applied
     // to the watch index when Redis answers), so Redis is shown, not required.
     checks: {

@@ -33,7 +33,7 @@ afterAll(async () => {
 }, 60_000);
 
 function call<I extends DescMessage, O extends DescMessage>(method: string, input: I, output: O, message: MessageInitShape<I>): Promise<MessageShape<O>> {
-  return grpcUnary(client, DeliveryService, method, { input, output }, message, bed.deliverer!.internalToken);
+  return grpcUnary(client, DeliveryService, method, { input, output }, message, bed.config.internalToken);
 }
 
 test("Enqueue and GetEvent over plain gRPC; a miss carries the public error code", async () => {

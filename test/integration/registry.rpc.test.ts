@@ -18,6 +18,10 @@ import { allocateRedisDb, type TestRedis } from "../support/redis.ts";
 const HOST = "hooks.receiver.test";
 const URL_OK = `https://${HOST}/webhooks`;
 const APP_SECRET = Buffer.alloc(32, 7).toString("base64");
+// Presented as is: the legacy root, allowed every method while no per-caller token is configured (these tests play
+// the gateway, the deliverer and the operator alike; test/integration/internal-auth.test.ts holds each to its list).
+const INTERNAL_TOKEN = Buffer.alloc(32, 9).toString("base64");
+const asLegacy = { token: INTERNAL_TOKEN };
 
 let database: TestDatabase;
 let redisDb: TestRedis;
@@ -33,7 +37,7 @@ beforeAll(async () => {
   restoreSink = setLogSink((line) => logLines.push(line));
   database = await createTestDatabase("regrpc");
   redisDb = await allocateRedisDb();
-  const config = loadConfig({ DATABASE_URL: database.url, REDIS_URL: redisDb.url, APP_SECRET });
+  const config = loadConfig({ DATABASE_URL: database.url, REDIS_URL: redisDb.url, APP_SECRET, INTERNAL_TOKEN });
   registry = await createRegistry(config, {
     resolver: staticResolver({
       [HOST]: ["93.184.216.34"],
@@ -42,9 +46,9 @@ beforeAll(async () => {
     }),
   });
   served = await serveService(registry, 0);
-  const transport = networkTransport(`http://127.0.0.1:${served.http.port}`, { token: registry.internalToken });
-  subs = createClient(SubscriptionService, transport);
-  keys = createClient(ApiKeyService, transport);
+  const url = `http://127.0.0.1:${served.http.port}`;
+  subs = createClient(SubscriptionService, networkTransport(url, asLegacy));
+  keys = createClient(ApiKeyService, networkTransport(url, asLegacy));
   sql = new SQL(database.url, { max: 2 });
 });
 
@@ -574,12 +578,11 @@ describe("database outage", () => {
     const proxy = await startPgProxy();
     const url = new URL(database.url);
     url.port = String(proxy.port);
-    const config = loadConfig({ DATABASE_URL: url.toString(), REDIS_URL: redisDb.url, APP_SECRET });
+    const config = loadConfig({ DATABASE_URL: url.toString(), REDIS_URL: redisDb.url, APP_SECRET, INTERNAL_TOKEN });
     const cut = await createRegistry(config, { resolver: staticResolver({ [HOST]: ["93.184.216.34"] }) });
     const servedCut = await serveService(cut, 0);
     try {
-      const transport = networkTransport(`http://127.0.0.1:${servedCut.http.port}`, { token: cut.internalToken });
-      const s2 = createClient(SubscriptionService, transport);
+      const s2 = createClient(SubscriptionService, networkTransport(`http://127.0.0.1:${servedCut.http.port}`, asLegacy));
       const k = await newKey();
       const s = (await s2.createSubscription(createReq(k.id))).subscription!;
       const calls = {

@@ -3,10 +3,11 @@
 // migration (the table already there, made at run time) keeps its values.
 import { afterEach, beforeEach, expect, test } from "bun:test";
 import { SQL } from "bun";
-import { loadAppKeys, loadInternalToken } from "../../common/app-secret.ts";
+import { loadAppKeys, loadInternalRoot } from "../../common/app-secret.ts";
 import { SETTINGS_MIGRATIONS } from "../../common/settings/migrate.ts";
 
 const SETTINGS_MIGRATIONS_TABLE = SETTINGS_MIGRATIONS.table;
+const NO_INTERNAL_CREDENTIALS = { internalToken: undefined, internalTokens: {}, internalTokenDigests: {} };
 import { openDelivererDatabase } from "../../deliverer/store.ts";
 import { openRegistryDatabase } from "../../registry/store.ts";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
@@ -34,10 +35,10 @@ test("the deliverer alone on a fresh database migrates app_settings and keeps it
   try {
     expect(await tableExists("app_settings")).toBe(true);
     expect(await tableExists(SETTINGS_MIGRATIONS_TABLE)).toBe(true);
-    const token = await loadInternalToken(db.$client, undefined);
+    const token = await loadInternalRoot(db.$client, NO_INTERNAL_CREDENTIALS);
     const keys = await loadAppKeys(db.$client, undefined);
     // Asked again, the same values: they were kept, not generated anew.
-    expect(await loadInternalToken(db.$client, undefined)).toBe(token);
+    expect(await loadInternalRoot(db.$client, NO_INTERNAL_CREDENTIALS)).toBe(token);
     expect((await loadAppKeys(db.$client, undefined)).encryptionKey.equals(keys.encryptionKey)).toBe(true);
     const names = (await sql`SELECT name FROM app_settings ORDER BY name`) as { name: string }[];
     expect(names.map((r) => r.name)).toEqual(["app_secret", "internal_token"]);
@@ -52,8 +53,8 @@ test("a database whose app_settings predates the migration keeps its values; reg
   const registry = await openRegistryDatabase(database.url, { max: 2 });
   const deliverer = await openDelivererDatabase(database.url, { max: 2 });
   try {
-    expect(await loadInternalToken(registry.$client, undefined)).toBe("kept-from-before-the-migration-0123456789");
-    expect(await loadInternalToken(deliverer.$client, undefined)).toBe("kept-from-before-the-migration-0123456789");
+    expect(await loadInternalRoot(registry.$client, NO_INTERNAL_CREDENTIALS)).toBe("kept-from-before-the-migration-0123456789");
+    expect(await loadInternalRoot(deliverer.$client, NO_INTERNAL_CREDENTIALS)).toBe("kept-from-before-the-migration-0123456789");
     const applied = (await sql.unsafe(`SELECT count(*)::int AS n FROM "${SETTINGS_MIGRATIONS_TABLE}"`)) as { n: number }[];
     expect(applied[0]!.n).toBe(1);
   } finally {

@@ -7,6 +7,7 @@ import { SQL, type Subprocess } from "bun";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 import { allocateRedisDb, type TestRedis } from "../support/redis.ts";
+import { derivedToken } from "../../common/internal-auth.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -177,7 +178,7 @@ test("npm start creates the database, serves the API with every service, and sto
   }
 }, 60_000);
 
-test("INTERNAL_RPC=1 serves the internal ports on loopback, each requiring the token kept in the database", async () => {
+test("INTERNAL_RPC=1 serves the internal ports on loopback, each requiring a credential from the root kept in the database", async () => {
   const started = await start({ INTERNAL_RPC: "1", REGISTRY_PORT: "0", REGISTRY_GRPC_PORT: "0", DELIVERER_PORT: "0", DELIVERER_GRPC_PORT: "0" });
   const admin = new SQL(env.DATABASE_URL!, { max: 1 });
   try {
@@ -199,6 +200,8 @@ test("INTERNAL_RPC=1 serves the internal ports on loopback, each requiring the t
         body: JSON.stringify({ name: "x" }),
       });
     expect((await call()).status).toBe(401);
+    // Each caller's token derives from it; the gateway's may not mint keys.
+    expect((await call(`Bearer ${derivedToken(token, "gateway")}`)).status).toBe(403);
     const served = await call(`Bearer ${token}`);
     expect(served.status).toBe(200);
     expect(((await served.json()) as { secret: string }).secret).toMatch(/^whk_/);

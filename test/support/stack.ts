@@ -94,7 +94,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       REDIS_URL: redis.url,
       REDIS_PREFIX: "test:",
       APP_SECRET: randomBytes(32).toString("base64"),
-      // The registry and deliverer RPC ports require it; tests calling them over the network send config.internalToken.
+      // The root every caller's token derives from (callerToken(config, "gateway"), …); the served RPC ports also take
+      // it as is, as the legacy all-methods caller, since no per-caller token is configured here.
       INTERNAL_TOKEN: randomBytes(32).toString("base64"),
       PORT: "0",
       REGISTRY_PORT: "0",
@@ -113,7 +114,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     config.registryGrpcPort = (served.grpc?.address() as { port: number } | null)?.port ?? 0;
     config.registryUrl = `http://127.0.0.1:${config.registryPort}`;
 
-    const registryTransport = inProcessTransport(registry.routes);
+    // Each service calls as itself, as under `npm start`; the test's own calls (createKey) go as the operator.
+    const registryTransport = inProcessTransport(registry.routes, "deliverer");
     let deliverer: DelivererHandle | undefined;
     if (opts.deliverer) {
       const delivererDeps = opts.deliverer === true ? {} : opts.deliverer;
@@ -127,7 +129,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     let matcher: MatcherHandle | undefined;
     if (opts.matcher) {
       if (!deliverer) throw new Error("startStack: `matcher` needs `deliverer`");
-      matcher = await createMatcher(config, { ...opts.matcher, deliverer: inProcessTransport(deliverer.routes) });
+      matcher = await createMatcher(config, { ...opts.matcher, deliverer: inProcessTransport(deliverer.routes, "matcher") });
       cleanups.push(() => matcher!.close());
       const servedMatcher = await serveService(matcher, 0);
       cleanups.push(() => servedMatcher.stop());
@@ -135,8 +137,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     }
     const gateway = createGatewayApp({
       config,
-      registry: registryTransport,
-      deliverer: deliverer ? inProcessTransport(deliverer.routes) : undefined,
+      registry: inProcessTransport(registry.routes, "gateway"),
+      deliverer: deliverer ? inProcessTransport(deliverer.routes, "gateway") : undefined,
       authCacheMs: opts.authCacheMs,
     });
     gateway.listen({ port: 0, hostname: "127.0.0.1" });
@@ -145,7 +147,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     });
     config.port = gateway.server?.port ?? 0;
 
-    const keys = createClient(ApiKeyService, registryTransport);
+    const keys = createClient(ApiKeyService, inProcessTransport(registry.routes, "operator"));
     return {
       baseUrl: `http://127.0.0.1:${config.port}`,
       config,

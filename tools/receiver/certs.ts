@@ -32,9 +32,9 @@ function makeCa(dir: string, name: string): void {
   );
 }
 
-function makeLeaf(dir: string, ca: string, name: string): void {
+function makeLeaf(dir: string, ca: string, name: string, cn = "localhost"): void {
   openssl(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", `${name}.key`], dir);
-  openssl(["req", "-new", "-key", `${name}.key`, "-subj", "/CN=localhost", "-out", `${name}.csr`], dir);
+  openssl(["req", "-new", "-key", `${name}.key`, "-subj", `/CN=${cn}`, "-out", `${name}.csr`], dir);
   writeFileSync(
     join(dir, `${name}.ext`),
     "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\n",
@@ -62,4 +62,11 @@ export function createTestPki(): TestPki {
     untrustedCert: read("rogue-leaf.pem"),
     untrustedKey: read("rogue-leaf.key"),
   };
+}
+
+/** A leaf of the trusted test CA whose subject CN is `cn` (an internal caller's client certificate names it). */
+export function issueLeaf(pki: TestPki, cn: string): { cert: string; key: string } {
+  const name = `leaf-${cn.replace(/[^a-z0-9]/gi, "_")}`;
+  makeLeaf(pki.dir, "ca", name, cn);
+  return { cert: readFileSync(join(pki.dir, `${name}.pem`), "utf8"), key: readFileSync(join(pki.dir, `${name}.key`), "utf8") };
 }
