@@ -1,6 +1,6 @@
 // The delivery operations of the DeliveryService: an event's attempts, recover (re-queue every failed or delivered
-// event of a time range), the search across all of a key's subscriptions, and a subscription's health. The gateway
-// has already checked that the key owns the subscription; every query here is scoped to it (or to the key) again.
+// event of a time range), the search across all of a key's subscriptions, and a subscription's health. Each checks
+// that the key owns the subscription itself (Shared.ownedTarget) before reading; the search is scoped to the key.
 import { create } from "@bufbuild/protobuf";
 import { createHash } from "node:crypto";
 import {
@@ -54,8 +54,10 @@ export const RECOVER_REST = 0.25;
 const RECOVER_LOCK_MS = 10 * 60_000;
 
 interface Shared {
-  /** The subscription exists and is enabled (else not_found / subscription_disabled). */
-  activeTarget(subscriptionId: string): Promise<unknown>;
+  /** The subscription exists and belongs to the key (else not_found). */
+  ownedTarget(keyId: string, subscriptionId: string): Promise<unknown>;
+  /** The subscription exists, belongs to the key and is enabled (else not_found / subscription_disabled). */
+  activeTarget(keyId: string, subscriptionId: string): Promise<unknown>;
   firstDueMs(): number;
 }
 
@@ -88,7 +90,7 @@ function rate(w: { attempts: number; succeeded: number }) {
 
 export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
   async function recover(req: RecoverEventsRequest, status: EventStatus, since: Date, until: Date): Promise<number> {
-    await shared.activeTarget(req.subscriptionId);
+    await shared.activeTarget(req.keyId, req.subscriptionId);
     let total = 0;
     let after: PageCursor | undefined;
     for (;;) {
@@ -125,6 +127,7 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       const limit = pageLimit(req.limit);
       const scope: PageScope = { list: "attempts", keyId: req.keyId, parent: req.eventId };
       const cursor = decodePageToken(d.tokenKey, scope, req.pageToken, isPageCursor);
+      await shared.ownedTarget(req.keyId, req.subscriptionId);
       const event = await d.store.getEvent(req.subscriptionId, req.eventId);
       if (!event) throw notFound();
       const rows = await d.store.listAttempts(event, limit, cursor);
@@ -134,6 +137,7 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
 
     async recoverEvents(req: RecoverEventsRequest) {
       if (!isId("sub", req.subscriptionId)) throw notFound("subscription");
+      await shared.ownedTarget(req.keyId, req.subscriptionId);
       const status = statusFilter(req.status, "/status") ?? "failed";
       if (status === "pending") throw invalid("/status", "status must be failed or delivered.");
       const now = Date.now();
@@ -202,6 +206,7 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
 
     async getHealth(req: GetHealthRequest) {
       if (!isId("sub", req.subscriptionId)) throw notFound("subscription");
+      await shared.ownedTarget(req.keyId, req.subscriptionId);
       const h = await d.store.health(req.subscriptionId, new Date());
       return create(HealthResponseSchema, {
         lastHour: rate(h.hour),

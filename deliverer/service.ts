@@ -1,5 +1,6 @@
-// The DeliveryService RPC handlers: Enqueue for the matcher, and the public event operations (through the gateway,
-// which has already checked that the API key owns the subscription). Handlers throw ApiError.
+// The DeliveryService RPC handlers: Enqueue for the matcher, and the public event operations for the gateway. The
+// gateway checks that the API key owns the subscription, and so does every handler here (ownedTarget, against the
+// registry's record), so a caller naming another key's subscription finds nothing. Handlers throw ApiError.
 import { create } from "@bufbuild/protobuf";
 import { type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
 import {
@@ -147,9 +148,19 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
     });
   }
 
-  async function activeTarget(subscriptionId: string) {
-    const target = (await d.targets.get([subscriptionId], true)).get(subscriptionId);
-    if (!target?.exists) throw notFound("subscription");
+  /**
+   * The subscription's target when it exists and belongs to `keyId`; not_found otherwise, exactly as for a missing
+   * one. Cached reads are fine for the owner: a subscription never changes keys.
+   */
+  async function ownedTarget(keyId: string, subscriptionId: string, fresh = false) {
+    if (!isId("sub", subscriptionId)) throw notFound("subscription");
+    const target = (await d.targets.get([subscriptionId], fresh)).get(subscriptionId);
+    if (!target?.exists || target.keyId === "" || target.keyId !== keyId) throw notFound("subscription");
+    return target;
+  }
+
+  async function activeTarget(keyId: string, subscriptionId: string) {
+    const target = await ownedTarget(keyId, subscriptionId, true);
     if (!target.active) {
       throw new ApiError("subscription_disabled", "The subscription is disabled; enable it before sending or retrying events.");
     }
@@ -159,7 +170,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
   return (router: ConnectRouter) => {
     router.service(DeliveryService, {
       enqueue,
-      ...operationHandlers(d, { activeTarget, firstDueMs }),
+      ...operationHandlers(d, { ownedTarget, activeTarget, firstDueMs }),
 
       streamEvents: d.streamEvents,
 
@@ -177,7 +188,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
           `POST /v1/subscriptions/${req.subscriptionId}/test`,
           req.idempotency,
           async (tx) => {
-            const target = await activeTarget(req.subscriptionId);
+            const target = await activeTarget(req.keyId, req.subscriptionId);
             const id = newId("evt");
             const now = new Date();
             const chainId = transfer
@@ -219,6 +230,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
           }
           status = req.status as EventStatus;
         }
+        await ownedTarget(req.keyId, req.subscriptionId);
         const scope: PageScope = { list: `events:${status ?? ""}`, keyId: req.keyId, parent: req.subscriptionId };
         const cursor = decodePageToken(d.tokenKey, scope, req.pageToken, isPageCursor);
         const rows = await d.store.listEvents(req.subscriptionId, status, limit, cursor);
@@ -228,6 +240,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
 
       async getEvent(req) {
         if (!isId("sub", req.subscriptionId) || !isId("evt", req.eventId)) throw notFound();
+        await ownedTarget(req.keyId, req.subscriptionId);
         const row = await d.store.getEvent(req.subscriptionId, req.eventId);
         if (!row) throw notFound();
         return create(EventResponseSchema, { event: toEventView(row) });
@@ -235,6 +248,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
 
       async retryEvent(req) {
         if (!isId("sub", req.subscriptionId) || !isId("evt", req.eventId)) throw notFound();
+        await ownedTarget(req.keyId, req.subscriptionId);
         let scheduled: string | undefined;
         const out = await d.store.idempotent(
           EventResponseSchema,
@@ -247,7 +261,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
             if (row.status === "pending") {
               throw new ApiError("event_not_retryable", "The event is still pending; only delivered or failed events can be retried.");
             }
-            await activeTarget(req.subscriptionId);
+            await activeTarget(req.keyId, req.subscriptionId);
             // A finished event is in no schedule set: reserving it cannot disturb a live claim.
             await beforeEffect(() => d.schedule.reserve([row.id], Date.now() + d.reserveMs));
             const updated = await d.store.restartCycle(tx, row, new Date(firstDueMs()));
@@ -260,6 +274,10 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
 
       async deleteSubscriptionEvents(req) {
         if (!isId("sub", req.subscriptionId)) return create(DeleteSubscriptionEventsResponseSchema, { deleted: 0n });
+        // Only a deleted subscription's events go: the request names no key, so a subscription the registry still
+        // has is not the caller's to empty (a stray or forged call deletes nothing).
+        const target = (await d.targets.get([req.subscriptionId], true)).get(req.subscriptionId);
+        if (target?.exists) return create(DeleteSubscriptionEventsResponseSchema, { deleted: 0n });
         // Recorded first (the events leave GET /v1/events at once), then one short batch here, so a small
         // subscription's events are gone when the call returns; a larger one's rest goes in the background
         // (deliverer/purge.ts), never in one long statement.
