@@ -87,6 +87,13 @@ export interface Config {
    * port then speaks TLS only, requires a client certificate signed by the CA, and such a client needs no token.
    */
   grpcTls: { certFile: string; keyFile: string; clientCaFile: string } | undefined;
+  /**
+   * HTTPS on the services' Connect/health ports (INTERNAL_TLS_CERT_FILE and INTERNAL_TLS_KEY_FILE, both or none):
+   * the internal hops then run over TLS (REGISTRY_URL / DELIVERER_URL with https://).
+   */
+  internalTls: { certFile: string; keyFile: string } | undefined;
+  /** INTERNAL_TLS_CA_FILE: the CA (PEM) an https:// REGISTRY_URL / DELIVERER_URL is verified against, beside the system's. */
+  internalTlsCaFile: string | undefined;
   /** base64 of >= 32 bytes; undefined means "generate once and keep it in the database". */
   appSecret: string | undefined;
   tronNodeUrls: Record<ChainId, string>;
@@ -144,6 +151,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (tlsFiles.length !== 0 && tlsFiles.length !== 3) {
     throw new Error("GRPC_TLS_CERT_FILE, GRPC_TLS_KEY_FILE and GRPC_TLS_CLIENT_CA_FILE go together: set all three or none");
   }
+  const httpsFiles = [env.INTERNAL_TLS_CERT_FILE, env.INTERNAL_TLS_KEY_FILE].filter(Boolean);
+  if (httpsFiles.length === 1) throw new Error("INTERNAL_TLS_CERT_FILE and INTERNAL_TLS_KEY_FILE go together: set both or neither");
   const eventRetentionDays = int(env, "EVENT_RETENTION_DAYS", 30);
   if (!Number.isInteger(eventRetentionDays) || eventRetentionDays < 1) {
     throw new Error(`EVENT_RETENTION_DAYS must be a whole number of days, at least 1, got "${env.EVENT_RETENTION_DAYS}"`);
@@ -175,6 +184,8 @@ export function loadConfig(env: Env = process.env): Config {
       tlsFiles.length === 3
         ? { certFile: env.GRPC_TLS_CERT_FILE!, keyFile: env.GRPC_TLS_KEY_FILE!, clientCaFile: env.GRPC_TLS_CLIENT_CA_FILE! }
         : undefined,
+    internalTls: httpsFiles.length === 2 ? { certFile: env.INTERNAL_TLS_CERT_FILE!, keyFile: env.INTERNAL_TLS_KEY_FILE! } : undefined,
+    internalTlsCaFile: env.INTERNAL_TLS_CA_FILE || undefined,
     appSecret,
     tronNodeUrls: {
       "tron:mainnet": str(env, NODE_URL_VARIABLES["tron:mainnet"], "https://api.trongrid.io"),

@@ -71,13 +71,16 @@ export interface ServiceHttpOptions {
   readiness: Readiness;
   /** The service's own handler, given the caller's address; undefined means 404. */
   handle?: (req: Request, peer: string | undefined) => Promise<Response> | Response | undefined;
+  /** PEM certificate and key: HTTPS instead of HTTP (INTERNAL_TLS_CERT_FILE / INTERNAL_TLS_KEY_FILE). */
+  tls?: { cert: string; key: string };
 }
 
-/** Serves an internal service (registry, deliverer, matcher) over HTTP/1.1 with keep-alive. */
+/** Serves an internal service (registry, deliverer, matcher) over HTTP/1.1 (or HTTPS with `tls`) with keep-alive. */
 export function serveServiceHttp(opts: ServiceHttpOptions): Server<undefined> {
   return Bun.serve({
     port: opts.port,
     hostname: opts.hostname,
+    ...(opts.tls ? { tls: opts.tls } : {}),
     async fetch(req, server) {
       const own = await opts.handle?.(req, server.requestIP(req)?.address);
       if (own) return own;

@@ -135,12 +135,21 @@ export interface NetworkTransportOptions {
   /** The caller's own token sent on every call (INTERNAL_TOKEN_<CALLER>, or derived from INTERNAL_TOKEN). */
   token: string | undefined;
   timeoutMs?: number;
+  /** PEM CA an https:// base URL's certificate is verified against (INTERNAL_TLS_CA_FILE), beside the system's. */
+  ca?: string;
 }
 
-/** A transport to a service over the network (Connect protocol, binary, keep-alive). */
+/** Bun's fetch, verifying the server against `ca` (its `tls` init option). */
+function fetchTrusting(ca: string): typeof globalThis.fetch {
+  const trusting = (input: string | URL | Request, init?: RequestInit) => fetch(input, { ...init, tls: { ca } } as RequestInit);
+  return Object.assign(trusting, { preconnect: fetch.preconnect });
+}
+
+/** A transport to a service over the network (Connect protocol, binary, keep-alive; TLS for an https:// URL). */
 export function networkTransport(baseUrl: string, opts: NetworkTransportOptions): Transport {
   return createConnectTransport({
     baseUrl,
+    ...(opts.ca !== undefined ? { fetch: fetchTrusting(opts.ca) } : {}),
     useBinaryFormat: true,
     defaultTimeoutMs: opts.timeoutMs ?? BACKGROUND_RPC_DEADLINE_MS,
     interceptors: opts.token === undefined ? [unreachableAsUnavailable] : [unreachableAsUnavailable, sendInternalToken(opts.token)],

@@ -42,16 +42,25 @@ export interface ServeOptions {
   hostname?: string;
   /** mTLS on the gRPC port (a verified client certificate naming a caller is then its credential); default cleartext. */
   grpcTls?: GrpcTls;
+  /** HTTPS on the Connect/health port (certificate and key, PEM); default cleartext. */
+  httpTls?: { cert: string; key: string };
 }
 
-/** How a service is served from its configuration: BIND_HOST, and the gRPC port's mTLS files when set. */
-export function serveOptions(config: Pick<Config, "bindHost" | "grpcTls">): ServeOptions {
+/** How a service is served from its configuration: BIND_HOST, the gRPC port's mTLS files and the HTTPS files when set. */
+export function serveOptions(config: Pick<Config, "bindHost" | "grpcTls" | "internalTls">): ServeOptions {
   const files = config.grpcTls;
+  const https = config.internalTls;
   const read = (path: string) => readFileSync(path, "utf8");
   return {
     hostname: config.bindHost,
     grpcTls: files && { cert: read(files.certFile), key: read(files.keyFile), clientCa: read(files.clientCaFile) },
+    httpTls: https && { cert: read(https.certFile), key: read(https.keyFile) },
   };
+}
+
+/** The CA (PEM) an https:// internal URL is verified against (INTERNAL_TLS_CA_FILE); undefined: the system's only. */
+export function internalCa(config: Pick<Config, "internalTlsCaFile">): string | undefined {
+  return config.internalTlsCaFile === undefined ? undefined : readFileSync(config.internalTlsCaFile, "utf8");
 }
 
 /** The handle's caller check; a service with RPCs but no callers is a wiring mistake, refused before anything is served. */
@@ -79,6 +88,7 @@ export async function serveService(handle: ServiceHandle, httpPort: number, grpc
     hostname,
     readiness: { checks: handle.checks, ...(handle.informational ? { informational: handle.informational } : {}) },
     handle: rpc,
+    ...(opts.httpTls ? { tls: opts.httpTls } : {}),
   });
   const grpc = grpcPort === undefined ? undefined : await serveGrpc(handle.routes, grpcPort, hostname, auth, opts.grpcTls);
   return {

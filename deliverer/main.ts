@@ -6,14 +6,15 @@ import { ensureDatabase } from "../common/db.ts";
 import { callerTokenOrExit, requireCallersOrExit } from "../common/internal-auth.ts";
 import { log } from "../common/logger.ts";
 import { networkTransport } from "../common/rpc.ts";
-import { serveOptions, serveService, stopOnSignals } from "../common/service.ts";
+import { internalCa, serveOptions, serveService, stopOnSignals } from "../common/service.ts";
 import { createDeliverer } from "./index.ts";
 
 const config = loadConfig();
 const token = callerTokenOrExit(config, "deliverer");
+const ca = internalCa(config);
 requireCallersOrExit(config, "deliverer", ["gateway", "matcher"]);
 await ensureDatabase(config.databaseUrl);
-const handle = await createDeliverer(config, { registry: networkTransport(config.registryUrl, { token }) });
+const handle = await createDeliverer(config, { registry: networkTransport(config.registryUrl, { token, ca }) });
 const served = await serveService(handle, config.delivererPort, config.delivererGrpcPort, serveOptions(config));
 log.info("deliverer listening", { host: config.bindHost, port: config.delivererPort, grpcPort: config.delivererGrpcPort });
 

@@ -5,15 +5,16 @@ import { loadConfig } from "../common/config.ts";
 import { callerTokenOrExit } from "../common/internal-auth.ts";
 import { log } from "../common/logger.ts";
 import { networkTransport } from "../common/rpc.ts";
-import { stopOnSignals } from "../common/service.ts";
+import { internalCa, stopOnSignals } from "../common/service.ts";
 import { createGatewayApp } from "./app.ts";
 
 const config = loadConfig();
 const token = callerTokenOrExit(config, "gateway");
+const ca = internalCa(config);
 const app = createGatewayApp({
   config,
-  registry: networkTransport(config.registryUrl, { token }),
-  deliverer: networkTransport(config.delivererUrl, { token }),
+  registry: networkTransport(config.registryUrl, { token, ca }),
+  deliverer: networkTransport(config.delivererUrl, { token, ca }),
 });
 app.listen({ port: config.port, hostname: config.bindHost });
 log.info("gateway listening", { host: config.bindHost, port: app.server?.port, registryUrl: config.registryUrl });

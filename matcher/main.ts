@@ -5,13 +5,14 @@ import { ensureDatabase } from "../common/db.ts";
 import { callerTokenOrExit } from "../common/internal-auth.ts";
 import { log } from "../common/logger.ts";
 import { networkTransport } from "../common/rpc.ts";
-import { serveOptions, serveService, stopOnSignals } from "../common/service.ts";
+import { internalCa, serveOptions, serveService, stopOnSignals } from "../common/service.ts";
 import { createMatcher } from "./index.ts";
 
 const config = loadConfig();
 const token = callerTokenOrExit(config, "matcher");
+const ca = internalCa(config);
 await ensureDatabase(config.databaseUrl);
-const handle = await createMatcher(config, { deliverer: networkTransport(config.delivererUrl, { token }) });
+const handle = await createMatcher(config, { deliverer: networkTransport(config.delivererUrl, { token, ca }) });
 const served = await serveService(handle, config.matcherPort, undefined, serveOptions(config));
 log.info("matcher listening", { host: config.bindHost, port: config.matcherPort, chains: config.matcherChains });
 

@@ -19,7 +19,7 @@ import {
   INTERNAL_CALLERS,
   METHOD_CALLERS,
 } from "../../common/internal-auth.ts";
-import { inProcessTransport } from "../../common/rpc.ts";
+import { inProcessTransport, networkTransport } from "../../common/rpc.ts";
 import { setLogSink } from "../../common/logger.ts";
 import { serveService, type ServedService } from "../../common/service.ts";
 import {
@@ -368,6 +368,29 @@ test("tokens: each caller's is derived from the root unless its own variable is 
   expect(acceptedCallers(mixed, root).legacy).toBeUndefined();
   expect(() => loadConfig({ INTERNAL_TOKEN_MATCHER: "short" })).toThrow(/INTERNAL_TOKEN_MATCHER must be at least 32 bytes/);
   expect(() => loadConfig({ INTERNAL_TOKEN_MATCHER_SHA256: "abc" })).toThrow(/64 hex digits/);
+});
+
+test("internal hops over TLS: the Connect port serves HTTPS, a client trusting the CA calls it, one that does not cannot", async () => {
+  const pki = bed.pki;
+  const https = await serveService(bed.registry, 0, undefined, { httpTls: { cert: pki.cert, key: pki.key } });
+  try {
+    const url = `https://localhost:${https.http.port}`;
+    const keys = (ca?: string) => createClient(ApiKeyService, networkTransport(url, { token: derivedToken(ROOT, "gateway"), ca }));
+    expect((await keys(pki.caPem).resolveApiKey({ secret: "whk_nothing" })).valid).toBe(false);
+    expect(((await keys().resolveApiKey({ secret: "whk_nothing" }).catch((e: unknown) => e)) as ConnectError).code).toBe(Code.Unavailable);
+    // Cleartext to the TLS port does not get an answer either.
+    expect(await fetch(`http://127.0.0.1:${https.http.port}/healthz`).then((r) => r.status, () => "refused")).not.toBe(200);
+  } finally {
+    await https.stop();
+  }
+});
+
+test("the HTTPS files go together", () => {
+  expect(() => loadConfig({ INTERNAL_TLS_CERT_FILE: "/c.pem" })).toThrow(/set both or neither/);
+  expect(loadConfig({ INTERNAL_TLS_CERT_FILE: "/c.pem", INTERNAL_TLS_KEY_FILE: "/k.pem", INTERNAL_TLS_CA_FILE: "/ca.pem" })).toMatchObject({
+    internalTls: { certFile: "/c.pem", keyFile: "/k.pem" },
+    internalTlsCaFile: "/ca.pem",
+  });
 });
 
 test("a handle with RPCs and no callers is never served", async () => {
