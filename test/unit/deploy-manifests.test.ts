@@ -1,8 +1,10 @@
 // deploy/k8s, docker-compose.yml and the Dockerfile hold the production security invariants: every manifest parses,
-// kustomization lists them all, every container runs hardened with requests and limits and the internal token from
-// the Secret, a NetworkPolicy per service admits only its callers (the gateway alone takes outside traffic, the
-// matcher nothing), the gateway and the deliverer autoscale, every service has a disruption budget, and every
-// container binds 0.0.0.0 (BIND_HOST) where loopback is the default.
+// kustomization lists them all, every container runs hardened with requests and limits and the shared Secret, a
+// NetworkPolicy per service admits only its callers (the gateway alone takes outside traffic, the matcher nothing),
+// the gateway and the deliverer autoscale, every service has a disruption budget, and every container binds 0.0.0.0
+// (BIND_HOST) where loopback is the default. Internal credentials: each calling pod gets its own token only, the
+// servers the callers' digests only, nobody a shared INTERNAL_TOKEN; the internal hops run over TLS, and only the
+// servers mount the TLS key.
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -91,17 +93,79 @@ test("the gateway and the deliverer autoscale; their Deployments leave replicas 
   }
 });
 
-test("the internal token comes from the Secret; listeners bind 0.0.0.0 in every container", () => {
-  expect(Object.keys(named("Secret", "tron-webhooks-secrets")!.stringData)).toContain("INTERNAL_TOKEN");
+test("listeners bind 0.0.0.0 in every container", () => {
   const env = named("ConfigMap", "tron-webhooks-env")!.data as Record<string, string>;
-  expect(env.INTERNAL_TOKEN).toBeUndefined();
   expect(env.BIND_HOST).toBe("0.0.0.0");
-
   const compose = Bun.YAML.parse(readFileSync(join(ROOT, "docker-compose.yml"), "utf8")) as Doc;
   for (const service of SERVICES) {
-    const environment = compose.services[service].environment as Record<string, string>;
-    expect(environment.BIND_HOST).toBe("0.0.0.0");
-    expect(environment.INTERNAL_TOKEN).toStartWith("${INTERNAL_TOKEN:?");
+    expect((compose.services[service].environment as Record<string, string>).BIND_HOST).toBe("0.0.0.0");
   }
   expect(readFileSync(join(ROOT, "Dockerfile"), "utf8")).toMatch(/^ENV BIND_HOST=0\.0\.0\.0$/m);
+});
+
+// Who holds which internal credential: its own token for each caller, the callers' digests for each server.
+const OWN_TOKEN: Record<(typeof SERVICES)[number], string | undefined> = {
+  gateway: "INTERNAL_TOKEN_GATEWAY",
+  matcher: "INTERNAL_TOKEN_MATCHER",
+  deliverer: "INTERNAL_TOKEN_DELIVERER",
+  registry: undefined,
+};
+const CALLER_DIGESTS: Record<(typeof SERVICES)[number], string[]> = {
+  gateway: [],
+  matcher: [],
+  deliverer: ["INTERNAL_TOKEN_GATEWAY_SHA256", "INTERNAL_TOKEN_MATCHER_SHA256"],
+  registry: ["INTERNAL_TOKEN_GATEWAY_SHA256", "INTERNAL_TOKEN_DELIVERER_SHA256"],
+};
+
+describe.each(SERVICES)("%s's internal credentials", (service) => {
+  const pod = named("Deployment", service)!.spec.template.spec as Doc;
+  const container = (pod.containers as Doc[])[0]!;
+  /** Every variable the container gets: from the ConfigMaps and Secrets it names, and its own env. */
+  const variables = () => {
+    const names: string[] = [];
+    for (const from of container.envFrom as Doc[]) {
+      const source = from.secretRef ? named("Secret", from.secretRef.name) : named("ConfigMap", from.configMapRef.name);
+      expect(source, JSON.stringify(from)).toBeDefined();
+      names.push(...Object.keys((source!.stringData ?? source!.data) as Record<string, string>));
+    }
+    for (const e of (container.env ?? []) as Doc[]) names.push(e.name as string);
+    return names;
+  };
+
+  test("Kubernetes: its own token, no other and no shared INTERNAL_TOKEN; the servers its callers' digests", () => {
+    // Digests present nothing, so a server may know one more than it serves; a token is never anyone else's.
+    const tokens = variables().filter((n) => n.startsWith("INTERNAL_TOKEN") && !n.endsWith("_SHA256"));
+    expect(tokens).toEqual(OWN_TOKEN[service] ? [OWN_TOKEN[service]!] : []);
+    const digests = variables().filter((n) => n.endsWith("_SHA256"));
+    expect(digests).toEqual(expect.arrayContaining(CALLER_DIGESTS[service]));
+    if (CALLER_DIGESTS[service].length === 0) expect(digests).toEqual([]);
+  });
+
+  test("Kubernetes: internal hops over TLS; only the servers mount the key", () => {
+    const env = named("ConfigMap", "tron-webhooks-env")!.data as Record<string, string>;
+    expect(env.REGISTRY_URL).toStartWith("https://");
+    expect(env.DELIVERER_URL).toStartWith("https://");
+    expect(env.INTERNAL_TLS_CA_FILE).toBeDefined();
+    const tls = (pod.volumes as Doc[]).find((v) => v.secret?.secretName === "tron-webhooks-internal-tls")!;
+    expect(tls).toBeDefined();
+    const server = service === "registry" || service === "deliverer";
+    if (server) {
+      expect(tls.secret.items).toBeUndefined();
+      expect(variables()).toEqual(expect.arrayContaining(["INTERNAL_TLS_CERT_FILE", "INTERNAL_TLS_KEY_FILE"]));
+      expect(container.readinessProbe.httpGet.scheme).toBe("HTTPS");
+      expect(container.livenessProbe.httpGet.scheme).toBe("HTTPS");
+    } else {
+      expect(tls.secret.items).toEqual([{ key: "ca.crt", path: "ca.crt" }]);
+    }
+  });
+
+  test("compose: its own token and its callers' digests, no shared INTERNAL_TOKEN", () => {
+    const compose = Bun.YAML.parse(readFileSync(join(ROOT, "docker-compose.yml"), "utf8")) as Doc;
+    const environment = compose.services[service].environment as Record<string, string>;
+    const required = Object.keys(environment).filter((n) => n.startsWith("INTERNAL_TOKEN") && environment[n]!.includes(":?"));
+    expect(required.sort()).toEqual([...(OWN_TOKEN[service] ? [OWN_TOKEN[service]!] : []), ...CALLER_DIGESTS[service]].sort());
+    expect(environment.INTERNAL_TOKEN).toBeUndefined();
+    const tokens = Object.keys(environment).filter((n) => /^INTERNAL_TOKEN_[A-Z]+$/.test(n));
+    expect(tokens).toEqual(OWN_TOKEN[service] ? [OWN_TOKEN[service]!] : []);
+  });
 });
