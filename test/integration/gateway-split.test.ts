@@ -2,6 +2,7 @@
 // `bun run gateway` talking over the network (REGISTRY_URL, DELIVERER_URL). The API works end to end; when the
 // registry process goes away the gateway answers 503 service_unavailable quickly and /readyz says so.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
@@ -56,7 +57,6 @@ test("gateway, registry and deliverer as separate processes; the registry going 
     REDIS_URL: redisDb.url,
     REDIS_PREFIX: "split-test:",
     APP_SECRET: Buffer.alloc(32, 3).toString("base64"),
-    INTERNAL_TOKEN: Buffer.alloc(32, 7).toString("base64"),
     PORT: String(gatewayPort),
     REGISTRY_PORT: String(registryPort),
     REGISTRY_GRPC_PORT: String(registryGrpc),
@@ -65,12 +65,26 @@ test("gateway, registry and deliverer as separate processes; the registry going 
     REGISTRY_URL: `http://127.0.0.1:${registryPort}`,
     DELIVERER_URL: `http://127.0.0.1:${delivererPort}`,
   };
-  const registry = spawn("registry/main.ts", env);
+  // Each process holds its own internal token; the servers know their callers by digest only, as in the manifests.
+  const { INTERNAL_TOKEN: _root, ...base_ } = env;
+  const token = (n: number) => Buffer.alloc(32, n).toString("base64");
+  const digest = (t: string) => createHash("sha256").update(t).digest("hex");
+  const tokens = { gateway: token(5), deliverer: token(6) };
+  const registry = spawn("registry/main.ts", {
+    ...base_,
+    INTERNAL_TOKEN_GATEWAY_SHA256: digest(tokens.gateway),
+    INTERNAL_TOKEN_DELIVERER_SHA256: digest(tokens.deliverer),
+  });
   await waitFor(`http://127.0.0.1:${registryPort}/readyz`, 200);
-  spawn("deliverer/main.ts", env);
+  spawn("deliverer/main.ts", {
+    ...base_,
+    INTERNAL_TOKEN_DELIVERER: tokens.deliverer,
+    INTERNAL_TOKEN_GATEWAY_SHA256: digest(tokens.gateway),
+    INTERNAL_TOKEN_MATCHER_SHA256: digest(token(8)),
+  });
   // The gateway is ready without the deliverer (it only shows it): wait for it, so the readiness below is complete.
   await waitFor(`http://127.0.0.1:${delivererPort}/readyz`, 200);
-  const gateway = spawn("gateway/main.ts", env);
+  const gateway = spawn("gateway/main.ts", { ...base_, INTERNAL_TOKEN_GATEWAY: tokens.gateway });
   const base = `http://127.0.0.1:${gatewayPort}`;
   await waitFor(`${base}/readyz`, 200);
   const readiness = (await (await fetch(`${base}/readyz`)).json()) as Record<string, unknown>;
