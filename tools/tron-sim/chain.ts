@@ -50,6 +50,14 @@ export interface ChainOptions {
   solidLag?: number;
 }
 
+/** What a node serves: its head, its solidified head and its blocks (the simulated node, or one stuck on a dead branch). */
+export interface ChainView {
+  head(): StoredBlock;
+  solid(): StoredBlock;
+  byNumber(num: number): StoredBlock | undefined;
+  byBlockId(id: string): StoredBlock | undefined;
+}
+
 /** Why a fork was refused (the server answers it as a 400). */
 export class ForkRefused extends Error {}
 
@@ -80,6 +88,8 @@ export class SimChain {
   /** The internal transactions asked for with a transfer spec, by txID. */
   private readonly internalMoves = new Map<string, TronInternalTransaction[]>();
   private pending: TronTransaction[] = [];
+  /** The branch the last fork made with `keepReplaced` replaced, and the block it forked from. */
+  private replaced: { ancestor: number; blocks: StoredBlock[] } | null = null;
 
   constructor(opts: ChainOptions = {}) {
     this.txPerBlock = opts.txPerBlock ?? 300;
@@ -225,7 +235,13 @@ export class SimChain {
    * blocks are final on TRON. `at` stamps the new blocks from that time on, 3 s apart (default: the old blocks' times),
    * as when the replacing branch is produced later (past a midnight, say).
    */
-  fork(depth: number, length = depth, reinclude: boolean | readonly string[] = true, at?: number): { ancestor: number; removed: string[]; added: string[] } {
+  fork(
+    depth: number,
+    length = depth,
+    reinclude: boolean | readonly string[] = true,
+    at?: number,
+    keepReplaced = false,
+  ): { ancestor: number; removed: string[]; added: string[] } {
     if (!Number.isInteger(depth) || depth < 1 || depth >= this.canonical.length) {
       throw new ForkRefused(`fork depth must be 1..${this.canonical.length - 1}`);
     }
@@ -235,6 +251,7 @@ export class SimChain {
       throw new ForkRefused(`a fork of depth ${depth} would replace solidified block ${this.ref(this.solid()).number}`);
     }
     const removed = this.canonical.splice(this.canonical.length - depth, depth);
+    if (keepReplaced) this.replaced = { ancestor: this.ref(this.head()).number, blocks: removed };
     for (const r of removed) for (const tx of r.block.transactions ?? []) this.txIndex.delete(tx.txID);
     const keep = (tx: TronTransaction) => (typeof reinclude === "boolean" ? reinclude : reinclude.includes(tx.txID));
     const added: string[] = [];
@@ -249,6 +266,27 @@ export class SimChain {
       added.push(this.append(block).block.blockID);
     }
     return { ancestor: this.ref(this.head()).number - length, removed: removed.map((r) => r.block.blockID), added };
+  }
+
+  /**
+   * A node that stayed on the branch the last `keepReplaced` fork replaced: the same blocks up to the common
+   * ancestor, the replaced ones above it, and a solidified head no higher than the ancestor (solidified blocks are
+   * final on every node). Null when no fork kept its branch.
+   */
+  replacedView(): ChainView | null {
+    const r = this.replaced;
+    if (!r) return null;
+    const byNumber = (num: number) => (num <= r.ancestor ? this.byNumber(num) : r.blocks[num - r.ancestor - 1]);
+    const head = () => r.blocks[r.blocks.length - 1] ?? this.byNumber(r.ancestor)!;
+    return {
+      head,
+      solid: () => this.byNumber(Math.min(r.ancestor, head().block.block_header.raw_data.number - this.solidLag))!,
+      byNumber,
+      byBlockId: (id) => {
+        const s = this.byId.get(id);
+        return s && byNumber(s.block.block_header.raw_data.number) === s ? s : undefined;
+      },
+    };
   }
 
   byNumber(num: number): StoredBlock | undefined {

@@ -2,9 +2,10 @@
 // parameters and POST with a JSON body, `visible` honoured on every one, as java-tron accepts them), a head that
 // advances every `blockMs`, the solidity API (/walletsolidity/*: the same endpoints, answering only up to the
 // solidified head, which trails the head by `solidLag` blocks), and /sim/* controls for tests: produce blocks now,
-// queue transfers, fork, pause, switch the solidity API off.
+// queue transfers, fork, pause, switch the solidity API off, and faults (a delayed, refused or unanswered request;
+// a second node stuck on a replaced branch answering every other request).
 import type { Server } from "bun";
-import { ForkRefused, SimChain, renderBlock, renderInfos, type ChainOptions, type StoredBlock } from "./chain.ts";
+import { ForkRefused, SimChain, renderBlock, renderInfos, type ChainOptions, type ChainView, type StoredBlock } from "./chain.ts";
 import { addressToBase58, renderVisible } from "./forms.ts";
 import type { TransferSpec } from "./generate.ts";
 
@@ -26,9 +27,30 @@ export interface TronSim {
   produce(count?: number): StoredBlock[];
   /** The pool's addresses in base58 (those generated blocks use). */
   poolAddresses(limit?: number): string[];
+  /** Replaces the faults; the new list applies to requests from now on. */
+  setFaults(faults: SimFault[]): void;
+  /** How many requests a fault was applied to, per path pattern, since the start. */
+  faultHits(path: string): number;
+  /**
+   * A second node behind the same URL (with `true`): after a fork with `keepReplaced`, every other request is
+   * answered by a node still on the replaced branch (its solidified head at most the common ancestor).
+   */
+  alternate(on: boolean): void;
   pause(): void;
   resume(): void;
   stop(): Promise<void>;
+}
+
+/** A fault on matching node requests: a delay before the real answer, or an HTTP status instead of it. */
+export interface SimFault {
+  /** "wallet/getnowblock", "walletsolidity/getnowblock", "walletsolidity/*" (every endpoint of one API) or "*". */
+  path: string;
+  /** Held this long before answering (longer than the client's timeout: a request that times out). */
+  delayMs?: number;
+  /** Answered with this status (and a small JSON error body) instead of the real answer. */
+  status?: number;
+  /** Applies to this many requests, then is spent (unset: until the faults are replaced). */
+  times?: number;
 }
 
 type Params = Record<string, unknown>;
@@ -73,6 +95,26 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
       renderInfos(s, true);
     }
   }
+  let faults: SimFault[] = [];
+  const hits = new Map<string, number>();
+  let alternate = false;
+  let answerFromReplaced = false;
+  /** The first fault matching `endpoint` ("wallet/getnowblock"), counted and spent by one. */
+  const faultFor = (endpoint: string): SimFault | undefined => {
+    const api = endpoint.slice(0, endpoint.indexOf("/"));
+    const f = faults.find((f) => (f.times === undefined || f.times > 0) && (f.path === "*" || f.path === endpoint || f.path === `${api}/*`));
+    if (!f) return undefined;
+    if (f.times !== undefined) f.times--;
+    hits.set(f.path, (hits.get(f.path) ?? 0) + 1);
+    return f;
+  };
+  /** Which node answers this request: with `alternate` on, every other one goes to the node on the replaced branch. */
+  const viewFor = (): ChainView => {
+    const replaced = alternate ? chain.replacedView() : null;
+    if (!replaced) return chain;
+    answerFromReplaced = !answerFromReplaced;
+    return answerFromReplaced ? replaced : chain;
+  };
   let blockMs = opts.blockMs ?? 3_000;
   let paused = blockMs <= 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -106,12 +148,12 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
    * The /wallet endpoints; with `solidity`, the /walletsolidity ones: the same answers, cut at the solidified head
    * (a block above it is `{}`, its infos `[]`), as java-tron's solidity API serves only solidified blocks.
    */
-  async function wallet(path: string, p: Params, solidity = false): Promise<Response> {
+  async function wallet(path: string, p: Params, solidity: boolean, view: ChainView): Promise<Response> {
     const visible = flag(p.visible);
-    const top = () => (solidity ? chain.solid() : chain.head());
+    const top = () => (solidity ? view.solid() : view.head());
     const limit = (s: StoredBlock | undefined): StoredBlock | undefined =>
       s && solidity && s.block.block_header.raw_data.number > top().block.block_header.raw_data.number ? undefined : s;
-    const byNumber = (n: number) => limit(chain.byNumber(n));
+    const byNumber = (n: number) => limit(view.byNumber(n));
     switch (path) {
       case "getnowblock":
         return text(renderBlock(top(), visible));
@@ -120,14 +162,14 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
         return text(s ? renderBlock(s, visible) : "{}");
       }
       case "getblockbyid": {
-        const s = limit(chain.byBlockId(String(p.value ?? "")));
+        const s = limit(view.byBlockId(String(p.value ?? "")));
         return text(s ? renderBlock(s, visible) : "{}");
       }
       case "getblock": {
         const key = p.id_or_num;
         const detail = flag(p.detail);
         if (key === undefined || key === "") return text(renderBlock(top(), visible, detail));
-        const s = /^\d+$/.test(String(key)) ? byNumber(Number(key)) : limit(chain.byBlockId(String(key)));
+        const s = /^\d+$/.test(String(key)) ? byNumber(Number(key)) : limit(view.byBlockId(String(key)));
         return text(s ? renderBlock(s, visible, detail) : "{}");
       }
       case "getblockbylimitnext": {
@@ -156,7 +198,7 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
         const s = byNumber(num(p.num));
         if (!s) return text("[]");
         let count = s.infos.length;
-        if (chain.infoLagMs > 0 && s === chain.head() && Date.now() - s.availableAt < chain.infoLagMs) count = Math.floor(count / 2);
+        if (chain.infoLagMs > 0 && s === view.head() && Date.now() - s.availableAt < chain.infoLagMs) count = Math.floor(count / 2);
         return text(renderInfos(s, visible, count), s.synthesized);
       }
       case "gettransactioninfobyid": {
@@ -217,7 +259,7 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
         const length = p.length === undefined ? depth : num(p.length);
         const reinclude = Array.isArray(p.reinclude) ? p.reinclude.map(String) : p.reinclude === undefined ? true : flag(p.reinclude);
         try {
-          const result = chain.fork(depth, length, reinclude, p.at === undefined ? undefined : num(p.at));
+          const result = chain.fork(depth, length, reinclude, p.at === undefined ? undefined : num(p.at), flag(p.keepReplaced));
           schedule();
           return Response.json(result);
         } catch (err) {
@@ -225,6 +267,12 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
           throw err;
         }
       }
+      case "POST faults":
+        faults = Array.isArray(p.faults) ? (p.faults as SimFault[]).map((f) => ({ ...f })) : [];
+        if (p.alternate !== undefined) alternate = flag(p.alternate);
+        return Response.json({ faults, alternate });
+      case "GET faults":
+        return Response.json({ faults, alternate, hits: Object.fromEntries(hits) });
       case "POST pause":
         paused = true;
         schedule();
@@ -263,7 +311,10 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
           const solidity = wm[1] === "walletsolidity";
           // A full node deployed without the solidity API: nothing is served there.
           if (solidity && !chain.solidityApi) return new Response("Not Found", { status: 404 });
-          return await wallet(wm[2]!, p, solidity);
+          const fault = faultFor(`${wm[1]}/${wm[2]}`);
+          if (fault?.delayMs) await Bun.sleep(fault.delayMs);
+          if (fault?.status) return Response.json({ Error: `simulated HTTP ${fault.status}` }, { status: fault.status });
+          return await wallet(wm[2]!, p, solidity, viewFor());
         }
         const cm = /^\/sim\/([a-z]+)$/.exec(url.pathname);
         if (cm) return await control(cm[1]!, req, p);
@@ -282,6 +333,13 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
     server,
     produce,
     poolAddresses: (limit = chain.pool.length) => chain.pool.slice(0, limit).map(addressToBase58),
+    setFaults(list) {
+      faults = list.map((f) => ({ ...f }));
+    },
+    faultHits: (path) => hits.get(path) ?? 0,
+    alternate(on) {
+      alternate = on;
+    },
     pause() {
       paused = true;
       schedule();
