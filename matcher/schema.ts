@@ -62,6 +62,22 @@ export const matcherPendingDrops = pgTable(
   ],
 );
 
-export const matcherSchema = { matcherCheckpoints, matcherSolidifiedCheckpoints, matcherBlocks, matcherPendingDrops };
+/**
+ * Transactions the solidified stream included (confirmed or failed) from blocks the head stream did not process as
+ * the same block: a fork it sees only later turns the head stream's copy into a pending drop, which this record
+ * settles, so a transfer that was confirmed is never also failed / dropped. Kept while a rollback can still reach
+ * the block (down to the oldest remembered head-stream block).
+ */
+export const matcherSolidifiedTxs = pgTable(
+  "matcher_solidified_txs",
+  {
+    chainId: text("chain_id").notNull(),
+    txId: text("tx_id").notNull(),
+    blockNumber: bigint("block_number", { mode: "number" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.chainId, t.txId] }), index("matcher_solidified_txs_block").on(t.chainId, t.blockNumber)],
+);
+
+export const matcherSchema = { matcherCheckpoints, matcherSolidifiedCheckpoints, matcherBlocks, matcherPendingDrops, matcherSolidifiedTxs };
 export type MatcherSchema = typeof matcherSchema;
 export type CheckpointRow = typeof matcherCheckpoints.$inferSelect;

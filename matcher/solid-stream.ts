@@ -21,6 +21,7 @@ import {
   loadCheckpoint,
   loadPendingDrops,
   loadSolidifiedCheckpoint,
+  solidifiedIncluded,
   type BlockRef,
   type MatcherDb,
   type PendingDrop,
@@ -272,7 +273,8 @@ export class SolidifiedStream {
     for (const d of settled.dropped) count(d);
     if (signal.aborted) return;
     const tip = batch[batch.length - 1]!;
-    await advanceSolidifiedCheckpoint(lease, { number: tip.number, blockId: tip.blockId }, settled.settled);
+    const record = batch.map((b) => ({ number: b.number, blockId: b.blockId, txIds: b.transfers.map((t) => t.txId) }));
+    await advanceSolidifiedCheckpoint(lease, { number: tip.number, blockId: tip.blockId }, settled.settled, record);
     this.last = { number: tip.number, blockId: tip.blockId, timestampMs: tip.timestampMs, solidifiedHead };
     this.opts.link.noteSolid(tip.number + 1, solidifiedHead);
     m.solidifiedBlocksProcessed.inc({ chain: this.chain }, batch.length);
@@ -285,16 +287,18 @@ export class SolidifiedStream {
   }
 
   /**
-   * Pending drops against this run of solidified blocks: one whose transaction a block includes is settled by that
-   * block (its confirmed or failed came from it); one whose expiration the newest block's timestamp passed can
-   * never be included and becomes failed / dropped, with the replaced block's number, id and timestamp.
+   * Pending drops against this run of solidified blocks and the ones before it: one whose transaction a block
+   * includes is settled by that block (its confirmed or failed came from it) — an earlier run's inclusion too, by
+   * the durable record, for a fork the head stream saw only after this stream had passed the new branch; one whose
+   * expiration the newest block's timestamp passed can never be included and becomes failed / dropped, with the
+   * replaced block's number, id and timestamp.
    */
   private async settleDrops(batch: DecodedBlock[], solidifiedHead: number): Promise<{ settled: PendingDrop[]; dropped: NewEvent[][] }> {
     const { db, chainId, lookup, enqueue } = this.opts;
     const pending = await loadPendingDrops(db, this.chain);
     m.pendingDrops.set({ chain: this.chain }, pending.length);
     if (pending.length === 0) return { settled: [], dropped: [] };
-    const included = new Set<string>();
+    const included = await solidifiedIncluded(db, this.chain, [...new Set(pending.map((d) => d.transfer.txId))]);
     for (const b of batch) for (const id of b.txIds) included.add(id);
     const newest = batch[batch.length - 1]!.timestampMs;
     const settled: PendingDrop[] = [];

@@ -1,7 +1,7 @@
 // The matcher's persistence: per-chain checkpoints of both streams, the ids of recently processed blocks, and the
 // transfers of fork-replaced blocks awaiting the solidified chain. Reads go through the pool; writes go through the
 // chain's lease (see lease.ts), and fail when the lease is gone.
-import { and, desc, eq, gt, gte, lt, sql } from "drizzle-orm";
+import { and, desc, eq, gt, gte, inArray, lt, sql } from "drizzle-orm";
 import type { DecodedTransfer } from "./decode.ts";
 import { openMigratedDatabase, type Database, type DbOptions } from "../common/db.ts";
 import { LOCK_CLASS, chainLockKey, type ChainLease } from "./lease.ts";
@@ -11,6 +11,7 @@ import {
   matcherPendingDrops,
   matcherSchema,
   matcherSolidifiedCheckpoints,
+  matcherSolidifiedTxs,
   type MatcherSchema,
 } from "./schema.ts";
 
@@ -159,14 +160,66 @@ export async function loadPendingDrops(db: MatcherDb, chainId: string): Promise<
   }));
 }
 
+/** A block the solidified stream made final events from, with the transactions of its transfers. */
+export interface SolidifiedBlock extends BlockRef {
+  txIds: readonly string[];
+}
+
+/** Which of `txIds` a solidified block already included, by the record advanceSolidifiedCheckpoint keeps. */
+export async function solidifiedIncluded(db: MatcherDb, chainId: string, txIds: readonly string[]): Promise<Set<string>> {
+  if (txIds.length === 0) return new Set();
+  const rows = await db
+    .select({ txId: matcherSolidifiedTxs.txId })
+    .from(matcherSolidifiedTxs)
+    .where(and(eq(matcherSolidifiedTxs.chainId, chainId), inArray(matcherSolidifiedTxs.txId, [...txIds])));
+  return new Set(rows.map((r) => r.txId));
+}
+
 /**
  * The solidified stream's checkpoint moves to `last`, and the pending drops it settled (included by a solidified
  * block, or made into failed / dropped events) go, in one transaction: a crash before it re-reads the blocks and
- * settles them again (the deliverer keeps one event per transfer and kind).
+ * settles them again (the deliverer keeps one event per transfer and kind). The transactions of `blocks` the head
+ * stream did not process as the same block (another id there, or none yet) are recorded: a rollback of the head
+ * stream may later make them pending drops, which that record settles (a confirmed transfer is never dropped).
+ * Where the head stream has the same block, its copy is final and can never become a drop, so nothing is written.
  */
-export async function advanceSolidifiedCheckpoint(lease: ChainLease, last: BlockRef, settled: readonly PendingDrop[]): Promise<void> {
+export async function advanceSolidifiedCheckpoint(
+  lease: ChainLease,
+  last: BlockRef,
+  settled: readonly PendingDrop[],
+  blocks: readonly SolidifiedBlock[] = [],
+): Promise<void> {
   const chainId = lease.chainId;
   await fenced(lease, async (tx) => {
+    // A rollback never goes below the oldest remembered head-stream block: below it no drop can be made any more.
+    const [oldest] = await tx
+      .select({ n: sql<string | number | null>`min(${matcherBlocks.blockNumber})` })
+      .from(matcherBlocks)
+      .where(eq(matcherBlocks.chainId, chainId));
+    const floor = oldest?.n === null || oldest?.n === undefined ? null : Number(oldest.n);
+    if (floor !== null && blocks.length > 0) {
+      const first = blocks[0]!.number;
+      const heads = await tx
+        .select({ number: matcherBlocks.blockNumber, blockId: matcherBlocks.blockId })
+        .from(matcherBlocks)
+        .where(and(eq(matcherBlocks.chainId, chainId), gte(matcherBlocks.blockNumber, first), lt(matcherBlocks.blockNumber, last.number + 1)));
+      const headIds = new Map(heads.map((h) => [h.number, h.blockId]));
+      const rows: { tx_id: string; block_number: number }[] = [];
+      for (const b of blocks) {
+        if (b.number < floor || headIds.get(b.number) === b.blockId) continue;
+        for (const id of new Set(b.txIds)) rows.push({ tx_id: id, block_number: b.number });
+      }
+      if (rows.length > 0) {
+        // One parameter however many rows (a catch-up batch of a busy chain has thousands).
+        await tx.execute(sql`
+          INSERT INTO matcher_solidified_txs (chain_id, tx_id, block_number)
+          SELECT ${chainId}, r.tx_id, r.block_number FROM jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) AS r(tx_id text, block_number bigint)
+          ON CONFLICT DO NOTHING`);
+      }
+    }
+    if (floor !== null) {
+      await tx.delete(matcherSolidifiedTxs).where(and(eq(matcherSolidifiedTxs.chainId, chainId), lt(matcherSolidifiedTxs.blockNumber, floor)));
+    }
     for (const d of settled) {
       await tx
         .delete(matcherPendingDrops)
