@@ -2,7 +2,7 @@
 // below the solidified head, `wallet.transfer.failed` (reason = java-tron's contractRet) for the failed ones, and
 // `failed` / `dropped` for transfers of fork-replaced blocks that the solidified chain passed the expiration of
 // without including them. It follows the node's solidified head (/walletsolidity/getnowblock); a node without the
-// solidity API (404 or an error there), or MATCHER_CONFIRMATIONS set, makes finality the head minus that many
+// solidity API (404 there; any other error is retried and finality waits), or MATCHER_CONFIRMATIONS set, makes finality the head minus that many
 // blocks (default 19). It reads the blocks the head stream already fetched from the shared cache and asks the node
 // only on a miss. Its checkpoint (with the pending drops it settled) moves only after the deliverer accepted the
 // events of every block up to it, like the head stream's, so a crash re-reads instead of skipping.
@@ -27,7 +27,7 @@ import {
   type PendingDrop,
 } from "./store.ts";
 import { sleep, stepRetryDelay } from "./stream.ts";
-import { MAX_BLOCKS_PER_RANGE, type TronClient } from "./tron-client.ts";
+import { MAX_BLOCKS_PER_RANGE, lacksSolidityApi, type TronClient } from "./tron-client.ts";
 
 /** The contract's default distance to finality when the node has no solidity API. */
 export const DEFAULT_CONFIRMATIONS = 19;
@@ -166,7 +166,11 @@ export class SolidifiedStream {
     await sleep(this.lastPollAt + (pollMs ?? MIN_POLL_INTERVAL_MS) - Date.now(), signal);
   }
 
-  /** The solidified head now: the node's (solidity API), or the head minus the confirmations. */
+  /**
+   * The solidified head now: the node's (solidity API), or the head minus the confirmations when the node has no
+   * solidity API (404 there). Any other failure of that API (a 429, a 5xx, a timeout) throws: the step is retried
+   * with backoff and finality waits, as counting confirmations could call final what the node has not solidified.
+   */
   private async currentFinality(): Promise<Finality> {
     const { client, link, confirmations, log } = this.opts;
     this.lastPollAt = Date.now();
@@ -178,14 +182,19 @@ export class SolidifiedStream {
         if (!this.solidityApi) log.info("the node's solidity API answers again; following its solidified head");
         this.solidityApi = true;
       } catch (err) {
-        if (this.solidityApi) {
-          log.warn("the node has no usable solidity API; finality is the head minus confirmations", {
-            err,
-            confirmations: DEFAULT_CONFIRMATIONS,
-          });
+        if (lacksSolidityApi(err)) {
+          if (this.solidityApi) {
+            log.warn("the node has no solidity API; finality is the head minus confirmations", { err, confirmations: DEFAULT_CONFIRMATIONS });
+          }
+          this.solidityApi = false;
+          this.solidityRecheckAt = Date.now() + SOLIDITY_RECHECK_MS;
+        } else if (this.solidityApi) {
+          m.solidityApiUp.set({ chain: this.chain }, 0);
+          throw err;
+        } else {
+          // Still counting since a 404: a failed recheck keeps it so until the next one.
+          this.solidityRecheckAt = Date.now() + SOLIDITY_RECHECK_MS;
         }
-        this.solidityApi = false;
-        this.solidityRecheckAt = Date.now() + SOLIDITY_RECHECK_MS;
       }
     }
     m.solidityApiUp.set({ chain: this.chain }, fin ? 1 : 0);

@@ -38,6 +38,17 @@ export const MAX_BLOCKS_PER_RANGE = 100;
 
 const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
 
+/** The answers of a node deployed without the solidity API (no such path, or the method refused there). */
+const NO_API_STATUS = new Set([404, 405, 501]);
+
+/**
+ * Whether `err` says the node has no solidity API at all, as opposed to failing for now (a 429, a 5xx, a timeout, a
+ * refused connection): only the former may make finality the head minus confirmations.
+ */
+export function lacksSolidityApi(err: unknown): boolean {
+  return err instanceof TronNodeError && err.status !== undefined && NO_API_STATUS.has(err.status);
+}
+
 export class TronClient {
   private readonly baseUrl: string;
   private readonly headers: Record<string, string>;
@@ -70,8 +81,8 @@ export class TronClient {
   }
 
   /**
-   * The solidified head block (/walletsolidity/getnowblock), tried once: a node without the solidity API answers
-   * 404 or an error, and the caller falls back to counting confirmations instead of waiting through retries.
+   * The solidified head block (/walletsolidity/getnowblock), tried once: the caller tells a node without the
+   * solidity API (lacksSolidityApi) from one failing for now, and retries the latter with its own backoff.
    */
   async getSolidifiedNowBlock(): Promise<TronBlock> {
     const body = await this.call("getnowblock", {}, { api: "walletsolidity", attempts: 1 });
