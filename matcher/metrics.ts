@@ -83,6 +83,13 @@ export const forks = new Counter({
   registers,
 });
 
+export const solidifiedForks = new Counter({
+  name: "matcher_solidified_forks_total",
+  help: "Solidified checkpoints found on a block a fork replaced (finality counted too short) and rolled back.",
+  labelNames: ["chain"],
+  registers,
+});
+
 export const leaseHeld = new Gauge({
   name: "matcher_lease_held",
   help: "1 while this replica streams the chain, 0 while it waits for the lease.",

@@ -63,6 +63,21 @@ export const matcherPendingDrops = pgTable(
 );
 
 /**
+ * The ids of the last few hundred blocks the solidified stream confirmed, per chain: a checkpoint a fork made dead
+ * (possible where finality is counted, MATCHER_CONFIRMATIONS or no solidity API) walks back through them to the
+ * newest block the node still has, as the head stream does through matcher_blocks.
+ */
+export const matcherSolidifiedBlocks = pgTable(
+  "matcher_solidified_blocks",
+  {
+    chainId: text("chain_id").notNull(),
+    blockNumber: bigint("block_number", { mode: "number" }).notNull(),
+    blockId: text("block_id").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.chainId, t.blockNumber] })],
+);
+
+/**
  * Transactions the solidified stream included (confirmed or failed) from blocks the head stream did not process as
  * the same block: a fork it sees only later turns the head stream's copy into a pending drop, which this record
  * settles, so a transfer that was confirmed is never also failed / dropped. Kept while a rollback can still reach
@@ -78,6 +93,6 @@ export const matcherSolidifiedTxs = pgTable(
   (t) => [primaryKey({ columns: [t.chainId, t.txId] }), index("matcher_solidified_txs_block").on(t.chainId, t.blockNumber)],
 );
 
-export const matcherSchema = { matcherCheckpoints, matcherSolidifiedCheckpoints, matcherBlocks, matcherPendingDrops, matcherSolidifiedTxs };
+export const matcherSchema = { matcherCheckpoints, matcherSolidifiedCheckpoints, matcherBlocks, matcherPendingDrops, matcherSolidifiedTxs, matcherSolidifiedBlocks };
 export type MatcherSchema = typeof matcherSchema;
 export type CheckpointRow = typeof matcherCheckpoints.$inferSelect;

@@ -21,13 +21,19 @@ import {
   loadCheckpoint,
   loadPendingDrops,
   loadSolidifiedCheckpoint,
+  recentSolidifiedBlocks,
+  rollbackSolidifiedCheckpoint,
   solidifiedIncluded,
+  BLOCK_HISTORY,
   type BlockRef,
   type MatcherDb,
   type PendingDrop,
 } from "./store.ts";
 import { sleep, stepRetryDelay } from "./stream.ts";
 import { MAX_BLOCKS_PER_RANGE, lacksSolidityApi, type TronClient } from "./tron-client.ts";
+
+/** What blocks() answers when the node's chain no longer holds the checkpoint's block. */
+const DEAD_CHECKPOINT = Symbol("dead solidified checkpoint");
 
 /** The contract's default distance to finality when the node has no solidity API. */
 export const DEFAULT_CONFIRMATIONS = 19;
@@ -145,6 +151,10 @@ export class SolidifiedStream {
     }
     const end = Math.min(fin.number, last.number + this.batchSize);
     const batch = await this.blocks(last, end, fin, signal);
+    if (batch === DEAD_CHECKPOINT) {
+      await this.rollback(lease);
+      return;
+    }
     if (batch.length === 0) {
       // The node does not have them (yet): ask for the solidified head again after the polling wait.
       this.finality = null;
@@ -218,7 +228,7 @@ export class SolidifiedStream {
    * for rather than fetched twice. The run must chain by parentHash from `last`, and when it ends at the node's
    * solidified head, end on its id; a cached block of a branch a fork replaced fails that and is fetched again.
    */
-  private async blocks(last: BlockRef, end: number, fin: Finality, signal: AbortSignal): Promise<DecodedBlock[]> {
+  private async blocks(last: BlockRef, end: number, fin: Finality, signal: AbortSignal): Promise<DecodedBlock[] | typeof DEAD_CHECKPOINT> {
     const { link, client } = this.opts;
     const out: DecodedBlock[] = [];
     let fromCache = 0;
@@ -243,12 +253,53 @@ export class SolidifiedStream {
       fromCache++;
     }
     if (this.links(last, out, fin)) return out;
-    if (fromCache === 0) throw new Error(`the node's blocks ${last.number + 1}..${end} do not chain to the solidified checkpoint`);
-    // A cached block of an abandoned branch: read the run from the node (it is at or below the solidified head).
-    this.opts.log.warn("cached blocks do not chain; reading them from the node", { from: last.number + 1, to: end });
-    const fresh = await fetchDecodedRange(client, last.number + 1, end + 1, this.concurrency);
-    if (!this.links(last, fresh, fin)) throw new Error(`blocks ${last.number + 1}..${end} do not chain to the solidified checkpoint`);
-    return fresh;
+    let fresh = out;
+    if (fromCache > 0) {
+      // A cached block of an abandoned branch: read the run from the node (it is at or below the solidified head).
+      this.opts.log.warn("cached blocks do not chain; reading them from the node", { from: last.number + 1, to: end });
+      fresh = await fetchDecodedRange(client, last.number + 1, end + 1, this.concurrency);
+      if (this.links(last, fresh, fin)) return fresh;
+    }
+    // The node's blocks do not chain to our checkpoint: a fork replaced the checkpoint's block (finality counted too
+    // short), or the node's answers are inconsistent (retried).
+    if (last.blockId !== "" && fresh[0]?.number === last.number + 1 && fresh[0].parentHash !== last.blockId) {
+      const node = await client.getBlockHeader(last.number);
+      if (node && node.blockID !== last.blockId) return DEAD_CHECKPOINT;
+    }
+    throw new Error(`blocks ${last.number + 1}..${end} do not chain to the solidified checkpoint`);
+  }
+
+  /** Walks back through the confirmed block ids to the newest one the node still has, and resumes after it. */
+  private async rollback(lease: ChainLease): Promise<void> {
+    const last = this.last!;
+    const { client, db, log } = this.opts;
+    const history = await recentSolidifiedBlocks(db, this.chain, last.number - BLOCK_HISTORY);
+    let ancestor: BlockRef | null = null;
+    for (const ref of history) {
+      const node = await client.getBlockHeader(ref.number);
+      if (node && node.blockID === ref.blockId) {
+        ancestor = ref;
+        break;
+      }
+    }
+    if (!ancestor) {
+      // Deeper than the remembered ids: go on from the node's block below the oldest of them (re-reading is harmless:
+      // the deliverer keeps one event per transfer and kind).
+      const oldest = history[history.length - 1] ?? last;
+      const node = await client.getBlockHeader(oldest.number - 1);
+      if (!node) throw new Error(`solidified fork deeper than ${BLOCK_HISTORY} blocks and the node lacks block ${oldest.number - 1}`);
+      ancestor = { number: oldest.number - 1, blockId: node.blockID };
+      log.error("solidified fork deeper than the remembered ids; following the node", { from: ancestor.number });
+    }
+    await rollbackSolidifiedCheckpoint(lease, ancestor);
+    m.solidifiedForks.inc({ chain: this.chain });
+    log.error("the solidified checkpoint was on a block a fork replaced: rolled back to the common ancestor", {
+      ancestor: ancestor.number,
+      depth: last.number - ancestor.number,
+    });
+    this.last = { ...ancestor, timestampMs: 0, solidifiedHead: last.solidifiedHead };
+    this.finality = null;
+    this.opts.link.noteSolid(ancestor.number + 1, last.solidifiedHead);
   }
 
   private links(last: BlockRef, blocks: readonly DecodedBlock[], fin: Finality): boolean {

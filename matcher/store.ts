@@ -10,6 +10,7 @@ import {
   matcherCheckpoints,
   matcherPendingDrops,
   matcherSchema,
+  matcherSolidifiedBlocks,
   matcherSolidifiedCheckpoints,
   matcherSolidifiedTxs,
   type MatcherSchema,
@@ -217,6 +218,15 @@ export async function advanceSolidifiedCheckpoint(
           ON CONFLICT DO NOTHING`);
       }
     }
+    if (blocks.length > 0) {
+      await tx
+        .insert(matcherSolidifiedBlocks)
+        .values(blocks.map((b) => ({ chainId, blockNumber: b.number, blockId: b.blockId })))
+        .onConflictDoUpdate({ target: [matcherSolidifiedBlocks.chainId, matcherSolidifiedBlocks.blockNumber], set: { blockId: sql`excluded.block_id` } });
+      await tx
+        .delete(matcherSolidifiedBlocks)
+        .where(and(eq(matcherSolidifiedBlocks.chainId, chainId), lt(matcherSolidifiedBlocks.blockNumber, last.number - BLOCK_HISTORY)));
+    }
     if (floor !== null) {
       await tx.delete(matcherSolidifiedTxs).where(and(eq(matcherSolidifiedTxs.chainId, chainId), lt(matcherSolidifiedTxs.blockNumber, floor)));
     }
@@ -238,6 +248,41 @@ export async function advanceSolidifiedCheckpoint(
       .onConflictDoUpdate({
         target: matcherSolidifiedCheckpoints.chainId,
         set: { blockNumber: last.number, blockId: last.blockId, updatedAt: new Date() },
+      });
+  });
+}
+
+/** Block ids the solidified stream confirmed, from `fromNumber` up, newest first. */
+export async function recentSolidifiedBlocks(db: MatcherDb, chainId: string, fromNumber: number): Promise<BlockRef[]> {
+  const rows = await db
+    .select()
+    .from(matcherSolidifiedBlocks)
+    .where(and(eq(matcherSolidifiedBlocks.chainId, chainId), gte(matcherSolidifiedBlocks.blockNumber, fromNumber)))
+    .orderBy(desc(matcherSolidifiedBlocks.blockNumber));
+  return rows.map((r) => ({ number: r.blockNumber, blockId: r.blockId }));
+}
+
+/**
+ * The solidified checkpoint was on a block a fork replaced: it goes back to the common ancestor and the dead
+ * branch's ids are forgotten. The record of what it included stays: those events were sent, and a transfer
+ * confirmed from them must still never be dropped.
+ */
+export async function rollbackSolidifiedCheckpoint(lease: ChainLease, ancestor: BlockRef): Promise<void> {
+  const chainId = lease.chainId;
+  await fenced(lease, async (tx) => {
+    await tx
+      .delete(matcherSolidifiedBlocks)
+      .where(and(eq(matcherSolidifiedBlocks.chainId, chainId), gt(matcherSolidifiedBlocks.blockNumber, ancestor.number)));
+    await tx
+      .insert(matcherSolidifiedBlocks)
+      .values({ chainId, blockNumber: ancestor.number, blockId: ancestor.blockId })
+      .onConflictDoUpdate({ target: [matcherSolidifiedBlocks.chainId, matcherSolidifiedBlocks.blockNumber], set: { blockId: ancestor.blockId } });
+    await tx
+      .insert(matcherSolidifiedCheckpoints)
+      .values({ chainId, blockNumber: ancestor.number, blockId: ancestor.blockId })
+      .onConflictDoUpdate({
+        target: matcherSolidifiedCheckpoints.chainId,
+        set: { blockNumber: ancestor.number, blockId: ancestor.blockId, updatedAt: new Date() },
       });
   });
 }
