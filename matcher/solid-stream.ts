@@ -252,21 +252,46 @@ export class SolidifiedStream {
       out.push(b);
       fromCache++;
     }
-    if (this.links(last, out, fin)) return out;
+    if (await this.verified(last, out, fin)) return out;
     let fresh = out;
     if (fromCache > 0) {
       // A cached block of an abandoned branch: read the run from the node (it is at or below the solidified head).
-      this.opts.log.warn("cached blocks do not chain; reading them from the node", { from: last.number + 1, to: end });
+      this.opts.log.warn("cached blocks are not the canonical ones; reading them from the node", { from: last.number + 1, to: end });
       fresh = await fetchDecodedRange(client, last.number + 1, end + 1, this.concurrency);
-      if (this.links(last, fresh, fin)) return fresh;
+      if (await this.verified(last, fresh, fin)) return fresh;
     }
     // The node's blocks do not chain to our checkpoint: a fork replaced the checkpoint's block (finality counted too
-    // short), or the node's answers are inconsistent (retried).
+    // short), or the node's answers are inconsistent (two nodes behind one URL: retried).
     if (last.blockId !== "" && fresh[0]?.number === last.number + 1 && fresh[0].parentHash !== last.blockId) {
-      const node = await client.getBlockHeader(last.number);
-      if (node && node.blockID !== last.blockId) return DEAD_CHECKPOINT;
+      const id = await this.canonicalId(last.number, fin);
+      if (id !== null && id !== last.blockId) return DEAD_CHECKPOINT;
     }
-    throw new Error(`blocks ${last.number + 1}..${end} do not chain to the solidified checkpoint`);
+    throw new Error(`blocks ${last.number + 1}..${end} are not the node's solidified chain after the checkpoint`);
+  }
+
+  /**
+   * Whether a run may be confirmed: it chains by parentHash from the checkpoint, and its newest block is the node's
+   * at that height (the solidified head told with finality, else asked for) — a chain of parent hashes from a
+   * checked block makes every block below it canonical too. Chaining from the checkpoint alone proves nothing: a
+   * replaced branch chains from the common ancestor as well.
+   */
+  private async verified(last: BlockRef, run: readonly DecodedBlock[], fin: Finality): Promise<boolean> {
+    if (!this.links(last, run, fin)) return false;
+    const top = run[run.length - 1];
+    if (!top || (fin.blockId !== null && top.number === fin.number)) return true;
+    const id = await this.canonicalId(top.number, fin);
+    if (id === null) throw new Error(`block ${top.number} is not in the node's solidified view yet`);
+    return id === top.blockId;
+  }
+
+  /**
+   * The id of block `n` (at or below the solidified head) in the node's solidified view, or in its full view where
+   * finality is counted (no solidity API, or MATCHER_CONFIRMATIONS); null when the node does not have it.
+   */
+  private async canonicalId(n: number, fin: Finality): Promise<string | null> {
+    const { client } = this.opts;
+    const block = fin.blockId !== null ? await client.getSolidifiedBlockHeader(n) : await client.getBlockHeader(n);
+    return block?.blockID ?? null;
   }
 
   /** Walks back through the confirmed block ids to the newest one the node still has, and resumes after it. */
@@ -275,9 +300,9 @@ export class SolidifiedStream {
     const { client, db, log } = this.opts;
     const history = await recentSolidifiedBlocks(db, this.chain, last.number - BLOCK_HISTORY);
     let ancestor: BlockRef | null = null;
+    const fin = this.finality ?? { number: last.number, blockId: null };
     for (const ref of history) {
-      const node = await client.getBlockHeader(ref.number);
-      if (node && node.blockID === ref.blockId) {
+      if ((await this.canonicalId(ref.number, fin)) === ref.blockId) {
         ancestor = ref;
         break;
       }

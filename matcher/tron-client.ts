@@ -90,6 +90,15 @@ export class TronClient {
     return body;
   }
 
+  /**
+   * Block `num` without its transactions from the node's solidified view (/walletsolidity/getblock), or null when
+   * it is not solidified there: what the solidified stream checks a run's newest block against.
+   */
+  async getSolidifiedBlockHeader(num: number): Promise<TronBlock | null> {
+    const body = await this.call("getblock", { id_or_num: String(num), detail: false }, { api: "walletsolidity" });
+    return isBlock(body) ? body : null;
+  }
+
   /** Block `num` with its transactions, or null when the node has not reached it. */
   async getBlockByNum(num: number): Promise<TronBlock | null> {
     const body = await this.call("getblockbynum", { num });

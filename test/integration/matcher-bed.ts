@@ -7,7 +7,7 @@ import { inProcessTransport } from "../../common/rpc.ts";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { EventView } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { MatchConditionsSchema } from "../../gen/webhooks/registry/v1/registry_pb.ts";
-import { createMatcher, type MatcherHandle } from "../../matcher/index.ts";
+import { createMatcher, type MatcherDeps, type MatcherHandle } from "../../matcher/index.ts";
 import { startTronSim, type TronSim, type TronSimOptions } from "../../tools/tron-sim/server.ts";
 import { startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
 import type { RedisKind } from "../support/redis-cluster.ts";
@@ -39,6 +39,8 @@ export interface MatcherBedOptions {
   env?: Record<string, string>;
   /** "server" (default) or "cluster": a real 3-master Redis Cluster of the bed's own (test/support/redis-cluster.ts). */
   redisKind?: RedisKind;
+  /** Stream tuning for the in-process matcher (e.g. a small batchSize, so runs end below the solidified head). */
+  stream?: MatcherDeps["stream"];
 }
 
 export async function startMatcherBed(opts: MatcherBedOptions = {}): Promise<MatcherBed> {
@@ -70,7 +72,7 @@ export async function startMatcherBed(opts: MatcherBedOptions = {}): Promise<Mat
       matcher = await createMatcher(config, {
         deliverer: inProcessTransport(bed.deliverer!.routes),
         nodeUrls: Object.fromEntries(chains.map((c) => [c, sims[c]!.url])),
-        stream: { leaseRetryMs: 100 },
+        stream: { leaseRetryMs: 100, ...opts.stream },
       });
       return matcher;
     };

@@ -31,11 +31,14 @@ export interface TronSim {
   setFaults(faults: SimFault[]): void;
   /** How many requests a fault was applied to, per path pattern, since the start. */
   faultHits(path: string): number;
+  /** How many requests an endpoint ("walletsolidity/getblock") was asked, since the start. */
+  served(endpoint: string): number;
   /**
-   * A second node behind the same URL (with `true`): after a fork with `keepReplaced`, every other request is
-   * answered by a node still on the replaced branch (its solidified head at most the common ancestor).
+   * A second node behind the same URL: after a fork with `keepReplaced`, a node still on the replaced branch (its
+   * solidified head at most the common ancestor) answers every other request ("alternate"), or every /wallet one
+   * while the first node answers /walletsolidity ("wallet", a balancer routing by path); "off" ends it.
    */
-  alternate(on: boolean): void;
+  alternate(mode: ReplacedAnswers): void;
   pause(): void;
   resume(): void;
   stop(): Promise<void>;
@@ -52,6 +55,9 @@ export interface SimFault {
   /** Applies to this many requests, then is spent (unset: until the faults are replaced). */
   times?: number;
 }
+
+/** Which requests the node on a replaced branch answers (see TronSim.alternate). */
+export type ReplacedAnswers = "off" | "alternate" | "wallet";
 
 type Params = Record<string, unknown>;
 
@@ -97,7 +103,8 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
   }
   let faults: SimFault[] = [];
   const hits = new Map<string, number>();
-  let alternate = false;
+  const asked = new Map<string, number>();
+  let alternate: ReplacedAnswers = "off";
   let answerFromReplaced = false;
   /** The first fault matching `endpoint` ("wallet/getnowblock"), counted and spent by one. */
   const faultFor = (endpoint: string): SimFault | undefined => {
@@ -108,10 +115,11 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
     hits.set(f.path, (hits.get(f.path) ?? 0) + 1);
     return f;
   };
-  /** Which node answers this request: with `alternate` on, every other one goes to the node on the replaced branch. */
-  const viewFor = (): ChainView => {
-    const replaced = alternate ? chain.replacedView() : null;
+  /** Which node answers this request (the simulated one, or the one on the replaced branch: see alternate). */
+  const viewFor = (solidity: boolean): ChainView => {
+    const replaced = alternate === "off" ? null : chain.replacedView();
     if (!replaced) return chain;
+    if (alternate === "wallet") return solidity ? chain : replaced;
     answerFromReplaced = !answerFromReplaced;
     return answerFromReplaced ? replaced : chain;
   };
@@ -269,7 +277,7 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
       }
       case "POST faults":
         faults = Array.isArray(p.faults) ? (p.faults as SimFault[]).map((f) => ({ ...f })) : [];
-        if (p.alternate !== undefined) alternate = flag(p.alternate);
+        if (p.alternate === "alternate" || p.alternate === "wallet" || p.alternate === "off") alternate = p.alternate;
         return Response.json({ faults, alternate });
       case "GET faults":
         return Response.json({ faults, alternate, hits: Object.fromEntries(hits) });
@@ -311,10 +319,12 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
           const solidity = wm[1] === "walletsolidity";
           // A full node deployed without the solidity API: nothing is served there.
           if (solidity && !chain.solidityApi) return new Response("Not Found", { status: 404 });
-          const fault = faultFor(`${wm[1]}/${wm[2]}`);
+          const endpoint = `${wm[1]}/${wm[2]}`;
+          asked.set(endpoint, (asked.get(endpoint) ?? 0) + 1);
+          const fault = faultFor(endpoint);
           if (fault?.delayMs) await Bun.sleep(fault.delayMs);
           if (fault?.status) return Response.json({ Error: `simulated HTTP ${fault.status}` }, { status: fault.status });
-          return await wallet(wm[2]!, p, solidity, viewFor());
+          return await wallet(wm[2]!, p, solidity, viewFor(solidity));
         }
         const cm = /^\/sim\/([a-z]+)$/.exec(url.pathname);
         if (cm) return await control(cm[1]!, req, p);
@@ -337,8 +347,9 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
       faults = list.map((f) => ({ ...f }));
     },
     faultHits: (path) => hits.get(path) ?? 0,
-    alternate(on) {
-      alternate = on;
+    served: (endpoint) => asked.get(endpoint) ?? 0,
+    alternate(mode) {
+      alternate = mode;
     },
     pause() {
       paused = true;
