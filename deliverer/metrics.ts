@@ -105,3 +105,17 @@ export const scheduleRepaired = new Counter({
   help: "Pending events found overdue in PostgreSQL but in no due or lease set of the Redis schedule (entries lost while the schedule's built marker survived: eviction, a deleted key), and put back.",
   registers: [metrics],
 });
+
+export const eventsHeld = new Counter({
+  name: "deliverer_events_held_total",
+  help: "Pending events put on hold instead of being attempted, by reason (subscription_disabled, key_revoked, secret_unreadable); they resume when the target can be used again.",
+  labelNames: ["reason"] as const,
+  registers: [metrics],
+});
+
+export const heldSubscriptions = new Gauge({
+  name: "deliverer_held_subscriptions",
+  help: "Subscriptions with held events at the last held check, by reason (secret_unreadable: a stored secret that will not decrypt, which needs an operator or a rotation).",
+  labelNames: ["reason"] as const,
+  registers: [metrics],
+});

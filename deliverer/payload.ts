@@ -135,7 +135,7 @@ export function renderPayload(payload: unknown): string {
 /** The fields of an event its view shows. */
 export type EventViewRow = Pick<
   EventRow,
-  "id" | "subscriptionId" | "kind" | "chainId" | "status" | "attempts" | "deliveryCount" | "responseStatus" | "responseBody" | "payload" | "createdAt"
+  "id" | "subscriptionId" | "kind" | "chainId" | "status" | "attempts" | "deliveryCount" | "responseStatus" | "responseBody" | "held" | "heldReason" | "payload" | "createdAt"
 >;
 
 export function toEventView(row: EventViewRow): EventView {
@@ -149,6 +149,8 @@ export function toEventView(row: EventViewRow): EventView {
     deliveryCount: row.deliveryCount,
     responseStatus: row.responseStatus ?? undefined,
     responseBody: row.responseBody ?? undefined,
+    // Only a pending event is held; a row held before reasons were kept shows none until the next held check.
+    heldReason: row.status === "pending" && row.held ? (row.heldReason ?? undefined) : undefined,
     payloadJson: row.payload,
     dateCreatedMs: BigInt(row.createdAt.getTime()),
   });

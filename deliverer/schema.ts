@@ -1,6 +1,7 @@
 // The deliverer's tables (its own migrations folder and journal, __deliverer_migrations). Row types come from here.
 import { idempotencyTable } from "../common/idempotency.ts";
 import { sql } from "drizzle-orm";
+import type { HoldReason } from "../common/hold-reasons.ts";
 import { bigint, boolean, check, customType, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 
 const ms = (name: string) => timestamp(name, { precision: 3, withTimezone: true, mode: "date" });
@@ -88,6 +89,8 @@ export const eventDeliveries = pgTable(
     nextAttemptAt: ms("next_attempt_at"),
     // A pending event whose subscription is disabled (or key revoked): kept out of the schedule until it resumes.
     held: boolean("held").notNull().default(false),
+    // Why it is held (common/hold-reasons.ts), as the registry named it; read only while `held`.
+    heldReason: text("held_reason").$type<HoldReason>(),
     // What started the current dispatch cycle: the automatic schedule, or a retry / recover call.
     trigger: text("trigger").$type<AttemptTrigger>().notNull().default("automatic"),
     updatedAt: ms("updated_at").notNull(),
@@ -216,6 +219,6 @@ export type DeliveryState = Omit<DeliveryRow, "eventId" | "createdAt" | "subscri
 export type EventRow = typeof events.$inferSelect & DeliveryState;
 /** A new event: its row and its first delivery state (the state's defaults as in event_deliveries). */
 export type NewEventRow = typeof events.$inferInsert &
-  Pick<typeof eventDeliveries.$inferInsert, "status" | "nextAttemptAt" | "held" | "trigger" | "updatedAt">;
+  Pick<typeof eventDeliveries.$inferInsert, "status" | "nextAttemptAt" | "held" | "heldReason" | "trigger" | "updatedAt">;
 export type AttemptRow = typeof attempts.$inferSelect;
 export type DeliveryIdempotencyRow = typeof deliveryIdempotency.$inferSelect;

@@ -24,7 +24,8 @@ import type { Schedule } from "./schedule.ts";
 import { EVENT_STATUSES, type EventStatus, type NewEventRow } from "./schema.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
 import { transferKey, type DelivererStore } from "./store.ts";
-import type { TargetCache } from "./targets.ts";
+import { holdReason, type TargetCache } from "./targets.ts";
+import { eventsHeld } from "./metrics.ts";
 import {
   FAILED_KIND,
   PING_KIND,
@@ -94,7 +95,9 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
       if (!t || !isChainId(t.chainId) || t.txId === "") throw invalid(`/events/${i}/transfer`, "transfer needs a known chain and a txId.");
       if (e.kind === FAILED_KIND && t.reason === "") throw invalid(`/events/${i}/transfer/reason`, "A failed transfer needs its reason.");
     });
-    // No events for a subscription that is gone, disabled or whose key is revoked (docs/CONTRACT.md).
+    // No events for a subscription that is gone, disabled or whose key is revoked (docs/CONTRACT.md). One whose
+    // secret cannot be read gets its events, held (out of the schedule) until the secret reads again: the block
+    // is not refused for it, so every other subscription's events go on.
     const targets = await d.targets.get(req.events.map((e) => e.subscriptionId));
     const now = new Date();
     const rows: NewEventRow[] = [];
@@ -103,6 +106,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
     req.events.forEach((e, i) => {
       const target = targets.get(e.subscriptionId);
       if (!target?.exists || !target.active) return;
+      const heldReason = holdReason(target);
       const t = e.transfer!;
       const key = transferKey(e.subscriptionId, e.kind, t.chainId, t.txId, t.logIndex, t.internalIndex);
       keyOf[i] = key;
@@ -122,6 +126,8 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
         payload: renderPayload(envelope(id, e.kind, e.subscriptionId, now, transferData(t, e.kind))),
         status: "pending",
         nextAttemptAt: new Date(firstDueMs()),
+        held: heldReason !== undefined,
+        heldReason,
         createdAt: now,
         updatedAt: now,
       });
@@ -130,14 +136,16 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
     let created = 0;
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
       const chunk = rows.slice(i, i + INSERT_CHUNK);
-      const ids = chunk.map((r) => r.id!);
+      // Held events stay out of the schedule (resumeHeld puts them in once their target reads again).
+      const ids = chunk.filter((r) => !r.held).map((r) => r.id!);
       // Reserved before the insert: if this process dies between the commit and the schedule update, the
       // reservation expires and the events are claimed anyway.
       await beforeEffect(() => d.schedule.reserve(ids, Date.now() + d.reserveMs));
       const out = await d.store.insertTransferEvents(chunk);
       const due = firstDueMs();
-      await afterEffect(() => d.schedule.moveToDue([...out.inserted].map((id) => ({ id, dueMs: due }))));
+      await afterEffect(() => d.schedule.moveToDue(ids.filter((id) => out.inserted.has(id)).map((id) => ({ id, dueMs: due }))));
       await afterEffect(() => d.schedule.remove(ids.filter((id) => !out.inserted.has(id))));
+      for (const r of chunk) if (r.held && out.inserted.has(r.id!)) eventsHeld.inc({ reason: r.heldReason! });
       for (const [k, v] of out.idByKey) idByKey.set(k, v);
       created += out.inserted.size;
     }

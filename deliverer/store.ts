@@ -10,6 +10,7 @@ import { SETTINGS_MIGRATIONS } from "../common/settings/migrate.ts";
 import { openDatabase, openMigratedDatabase, pgText, withDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
 import { SEARCH_REFS_PER_REQUEST } from "../common/event-search.ts";
 import { eventTimeWindow } from "./partitions.ts";
+import type { HoldReason } from "../common/hold-reasons.ts";
 import type { EventViewRow } from "./payload.ts";
 import { asLimit, PreparedShapes, type Bind, type Statement } from "./prepared.ts";
 import {
@@ -164,7 +165,7 @@ export interface OverdueCursor {
 /** What StreamEvents reads of an event: its view (payload.ts toEventView) and its stream position. */
 export type StreamRow = Pick<
   EventRow,
-  "id" | "subscriptionId" | "kind" | "chainId" | "status" | "attempts" | "deliveryCount" | "responseStatus" | "responseBody" | "payload" | "createdAt" | "xid" | "seq"
+  "id" | "subscriptionId" | "kind" | "chainId" | "status" | "attempts" | "deliveryCount" | "responseStatus" | "responseBody" | "held" | "heldReason" | "payload" | "createdAt" | "xid" | "seq"
 >;
 
 /** A position in a key's event stream: the inserting transaction's id (xid8, decimal) and the row's seq. */
@@ -260,7 +261,7 @@ const viewEventColumns = {
 } satisfies Partial<Record<keyof EventViewRow, PgColumn>>;
 const viewStateColumns = {
   status: deliveries.status, attempts: deliveries.attempts, deliveryCount: deliveries.deliveryCount, responseStatus: deliveries.responseStatus,
-  responseBody: deliveries.responseBody,
+  responseBody: deliveries.responseBody, held: deliveries.held, heldReason: deliveries.heldReason,
 } satisfies Partial<Record<keyof EventViewRow, PgColumn>>;
 type ViewEventKey = keyof typeof viewEventColumns;
 type ViewStateKey = keyof typeof viewStateColumns;
@@ -432,6 +433,8 @@ export class DelivererStore {
         ii: r.internalIndex ?? -1,
         payload: r.payload,
         next: r.nextAttemptAt?.toISOString() ?? null,
+        held: r.held ?? false,
+        hr: r.held ? (r.heldReason ?? null) : null,
         at: (r.createdAt ?? new Date()).toISOString(),
       })),
     );
@@ -442,7 +445,7 @@ export class DelivererStore {
         WITH v AS (
           SELECT * FROM json_to_recordset(${json}::text::json)
             AS v(id text, sub text, key text, addrs json, kind text, chain text, tx text, li int, ii int, payload text,
-                 next timestamptz, at timestamptz)
+                 next timestamptz, held boolean, hr text, at timestamptz)
         ), k AS (
           INSERT INTO event_transfer_keys (subscription_id, kind, chain_id, tx_id, log_index, internal_index, event_id, event_created_at)
           SELECT v.sub, v.kind, v.chain, v.tx, v.li, v.ii, v.id, v.at FROM v
@@ -454,8 +457,8 @@ export class DelivererStore {
           FROM v JOIN k ON k.event_id = v.id
           RETURNING id
         ), d AS (
-          INSERT INTO event_deliveries (event_id, created_at, subscription_id, key_id, status, next_attempt_at, updated_at)
-          SELECT v.id, v.at, v.sub, v.key, 'pending', v.next, v.at FROM v JOIN k ON k.event_id = v.id
+          INSERT INTO event_deliveries (event_id, created_at, subscription_id, key_id, status, next_attempt_at, held, held_reason, updated_at)
+          SELECT v.id, v.at, v.sub, v.key, 'pending', v.next, v.held, v.hr, v.at FROM v JOIN k ON k.event_id = v.id
         ), a AS (
           INSERT INTO event_addresses (key_id, address, created_at, event_id)
           SELECT v.key, x, v.at, v.id FROM v JOIN k ON k.event_id = v.id, json_array_elements_text(v.addrs) x
@@ -495,7 +498,7 @@ export class DelivererStore {
 
   /** One event (a test event), its delivery state and its address rows, on the caller's transaction. */
   async insertEvent(ex: Executor, row: NewEventRow): Promise<EventRow> {
-    const { status, nextAttemptAt, held, trigger, updatedAt, ...event } = row;
+    const { status, nextAttemptAt, held, heldReason, trigger, updatedAt, ...event } = row;
     // The event and its state in one statement, as Enqueue writes them.
     const e = ex.$with("e").as(ex.insert(events).values(event).returning());
     const state = ex.$with("s").as(
@@ -515,6 +518,7 @@ export class DelivererStore {
               responseBody: sql`NULL::text`.as("response_body"),
               nextAttemptAt: sql`${nextAttemptAt?.toISOString() ?? null}::timestamptz`.as("next_attempt_at"),
               held: sql`${held ?? false}::boolean`.as("held"),
+              heldReason: sql`${held ? (heldReason ?? null) : null}::text`.as("held_reason"),
               trigger: sql`${trigger ?? "automatic"}::text`.as("trigger"),
               updatedAt: sql`${updatedAt.toISOString()}::timestamptz`.as("updated_at"),
             })
@@ -585,12 +589,34 @@ export class DelivererStore {
     return new Set(rows.map((r) => r.id));
   }
 
-  async markHeld(ids: string[]): Promise<void> {
+  /** Holds pending events for `reason` (common/hold-reasons.ts): out of the schedule until resumeHeld releases them. */
+  async markHeld(ids: string[], reason: HoldReason): Promise<void> {
     if (ids.length === 0) return;
     await this.db
       .update(eventDeliveries)
-      .set({ held: true, updatedAt: new Date() })
+      .set({ held: true, heldReason: reason, updatedAt: new Date() })
       .where(and(deliveriesByIds(ids), eq(deliveries.status, "pending")));
+  }
+
+  /**
+   * The reason of the subscriptions' held events, where it changed (a disabled subscription's secret found unreadable,
+   * or rows held before reasons were kept); returns how many rows changed.
+   */
+  async setHeldReason(subscriptionIds: string[], reason: HoldReason): Promise<number> {
+    if (subscriptionIds.length === 0) return 0;
+    const rows = await this.db
+      .update(eventDeliveries)
+      .set({ heldReason: reason })
+      // Literals for the state, as in heldEventIds, so the partial index event_deliveries_held_idx applies.
+      .where(
+        and(
+          inArray(deliveries.subscriptionId, subscriptionIds),
+          sql`${deliveries.status} = 'pending' AND ${deliveries.held}`,
+          sql`${deliveries.heldReason} IS DISTINCT FROM ${reason}`,
+        ),
+      )
+      .returning({ id: deliveries.eventId });
+    return rows.length;
   }
 
   /** Deletes events with their delivery state, attempts, address rows and txId rows. */
@@ -702,7 +728,7 @@ export class DelivererStore {
     if (ids.length === 0) return [];
     const rows = await this.db
       .update(eventDeliveries)
-      .set({ held: false, nextAttemptAt: at, updatedAt: new Date() })
+      .set({ held: false, heldReason: null, nextAttemptAt: at, updatedAt: new Date() })
       .where(and(deliveriesByIds(ids), eq(deliveries.status, "pending"), eq(deliveries.held, true)))
       .returning({ id: deliveries.eventId });
     return rows.map((r) => r.id);
@@ -1141,9 +1167,9 @@ export class DelivererStore {
     const rows = (await withDatabase(() =>
       client`
           SELECT events.id, events.subscription_id, events.kind, events.chain_id, d.status, d.attempts, d.delivery_count,
-            d.response_status, d.response_body, events.payload, events.created_at, events.xid::text AS xid, events.seq
+            d.response_status, d.response_body, d.held, d.held_reason, events.payload, events.created_at, events.xid::text AS xid, events.seq
           FROM events CROSS JOIN LATERAL (
-            SELECT status, attempts, delivery_count, response_status, response_body FROM event_deliveries
+            SELECT status, attempts, delivery_count, response_status, response_body, held, held_reason FROM event_deliveries
             WHERE event_id = events.id AND created_at = events.created_at LIMIT 1) d
           WHERE events.key_id = ${filter.keyId} AND (events.xid, events.seq) > (${after.xid}::xid8, ${after.seq}::bigint)
             AND events.xid < pg_snapshot_xmin(pg_current_snapshot()) ${subs} ${kinds} ${chains}
@@ -1158,6 +1184,8 @@ export class DelivererStore {
       delivery_count: number;
       response_status: number | null;
       response_body: string | null;
+      held: boolean;
+      held_reason: HoldReason | null;
       payload: string;
       created_at: Date;
       xid: string;
@@ -1173,6 +1201,8 @@ export class DelivererStore {
       deliveryCount: r.delivery_count,
       responseStatus: r.response_status,
       responseBody: r.response_body,
+      held: r.held,
+      heldReason: r.held_reason,
       payload: r.payload,
       createdAt: r.created_at,
       xid: r.xid,

@@ -2,8 +2,20 @@
 // a burst of events for one subscription costs one registry call, and a disable or rotation shows within ttlMs.
 import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { SubscriptionService, type DeliveryTarget } from "../gen/webhooks/registry/v1/registry_pb.ts";
+import { isHoldReason, type HoldReason } from "../common/hold-reasons.ts";
 
 const CHUNK = 500;
+
+/**
+ * Why events of an existing target are held rather than sent (undefined: they may go). The registry names it; an
+ * answer without a name (a registry older than hold_reason) is judged on `active` and the secrets as before.
+ */
+export function holdReason(t: DeliveryTarget): HoldReason | undefined {
+  if (isHoldReason(t.holdReason)) return t.holdReason;
+  if (!t.active) return "subscription_disabled";
+  if (t.secrets.length === 0) return "secret_unreadable";
+  return undefined;
+}
 
 export class TargetCache {
   private readonly client: Client<typeof SubscriptionService>;

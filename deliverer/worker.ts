@@ -8,7 +8,8 @@ import { createLogger, type Logger } from "../common/logger.ts";
 import type { Schedule, ScheduleEntry } from "./schedule.ts";
 import type { ClaimedEvent, DelivererStore, Outcome } from "./store.ts";
 import type { AttemptOutcome, Sender } from "./send.ts";
-import type { TargetCache } from "./targets.ts";
+import { holdReason, type TargetCache } from "./targets.ts";
+import { HOLD_REASONS, type HoldReason } from "../common/hold-reasons.ts";
 import { destinationKey, queueTarget } from "./senders.ts";
 import { reconcileSchedule, type ReconcileResult } from "./reconcile.ts";
 import { deliveryHeaders } from "./sign.ts";
@@ -17,6 +18,8 @@ import {
   deliveryLatency,
   destinationFailures,
   eventsFinished,
+  eventsHeld,
+  heldSubscriptions,
   leasesReclaimed,
   scheduleRebuilds,
   waitingReleased,
@@ -349,7 +352,7 @@ export class DeliveryWorker {
     const drop: string[] = [];
     const later: ScheduleEntry[] = [];
     const cancelled: string[] = [];
-    const held: string[] = [];
+    const held = new Map<HoldReason, string[]>();
     let full = 0;
     // An attempt started after this moment could outlast the lease: another worker might claim the event meanwhile.
     const startBy = claimedAt + this.leaseMs - this.o.timeoutMs - LEASE_MARGIN_MS;
@@ -376,8 +379,9 @@ export class DeliveryWorker {
         cancelled.push(row.id);
         continue;
       }
-      if (!target.active || target.secrets.length === 0) {
-        held.push(row.id);
+      const reason = holdReason(target);
+      if (reason) {
+        held.set(reason, [...(held.get(reason) ?? []), row.id]);
         continue;
       }
       // The "host" of fairness: the URL's host, or the broker and exchange / subject of a queue destination.
@@ -394,9 +398,10 @@ export class DeliveryWorker {
       await this.store.deleteEvents(cancelled);
       drop.push(...cancelled);
     }
-    if (held.length > 0) {
-      await this.store.markHeld(held);
-      drop.push(...held);
+    for (const [reason, ids] of held) {
+      await this.store.markHeld(ids, reason);
+      eventsHeld.inc({ reason }, ids.length);
+      drop.push(...ids);
     }
     await this.schedule.remove(drop);
     await this.schedule.moveToDue(later);
@@ -677,13 +682,24 @@ export class DeliveryWorker {
   /** Held events whose subscription is active again go back into the schedule; a deleted one's are removed. */
   async resumeHeld(): Promise<void> {
     const subs = await this.store.heldSubscriptions(500);
-    if (subs.length === 0) return;
+    if (subs.length === 0) {
+      for (const reason of HOLD_REASONS) heldSubscriptions.set({ reason }, 0);
+      return;
+    }
     const targets = await this.targets.get(subs, true);
     const active: string[] = [];
+    const stillHeld = new Map<HoldReason, string[]>(HOLD_REASONS.map((r) => [r, []]));
     for (const id of subs) {
       const t = targets.get(id);
+      const reason = t?.exists ? holdReason(t) : undefined;
       if (!t || !t.exists) await this.store.requestPurge(id);
-      else if (t.active) active.push(id);
+      else if (reason) stillHeld.get(reason)!.push(id);
+      else active.push(id);
+    }
+    // Those staying held show their current reason (it may have changed while they were held).
+    for (const [reason, ids] of stillHeld) {
+      heldSubscriptions.set({ reason }, ids.length);
+      await this.store.setHeldReason(ids, reason);
     }
     if (active.length === 0) return;
     for (;;) {

@@ -49,6 +49,7 @@ function eventView(kind: keyof typeof EXAMPLE_PAYLOADS, status: "pending" | "del
     deliveryCount: delivered ? 1 : 0,
     responseStatus: delivered ? 204 : null,
     responseBody: delivered ? "" : null,
+    heldReason: null,
     payload,
     dateCreated: payload.date,
   };

@@ -33,6 +33,13 @@ export const databaseUnavailable = new Counter({
   registers: [metrics],
 });
 
+export const unreadableTargets = new Counter({
+  name: "registry_unreadable_targets_total",
+  help: "Delivery targets answered held because a stored value would not decrypt (field: secret, previous_secret, broker_url): a damaged row or another APP_SECRET.",
+  labelNames: ["field"] as const,
+  registers: [metrics],
+});
+
 /** Wraps every method of a service implementation with the call counter and the latency histogram. */
 export function instrument<S extends DescService>(impl: ServiceImpl<S>): ServiceImpl<S> {
   const out: Record<string, unknown> = {};

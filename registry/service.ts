@@ -20,6 +20,7 @@ import {
 } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import type { MatchConditions } from "../common/match-conditions.ts";
 import { ApiError } from "../common/errors.ts";
+import type { HoldReason } from "../common/hold-reasons.ts";
 import { isId } from "../common/ids.ts";
 import type { Logger } from "../common/logger.ts";
 import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
@@ -36,7 +37,7 @@ import {
   checkStatus,
   generateSigningSecret,
 } from "./rules.ts";
-import { idempotentReplays, instrument } from "./metrics.ts";
+import { idempotentReplays, instrument, unreadableTargets } from "./metrics.ts";
 import type { ApiKeyRow, SubscriptionRow } from "./schema.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
 import type {
@@ -318,16 +319,26 @@ function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Subscript
       const targets: MessageInitShape<typeof DeliveryTargetSchema>[] = ids.map((id) => {
         const t = found.get(id);
         if (!t) return { subscriptionId: id, exists: false, active: false };
+        const enabled = t.subscription.status === "enabled";
+        const revoked = t.key.revokedAt !== null;
+        // An unreadable secret holds this target alone (its events kept), never the whole answer.
+        const credentials = store.deliveryCredentials(t, now);
+        if (!credentials.ok) {
+          unreadableTargets.inc({ field: credentials.unreadable });
+          ctx.log.error("delivery target unreadable; its deliveries are held", { subscriptionId: id, field: credentials.unreadable });
+        }
+        const holdReason: HoldReason | "" = !enabled ? "subscription_disabled" : revoked ? "key_revoked" : credentials.ok ? "" : "secret_unreadable";
         return {
           subscriptionId: id,
           exists: true,
-          active: t.subscription.status === "enabled" && t.key.revokedAt === null,
+          active: enabled && !revoked,
           url: t.subscription.url,
-          secrets: store.signingSecrets(t.subscription, now),
+          secrets: credentials.ok ? credentials.secrets : [],
           keyId: t.key.id,
           chains: t.key.chains,
           destination: destinationMessage(t.subscription),
-          brokerUrl: t.broker ? store.brokerUrl(t.broker) : "",
+          brokerUrl: credentials.ok ? credentials.brokerUrl : "",
+          holdReason,
         };
       });
       return { targets };

@@ -133,6 +133,11 @@ export interface DeliveryTargetRow {
   broker: BrokerRow | null;
 }
 
+/** A target's secrets and broker URL in clear, or which stored value cannot be decrypted. */
+export type DeliveryCredentials =
+  | { ok: true; secrets: string[]; brokerUrl: string }
+  | { ok: false; unreadable: "secret" | "previous_secret" | "broker_url" };
+
 export interface RegistryStoreOptions {
   /** AES key for secrets and stored responses at rest (AppKeys.encryptionKey). */
   encryptionKey: Buffer;
@@ -430,12 +435,15 @@ export class RegistryStore {
     const current = await this.findSubscription(tx, keyId, id, true);
     if (!current) return undefined;
     const now = new Date();
+    // A current secret that no longer decrypts cannot sign during a grace: kept, it would hold the subscription's
+    // deliveries until the grace ended, so the rotation cuts it off at once.
+    const grace = graceMs > 0 && this.tryOpen(current.secret) !== undefined;
     const [row] = await tx
       .update(subscriptions)
       .set({
         secret: this.seal(secret),
-        previousSecret: graceMs > 0 ? current.secret : null,
-        previousSecretExpiresAt: graceMs > 0 ? new Date(now.getTime() + graceMs) : null,
+        previousSecret: grace ? current.secret : null,
+        previousSecretExpiresAt: grace ? new Date(now.getTime() + graceMs) : null,
         updatedAt: now,
       })
       .where(eq(subscriptions.id, id))
@@ -443,13 +451,37 @@ export class RegistryStore {
     return row;
   }
 
-  /** Signing secrets, newest first: the previous one only while its grace lasts. */
-  signingSecrets(row: SubscriptionRow, now = Date.now()): string[] {
-    const out = [this.open(row.secret)];
+  /**
+   * What a delivery to the target needs in clear: its signing secrets, newest first (the previous one only while its
+   * grace lasts), and its broker's URL; or the first of them that cannot be decrypted (a damaged row, or one sealed
+   * under another APP_SECRET). Never throws: one unreadable row must not fail the others read with it.
+   */
+  deliveryCredentials(t: DeliveryTargetRow, now = Date.now()): DeliveryCredentials {
+    const row = t.subscription;
+    const secret = this.tryOpen(row.secret);
+    if (secret === undefined) return { ok: false, unreadable: "secret" };
+    const secrets = [secret];
     if (row.previousSecret && row.previousSecretExpiresAt && row.previousSecretExpiresAt.getTime() > now) {
-      out.push(this.open(row.previousSecret));
+      const previous = this.tryOpen(row.previousSecret);
+      if (previous === undefined) return { ok: false, unreadable: "previous_secret" };
+      secrets.push(previous);
     }
-    return out;
+    let brokerUrl = "";
+    if (t.broker) {
+      const url = this.tryOpen(t.broker.url);
+      if (url === undefined) return { ok: false, unreadable: "broker_url" };
+      brokerUrl = url;
+    }
+    return { ok: true, secrets, brokerUrl };
+  }
+
+  /** The plaintext, or undefined when `sealed` does not decrypt under this process's key. */
+  private tryOpen(sealed: string): string | undefined {
+    try {
+      return this.open(sealed);
+    } catch {
+      return undefined;
+    }
   }
 
   /** Up to `limit` addresses in order of addition, and whether more follow. */
@@ -509,11 +541,6 @@ export class RegistryStore {
         .where(broker === undefined ? undefined : eq(brokerGrants.broker, broker))
         .orderBy(asc(brokerGrants.broker), asc(brokerGrants.keyId), asc(brokerGrants.prefix)),
     );
-  }
-
-  /** The broker's connection URL in clear (for the deliverer). */
-  brokerUrl(row: BrokerRow): string {
-    return this.open(row.url);
   }
 
   /** Registers a broker; false when the name is taken (nothing changes). */

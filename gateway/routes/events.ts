@@ -5,6 +5,7 @@ import { createClient, type Client } from "@connectrpc/connect";
 import { Elysia, t, type Static } from "elysia";
 import { ApiError } from "../../common/errors.ts";
 import { isId } from "../../common/ids.ts";
+import { HOLD_REASONS, isHoldReason } from "../../common/hold-reasons.ts";
 import { DeliveryService, type EventView } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { principalOf } from "../context.ts";
 import { RPC_OPTIONS, WRITE_RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
@@ -33,6 +34,10 @@ export const EventViewSchema = t.Object(
     responseBody: t.Union([t.String(), t.Null()], {
       description:
         "First 4,096 bytes of the last response (cut on a UTF-8 boundary), or a short reason when the attempt got no response. For amqp and nats destinations the broker's answer: acked, returned: NO_ROUTE, no stream, timeout, ….",
+    }),
+    heldReason: t.Union([t.Union(HOLD_REASONS.map((r) => t.Literal(r))), t.Null()], {
+      description:
+        "Set while a pending event is held (kept, not attempted): subscription_disabled, key_revoked, or secret_unreadable (the subscription's stored signing secret cannot be decrypted; rotating the secret resumes it). Held events resume on their own once the reason is gone; null otherwise.",
     }),
     payload: t.Record(t.String(), t.Unknown(), { description: "The webhook payload: {id, kind, date, subscriptionId, data}." }),
     dateCreated: t.String({ format: "date-time" }),
@@ -80,6 +85,7 @@ function eventHead(e: EventView): EventHead {
     deliveryCount: e.deliveryCount,
     responseStatus: e.responseStatus ?? null,
     responseBody: e.responseBody ?? null,
+    heldReason: e.heldReason !== undefined && isHoldReason(e.heldReason) ? e.heldReason : null,
   };
 }
 

@@ -22,6 +22,7 @@ function viewObject(e: EventView): EventViewJson {
     deliveryCount: e.deliveryCount,
     responseStatus: e.responseStatus ?? null,
     responseBody: e.responseBody ?? null,
+    heldReason: (e.heldReason ?? null) as EventViewJson["heldReason"],
     payload: JSON.parse(e.payloadJson) as Record<string, unknown>,
     dateCreated: isoTime(e.dateCreatedMs),
   };
@@ -41,6 +42,8 @@ function transferRow(id: string, data: Record<string, unknown>, overrides: Parti
     deliveryCount: 0,
     responseStatus: 500,
     responseBody: AWKWARD,
+    held: false,
+    heldReason: null,
     // As the event is stored: the payload rendered once (deliverer/schema.ts).
     payload: renderPayload(envelope(id, "wallet.transfer.broadcasted", "sub_01JZZZZZZZZZZZZZZZZZZZZZZZ", at, data)),
     createdAt: at,
@@ -67,7 +70,15 @@ describe("event view text", () => {
   const views = [
     toEventView(transferRow("evt_01JZZZZZZZZZZZZZZZZZZZZZZA", DATA)),
     toEventView(transferRow("evt_01JZZZZZZZZZZZZZZZZZZZZZZB", { message: AWKWARD }, { kind: "service.ping", chainId: null, status: "pending", responseStatus: null, responseBody: null, attempts: 0 })),
+    toEventView(transferRow("evt_01JZZZZZZZZZZZZZZZZZZZZZZC", DATA, { status: "pending", responseStatus: null, responseBody: null, attempts: 0, held: true, heldReason: "secret_unreadable" })),
   ];
+
+  test("a pending held event shows its reason; any other shows null", () => {
+    expect(views.map((e) => JSON.parse(eventJson(e)).heldReason)).toEqual([null, null, "secret_unreadable"]);
+    // A reason left on a row that is no longer pending is not shown.
+    const done = toEventView(transferRow("evt_01JZZZZZZZZZZZZZZZZZZZZZZD", DATA, { status: "delivered", held: true, heldReason: "key_revoked" }));
+    expect(JSON.parse(eventJson(done)).heldReason).toBeNull();
+  });
 
   test("equals JSON.stringify of the view object, byte for byte, and passes EventViewSchema", () => {
     const valid = getSchemaValidator(EventViewSchema);
