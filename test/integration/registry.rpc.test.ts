@@ -393,10 +393,47 @@ describe("secret rotation", () => {
     ]);
     expect(targets[2]!.secrets).toEqual([a.destination!.secret]);
     expect(targets[2]!.chains).toEqual(["tron:shasta", "tron:nile"]);
+    expect(targets.map((t) => t.holdReason)).toEqual(["subscription_disabled", "", "", ""]);
     await keys.revokeApiKey({ id: k.id });
     ({ targets } = await subs.getDeliveryTargets({ subscriptionIds: [a.id] }));
     expect(targets[0]!.exists).toBe(true);
     expect(targets[0]!.active).toBe(false);
+    expect(targets[0]!.holdReason).toBe("key_revoked");
+  });
+
+  test("delivery targets: a secret that will not decrypt holds that target alone; a rotation reads again", async () => {
+    const k = await newKey();
+    const good = (await subs.createSubscription(createReq(k.id))).subscription!;
+    const bad = (await subs.createSubscription(createReq(k.id))).subscription!;
+    const damage = async (column: "secret" | "previous_secret") => {
+      // One character of the sealed body changed: AES-GCM's tag no longer verifies.
+      const [row] = (await sql.unsafe(`SELECT ${column} AS v FROM subscriptions WHERE id = $1`, [bad.id])) as { v: string }[];
+      const v = row!.v;
+      await sql.unsafe(`UPDATE subscriptions SET ${column} = $1 WHERE id = $2`, [v.slice(0, -2) + (v.at(-2) === "A" ? "B" : "A") + v.at(-1), bad.id]);
+    };
+    await damage("secret");
+    let { targets } = await subs.getDeliveryTargets({ subscriptionIds: [bad.id, good.id] });
+    expect(targets.map((t) => [t.subscriptionId, t.exists, t.active, t.holdReason, t.secrets])).toEqual([
+      [bad.id, true, true, "secret_unreadable", []],
+      [good.id, true, true, "", [good.destination!.secret]],
+    ]);
+    expect(logLines.some((l) => l.includes("delivery target unreadable") && l.includes(bad.id))).toBe(true);
+
+    // Rotated with a grace: the unreadable secret is not kept as the previous one, so the target reads at once.
+    const s1 = (await subs.rotateSecret({ keyId: k.id, id: bad.id, gracePeriodSeconds: 600 })).subscription!.destination!.secret;
+    ({ targets } = await subs.getDeliveryTargets({ subscriptionIds: [bad.id] }));
+    expect(targets.map((t) => [t.holdReason, t.secrets])).toEqual([["", [s1]]]);
+
+    // A previous secret still in its grace that will not decrypt holds the target too (receivers may still verify
+    // with it); a rotation without grace drops it.
+    const s2 = (await subs.rotateSecret({ keyId: k.id, id: bad.id, gracePeriodSeconds: 600 })).subscription!.destination!.secret;
+    await damage("previous_secret");
+    ({ targets } = await subs.getDeliveryTargets({ subscriptionIds: [bad.id] }));
+    expect(targets.map((t) => [t.holdReason, t.secrets])).toEqual([["secret_unreadable", []]]);
+    const s3 = (await subs.rotateSecret({ keyId: k.id, id: bad.id, gracePeriodSeconds: 0 })).subscription!.destination!.secret;
+    expect(s3).not.toBe(s2);
+    ({ targets } = await subs.getDeliveryTargets({ subscriptionIds: [bad.id] }));
+    expect(targets.map((t) => [t.holdReason, t.secrets])).toEqual([["", [s3]]]);
   });
 });
 

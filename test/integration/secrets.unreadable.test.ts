@@ -52,6 +52,14 @@ async function subscribe(path: string, address: string): Promise<string> {
   return res.body.id;
 }
 
+/** Changes one character of the subscription's sealed secret: AES-GCM's tag no longer verifies. */
+async function damageSecret(subscriptionId: string): Promise<void> {
+  const [row] = (await sql`SELECT secret FROM subscriptions WHERE id = ${subscriptionId}`) as { secret: string }[];
+  const sealed = row!.secret;
+  const damaged = sealed.slice(0, -2) + (sealed.at(-2) === "A" ? "B" : "A") + sealed.at(-1);
+  await sql`UPDATE subscriptions SET secret = ${damaged} WHERE id = ${subscriptionId}`;
+}
+
 async function heldMetric(): Promise<number> {
   const text = await (await fetch(`${env.stack.baseUrl}/metrics`)).text();
   const line = text.split("\n").find((l) => l.startsWith('deliverer_events_held_total{reason="secret_unreadable"}'));
@@ -64,11 +72,7 @@ test("an undecryptable secret holds its subscription's events (with a reason); t
   const goodId = await subscribe("/good", good);
   const badId = await subscribe("/bad", bad);
 
-  // Damage the stored ciphertext: one character of its body changed, so AES-GCM's tag no longer verifies.
-  const [row] = (await sql`SELECT secret FROM subscriptions WHERE id = ${badId}`) as { secret: string }[];
-  const sealed = row!.secret;
-  const damaged = sealed.slice(0, -2) + (sealed.at(-2) === "A" ? "B" : "A") + sealed.at(-1);
-  await sql`UPDATE subscriptions SET secret = ${damaged} WHERE id = ${badId}`;
+  await damageSecret(badId);
   const before = await heldMetric();
 
   // Two blocks, each paying both subscriptions' addresses.
@@ -109,4 +113,28 @@ test("an undecryptable secret holds its subscription's events (with a reason); t
   expect(sent.every((d) => d.verified)).toBe(true);
   expect(sent[0]!.headers["webhook-signature"]!.split(" ")).toHaveLength(1);
   await until("the held events delivered", async () => (await list()).every((e) => e.status === "delivered" && e.heldReason === null), 10_000);
+}, 60_000);
+
+test("a secret that stops decrypting while an event is retrying: the next attempt holds it instead of sending; a rotation sends it", async () => {
+  const base = env.stack.baseUrl;
+  const [, , , address] = sim.poolAddresses(4) as [string, string, string, string];
+  const id = await subscribe("/retrying", address);
+  // The first attempt hangs until the delivery timeout; the secret is damaged meanwhile, so the retry reads it.
+  env.receiver.setBehaviour("/retrying", { kind: "sequence", steps: [{ kind: "hang" }, { kind: "ok" }] });
+  const created = await call<Ev>(base, key.key, "POST", `/v1/subscriptions/${id}/test`);
+  expect(created.status).toBe(200);
+  await until("the first attempt", async () => env.receiver.deliveries("/retrying").length === 1, 10_000);
+  await damageSecret(id);
+  const view = async () => (await call<Ev>(base, key.key, "GET", `/v1/subscriptions/${id}/events/${created.body.id}`)).body;
+  const held = await until("the event held", async () => ((await view()).heldReason === "secret_unreadable" ? view() : undefined), 15_000);
+  expect(held).toMatchObject({ status: "pending", attempts: 1 });
+  expect(env.receiver.deliveries("/retrying")).toHaveLength(1);
+
+  const rotated = await call<{ destination: { secret: string } }>(base, key.key, "POST", `/v1/subscriptions/${id}/secrets/rotate`, { gracePeriodSeconds: 0 });
+  env.receiver.setSecrets("/retrying", [rotated.body.destination.secret]);
+  await until("the held event delivered", async () => (await view()).status === "delivered", 15_000);
+  const sent = env.receiver.deliveries("/retrying");
+  expect(sent).toHaveLength(2);
+  expect(sent[1]!.verified).toBe(true);
+  expect((await view()).heldReason).toBeNull();
 }, 60_000);
