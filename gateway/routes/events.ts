@@ -35,7 +35,7 @@ export const EventViewSchema = t.Object(
       description:
         "First 4,096 bytes of the last response (cut on a UTF-8 boundary), or a short reason when the attempt got no response. For amqp and nats destinations the broker's answer: acked, returned: NO_ROUTE, no stream, timeout, ….",
     }),
-    heldReason: t.Union([t.Union(HOLD_REASONS.map((r) => t.Literal(r))), t.Null()], {
+    heldReason: t.Union([...HOLD_REASONS.map((r) => t.Literal(r)), t.Null()], {
       description:
         "Set while a pending event is held (kept, not attempted): subscription_disabled, key_revoked, or secret_unreadable (the subscription's stored signing secret cannot be decrypted; rotating the secret resumes it). Held events resume on their own once the reason is gone; null otherwise.",
     }),

@@ -6,7 +6,7 @@ import { call, startEventsStack, type EventsStack } from "../support/events.ts";
 
 type Ev = {
   id: string; subscriptionId: string; kind: string; chainId: string | null; status: string; attempts: number;
-  deliveryCount: number; responseStatus: number | null; responseBody: string | null;
+  deliveryCount: number; responseStatus: number | null; responseBody: string | null; heldReason: string | null;
   payload: { id: string; kind: string; date: string; subscriptionId: string; data: Record<string, unknown> }; dateCreated: string;
 };
 
@@ -52,7 +52,7 @@ describe("POST /v1/subscriptions/:id/test", () => {
     expect(e.id).toMatch(/^evt_[0-9A-HJKMNP-TV-Z]{26}$/);
     expect(e).toEqual({
       id: e.id, subscriptionId: s.id, kind: "service.ping", chainId: null, status: "pending", attempts: 0, deliveryCount: 0,
-      responseStatus: null, responseBody: null,
+      responseStatus: null, responseBody: null, heldReason: null,
       payload: { id: e.id, kind: "service.ping", date: e.payload.date, subscriptionId: s.id, data: { message: expect.any(String) } },
       dateCreated: e.dateCreated,
     });
