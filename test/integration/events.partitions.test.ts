@@ -361,7 +361,7 @@ describe("prepared reads", () => {
       .orderBy(desc(events.createdAt));
     expect(expected).toHaveLength(3);
     expect(expected[0]!.responseBody).toBe("bad gateway");
-    expect(Object.keys(expected[0]!).sort()).toEqual(["attempts", "chainId", "createdAt", "deliveryCount", "id", "kind", "payload", "responseBody", "responseStatus", "status", "subscriptionId"]);
+    expect(Object.keys(expected[0]!).sort()).toEqual(["attempts", "chainId", "createdAt", "deliveryCount", "held", "heldReason", "id", "kind", "payload", "responseBody", "responseStatus", "status", "subscriptionId"]);
     const page = await reads.listEvents(sub.id, undefined, 10, undefined);
     const failed = await reads.listEvents(sub.id, "failed", 10, undefined);
     const byTx = await reads.searchEvents({ keyId: sub.keyId, txId: "cd".repeat(32) }, 10, undefined);
