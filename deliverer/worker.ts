@@ -157,6 +157,8 @@ export class DeliveryWorker {
   private timers: ReturnType<typeof setInterval>[] = [];
   private lastRebuildCheck = 0;
   private reconciling: Promise<ReconcileResult> | undefined;
+  /** The hold reason last written for each subscription with held events (resumeHeld). */
+  private readonly heldReasons = new Map<string, HoldReason>();
   readonly leaseMs: number;
 
   constructor(
@@ -682,6 +684,8 @@ export class DeliveryWorker {
   /** Held events whose subscription is active again go back into the schedule; a deleted one's are removed. */
   async resumeHeld(): Promise<void> {
     const subs = await this.store.heldSubscriptions(500);
+    const current = new Set(subs);
+    for (const id of this.heldReasons.keys()) if (!current.has(id)) this.heldReasons.delete(id);
     if (subs.length === 0) {
       for (const reason of HOLD_REASONS) heldSubscriptions.set({ reason }, 0);
       return;
@@ -696,10 +700,13 @@ export class DeliveryWorker {
       else if (reason) stillHeld.get(reason)!.push(id);
       else active.push(id);
     }
-    // Those staying held show their current reason (it may have changed while they were held).
+    // Those staying held show their current reason (it may have changed while they were held), rewritten only when
+    // it differs from the last written: a subscription may hold many events.
     for (const [reason, ids] of stillHeld) {
       heldSubscriptions.set({ reason }, ids.length);
-      await this.store.setHeldReason(ids, reason);
+      const changed = ids.filter((id) => this.heldReasons.get(id) !== reason);
+      await this.store.setHeldReason(changed, reason);
+      for (const id of changed) this.heldReasons.set(id, reason);
     }
     if (active.length === 0) return;
     for (;;) {

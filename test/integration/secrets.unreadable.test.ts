@@ -138,3 +138,23 @@ test("a secret that stops decrypting while an event is retrying: the next attemp
   expect(sent[1]!.verified).toBe(true);
   expect((await view()).heldReason).toBeNull();
 }, 60_000);
+
+test("the reason of held events follows the target: disabled, then enabled with an unreadable secret", async () => {
+  const base = env.stack.baseUrl;
+  const [, , , , address] = sim.poolAddresses(5) as [string, string, string, string, string];
+  const id = await subscribe("/reason", address);
+  const put = (status: string) =>
+    call(base, key.key, "PUT", `/v1/subscriptions/${id}`, { destination: { type: "https", url: env.receiver.url("/reason") }, events: ["wallet.transfer.broadcasted"], status });
+  env.receiver.setBehaviour("/reason", { kind: "sequence", steps: [{ kind: "hang" }, { kind: "ok" }] });
+  const created = await call<Ev>(base, key.key, "POST", `/v1/subscriptions/${id}/test`);
+  await until("the first attempt", async () => env.receiver.deliveries("/reason").length === 1, 10_000);
+  expect((await put("disabled")).status).toBe(200);
+  const view = async () => (await call<Ev>(base, key.key, "GET", `/v1/subscriptions/${id}/events/${created.body.id}`)).body;
+  await until("held while disabled", async () => (await view()).heldReason === "subscription_disabled", 15_000);
+
+  // Enabled again, but its secret no longer decrypts: still held, now for that.
+  await damageSecret(id);
+  expect((await put("enabled")).status).toBe(200);
+  await until("held for the secret", async () => (await view()).heldReason === "secret_unreadable", 15_000);
+  expect(env.receiver.deliveries("/reason")).toHaveLength(1);
+}, 60_000);
