@@ -1,9 +1,36 @@
 // `bun run chaos [REQUESTS] [SEED]`: the hostile-input fuzzer (test/chaos/fuzz.ts) against a stack it starts itself on
 // loopback, 10,000 requests by default. Prints a summary and exits 1 if any answer broke the contract.
-import { describeViolation, runChaos } from "./fuzz.ts";
+// `bun run chaos --faults [--minutes N] [--seed S]`: the fault run (test/chaos/faults.ts), faults for N minutes (3);
+// prints each invariant's count checked and broken, and exits 1 if any is broken.
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { formatInvariants } from "./invariants.ts";
 
-const requests = Number(process.argv[2] ?? 10_000);
-const seed = Number(process.argv[3] ?? Date.now());
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { faults: { type: "boolean", default: false }, minutes: { type: "string" }, seed: { type: "string" } },
+});
+
+if (values.faults) {
+  const { runFaults } = await import("./faults.ts");
+  const minutes = Number(values.minutes ?? 3);
+  const logFile = join(tmpdir(), `chaos-faults-${process.pid}.jsonl`);
+  const report = await runFaults({
+    phaseMs: minutes * 60_000,
+    ...(values.seed ? { seed: Number(values.seed) } : {}),
+    log: (line) => console.log(line),
+    logFile,
+  });
+  for (const line of report.summary) console.log(line);
+  console.log(formatInvariants(report.results));
+  console.log(`fault run: ${report.seconds.toFixed(0)} s in all; the services' log lines are in ${logFile}`);
+  process.exit(report.results.some((r) => r.broken > 0) ? 1 : 0);
+}
+
+const { describeViolation, runChaos } = await import("./fuzz.ts");
+const requests = Number(positionals[0] ?? 10_000);
+const seed = Number(positionals[1] ?? Date.now());
 console.log(`chaos: ${requests} fuzzed requests over every public route, seed ${seed}`);
 const summary = await runChaos({ requests, seed, onProgress: (n) => console.log(`  ${n} sent`) });
 const statuses = Object.entries(summary.byStatus)
