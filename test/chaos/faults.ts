@@ -5,6 +5,7 @@
 // last writes, a PostgreSQL restart, the node answering 429 and timing out. Then every invariant is checked
 // (invariants.ts) and counted. Everything it starts is stopped and removed, whatever happens.
 import { randomBytes } from "node:crypto";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { SQL, type Subprocess } from "bun";
 import { hexToBase58 } from "../../common/tron-address.ts";
@@ -34,6 +35,8 @@ export interface FaultRunOptions {
   /** How long the drain may wait for the expected deliveries after the phase. */
   drainMs?: number;
   log?: (line: string) => void;
+  /** Tear everything down and exit on SIGINT / SIGTERM (the command line; a test leaves it to the test runner). */
+  handleSignals?: boolean;
   /** Where to write every service's log lines (JSON, one per line) at the end, for diagnosis. */
   logFile?: string;
 }
@@ -76,12 +79,21 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
   };
   let services: Supervisor | undefined;
   const step = (what: string) => say(`  ${((Date.now() - started) / 1000).toFixed(1)} s: ${what}`);
+  if (opts.handleSignals) {
+    for (const sig of ["SIGINT", "SIGTERM"] as const) {
+      process.once(sig, () => {
+        say(`${sig}: stopping everything the run started`);
+        void cleanup().finally(() => process.exit(130));
+      });
+    }
+  }
   const faults = { kills: new Map<string, number>(), forks: 0, forksRefused: 0, drops: 0, failovers: 0, pgRestarts: 0, receiverStretches: 0, nodeStretches: 0 };
 
   try {
     say(`fault run: seed ${seed}, faults for ${(opts.phaseMs / 1000).toFixed(0)} s`);
     // --- The world: certificates, receiver, PostgreSQL, Redis, simulator, node faults, balancers.
     const pki = createTestPki();
+    cleanups.push(() => rmSync(pki.dir, { recursive: true, force: true }));
     const receiver: ChaosReceiver = startChaosReceiver({ cert: pki.cert, key: pki.key });
     cleanups.push(() => receiver.close());
     const pg: PgCluster = await startPgCluster();
@@ -140,13 +152,13 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
       LOG_LEVEL: "warn",
     };
     const supervisor = superviseServices([
-      { name: "registry-1", entry: "registry/main.ts", env: { ...common, REGISTRY_PORT: String(reg1), REGISTRY_GRPC_PORT: String(reg1g) } },
-      { name: "registry-2", entry: "registry/main.ts", env: { ...common, REGISTRY_PORT: String(reg2), REGISTRY_GRPC_PORT: String(reg2g) } },
-      { name: "deliverer-1", entry: "deliverer/main.ts", env: { ...common, DELIVERER_PORT: String(del1), DELIVERER_GRPC_PORT: String(del1g) } },
-      { name: "deliverer-2", entry: "deliverer/main.ts", env: { ...common, DELIVERER_PORT: String(del2), DELIVERER_GRPC_PORT: String(del2g) } },
-      { name: "matcher-1", entry: "matcher/main.ts", env: { ...common, MATCHER_PORT: String(m1) } },
-      { name: "matcher-2", entry: "matcher/main.ts", env: { ...common, MATCHER_PORT: String(m2) } },
-      { name: "gateway", entry: "gateway/main.ts", env: { ...common, PORT: String(gw) } },
+      { name: "registry-1", entry: "registry/main.ts", env: { ...common, REGISTRY_PORT: String(reg1), REGISTRY_GRPC_PORT: String(reg1g) }, healthUrl: `http://127.0.0.1:${reg1}/healthz` },
+      { name: "registry-2", entry: "registry/main.ts", env: { ...common, REGISTRY_PORT: String(reg2), REGISTRY_GRPC_PORT: String(reg2g) }, healthUrl: `http://127.0.0.1:${reg2}/healthz` },
+      { name: "deliverer-1", entry: "deliverer/main.ts", env: { ...common, DELIVERER_PORT: String(del1), DELIVERER_GRPC_PORT: String(del1g) }, healthUrl: `http://127.0.0.1:${del1}/healthz` },
+      { name: "deliverer-2", entry: "deliverer/main.ts", env: { ...common, DELIVERER_PORT: String(del2), DELIVERER_GRPC_PORT: String(del2g) }, healthUrl: `http://127.0.0.1:${del2}/healthz` },
+      { name: "matcher-1", entry: "matcher/main.ts", env: { ...common, MATCHER_PORT: String(m1) }, healthUrl: `http://127.0.0.1:${m1}/healthz` },
+      { name: "matcher-2", entry: "matcher/main.ts", env: { ...common, MATCHER_PORT: String(m2) }, healthUrl: `http://127.0.0.1:${m2}/healthz` },
+      { name: "gateway", entry: "gateway/main.ts", env: { ...common, PORT: String(gw) }, healthUrl: `http://127.0.0.1:${gw}/healthz` },
     ]);
     services = supervisor;
     cleanups.push(() => supervisor.stop());
@@ -205,17 +217,21 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
     const head = await subscribe("/head", [KINDS.broadcasted]);
 
     const watches: WatchInterval[] = [];
+    const subPath = (id: string) => subscriptions.find((s) => s.id === id)?.path ?? id;
+    let t0 = Infinity;
     // A change that never answered may or may not have happened: it is then never expected, and never forbidden.
     const watch = async (subId: string, addresses: string[]) => {
       const sent = Date.now();
       const done = await api("PATCH", `/v1/subscriptions/${subId}/filters/addresses`, { add: addresses.map((address) => ({ chainId: CHAIN, address })) });
       const [sentAt, answeredAt] = done ? [done.sentAt, done.answeredAt] : [sent, Infinity];
+      if (Date.now() >= t0) step(`watch ${addresses.length} on ${subPath(subId)}: ${done ? `answered in ${((answeredAt - sentAt) / 1000).toFixed(1)} s` : "never answered"}`);
       for (const address of addresses) watches.push({ subscriptionId: subId, address, addSentAt: sentAt, addAnsweredAt: answeredAt, removeSentAt: null, removeAnsweredAt: null });
     };
     const unwatch = async (subId: string, addresses: string[]) => {
       const sent = Date.now();
       const done = await api("PATCH", `/v1/subscriptions/${subId}/filters/addresses`, { remove: addresses.map((address) => ({ chainId: CHAIN, address })) });
       const [sentAt, answeredAt] = done ? [done.sentAt, done.answeredAt] : [sent, Infinity];
+      step(`unwatch ${addresses.length} on ${subPath(subId)}: ${done ? `answered in ${((answeredAt - sentAt) / 1000).toFixed(1)} s` : "never answered"}`);
       for (const w of watches) {
         if (w.subscriptionId === subId && addresses.includes(w.address) && w.removeSentAt === null) Object.assign(w, { removeSentAt: sentAt, removeAnsweredAt: answeredAt });
       }
@@ -228,6 +244,14 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
     const removedMid = freshAddress();
     const addedAtFailover = freshAddress();
     const removedAtFailover = freshAddress();
+    const addressLabels = new Map<string, string>([
+      ...steady.map((a): [string, string] => [a, "an address watched all along"]),
+      ...never.map((a): [string, string] => [a, "an address never watched"]),
+      [addedMid, "the address added mid-run"],
+      [removedMid, "the address removed mid-run"],
+      [addedAtFailover, "the address added just before the Redis failover"],
+      [removedAtFailover, "the address removed just before the Redis failover"],
+    ]);
     for (const sub of [all, final, head]) await watch(sub.id, [...steady, removedMid, removedAtFailover]);
 
     step("subscriptions and their addresses made");
@@ -278,7 +302,7 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
       return txIds;
     };
     const phaseEnd = Date.now() + opts.phaseMs;
-    const t0 = Date.now();
+    t0 = Date.now();
     const when = (fraction: number) => t0 + opts.phaseMs * fraction;
     const sleepUntil = async (t: number) => {
       const d = t - Date.now();
@@ -288,7 +312,7 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
     let running = true;
     const traffic = (async () => {
       let i = 0;
-      while (running && Date.now() < phaseEnd) {
+      while (running) {
         const to = steady[i % steady.length]!;
         const specs: { to: string; result?: string; type?: "trx" | "trc20" }[] = [
           { to },
@@ -305,15 +329,17 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
       }
     })();
 
-    // SIGKILL a random service every few seconds; the supervisor starts it again a second later.
+    // SIGKILL a random service every few seconds, once every service answers again (the supervisor restarts it a
+    // second later): one down at a time, as a rolling failure, however slowly the machine starts processes.
     const killer = (async () => {
       const names = supervisor.names();
-      while (running && Date.now() < phaseEnd - 5_000) {
-        await Bun.sleep(5_000 + random() * 5_000);
+      while (running) {
+        await Bun.sleep(3_000 + random() * 4_000);
+        while (running && !(await Promise.all(names.map((n) => supervisor.healthy(n)))).every(Boolean)) await Bun.sleep(500);
         if (!running) break;
         const name = names[Math.floor(random() * names.length)]!;
-        if (!supervisor.running(name)) continue;
         supervisor.kill(name);
+        step(`SIGKILL ${name}`);
         faults.kills.set(name, (faults.kills.get(name) ?? 0) + 1);
       }
     })();
@@ -322,9 +348,13 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
       try {
         await simCall("/sim/fork", { depth, length: depth + (random() < 0.5 ? 1 : 0), reinclude });
         faults.forks++;
+        step(`fork of depth ${depth}${Array.isArray(reinclude) ? " dropping a transfer" : ""}`);
         return true;
       } catch (err) {
-        if ((err as { status?: number }).status === 400) faults.forksRefused++;
+        if ((err as { status?: number }).status === 400) {
+          faults.forksRefused++;
+          step(`fork of depth ${depth} refused (it would replace a solidified block)`);
+        }
         else throw err;
         return false;
       }
@@ -363,23 +393,27 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
         await sleepUntil(when(from));
         receiver.setMode(path, mode);
         faults.receiverStretches++;
+        step(`receiver ${path}: ${mode}`);
         await sleepUntil(when(to));
         receiver.setMode(path, "ok");
+        step(`receiver ${path}: ok`);
       };
       const nodeStretch = async (mode: "429" | "timeout", from: number, to: number) => {
         await sleepUntil(when(from));
         node.setMode(mode);
         faults.nodeStretches++;
+        step(`node: ${mode}`);
         await sleepUntil(when(to));
         node.setMode("ok");
+        step("node: ok");
       };
       const scheduled = [
         stretch(all.path, "fail", 0.08, 0.16),
         stretch(final.path, "hang", 0.3, 0.37),
         stretch(all.path, "fail", 0.55, 0.6),
         stretch(head.path, "hang", 0.72, 0.77),
-        nodeStretch("429", 0.18, 0.24),
-        nodeStretch("timeout", 0.86, 0.9),
+        nodeStretch("429", 0.17, 0.27),
+        nodeStretch("timeout", 0.84, 0.94),
       ];
       // Forks: shallow ones re-including everything, one dropping a broadcasted transfer, a deep one near the
       // solidified head.
@@ -400,6 +434,7 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
         supervisor.hold(m);
         supervisor.kill(m);
       }
+      step("both matchers down");
       await Bun.sleep(1_500);
       await simCall("/sim/pause", {});
       try {
@@ -412,9 +447,11 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
       }
       await Bun.sleep(BLOCK_MS * (SOLID_LAG + 2));
       for (const m of ["matcher-1", "matcher-2"]) supervisor.resume(m);
+      step("both matchers back");
       // Redis failover: the replica stops following, watch changes land on the primary only, the replica is promoted.
       await sleepUntil(when(0.45));
       redis.lagReplica();
+      step("the Redis replica stops following the primary");
       await Bun.sleep(300);
       for (const sub of [all, final, head]) {
         await watch(sub.id, [addedAtFailover]);
@@ -425,18 +462,22 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
       redisLb.setTargets([redis.replicaPort]);
       redisLb.cutAll();
       faults.failovers++;
+      step("Redis failed over to the replica");
       await sleepUntil(when(0.52));
       await fork(3);
       // PostgreSQL restarted (a crash: immediate stop, recovery at start).
       await sleepUntil(when(0.65));
+      step("PostgreSQL crashes");
       await pg.restart({ mode: "immediate", downMs: 2_000 });
       faults.pgRestarts++;
+      step("PostgreSQL back");
       await sleepUntil(when(0.8));
       await fork(SOLID_LAG - 1);
       await forkDroppingFresh();
       await Promise.all(scheduled);
     })();
 
+    // The phase lasts at least its length, and until the timeline's last fault (a stalled API call delays it).
     await timeline;
     await sleepUntil(phaseEnd);
     running = false;
@@ -470,7 +511,7 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
         .filter((l) => l.service.startsWith("matcher") && l.record.msg === "fork: rolled back to the common ancestor")
         .map((l) => ({ at: l.at, ancestor: Number(l.record.ancestor) }));
       const state = await simCall<SimState>("/sim/state");
-      return { subscriptions, transfers, watches, canonicalTx, canonicalBlocks, finalSolidTimestampMs: state.solid.timestamp, requests, checkpoints: [...checkpoints], rollbacks };
+      return { addressLabels, subscriptions, transfers, watches, canonicalTx, canonicalBlocks, finalSolidTimestampMs: state.solid.timestamp, requests, checkpoints: [...checkpoints], rollbacks };
     };
     const drainEnd = Date.now() + (opts.drainMs ?? 60_000);
     let results = checkInvariants(await record());

@@ -73,6 +73,8 @@ export interface RunRecord {
   requests: ReceivedRequest[];
   checkpoints: CheckpointSample[];
   rollbacks: RecordedRollback[];
+  /** What each address of the run stands for ("removed at the failover", ...), for the examples. */
+  addressLabels?: Map<string, string>;
 }
 
 export interface InvariantResult {
@@ -150,6 +152,7 @@ export function checkInvariants(run: RunRecord): InvariantResult[] {
   const events = distinctEvents(run.requests);
   const made = new Map(run.transfers.map((t) => [t.txId, t]));
   const watchesOf = (sub: string, address: string) => run.watches.filter((w) => w.subscriptionId === sub && w.address === address);
+  const label = (address: string) => run.addressLabels?.get(address) ?? address;
   const broadcastedTx = new Set(events.filter((e) => e.kind === KINDS.broadcasted).map((e) => e.data.txId));
 
   // 1. Every expected (subscription, kind, transfer) delivered (answered 2xx) at least once.
@@ -170,7 +173,7 @@ export function checkInvariants(run: RunRecord): InvariantResult[] {
       }
       for (const kind of expected.filter((k) => sub.kinds.includes(k))) {
         delivered.checked++;
-        if (!acked.has(`${sub.id} ${kind} ${t.txId}`)) delivered.fail(`${sub.path} ${kind.split(".").pop()} tx ${short(t.txId)}${onChain ? ` block ${run.canonicalTx.get(t.txId)!.blockNumber}` : " (forked away)"} never delivered`);
+        if (!acked.has(`${sub.id} ${kind} ${t.txId}`)) delivered.fail(`${sub.path} ${kind.split(".").pop()} tx ${short(t.txId)} to ${label(t.to)}${onChain ? ` block ${run.canonicalTx.get(t.txId)!.blockNumber}` : " (forked away)"} never delivered`);
       }
     }
   }
@@ -208,7 +211,7 @@ export function checkInvariants(run: RunRecord): InvariantResult[] {
     for (const m of e.data.matchedAddresses) {
       const ok = watchesOf(e.subscriptionId, m.address).some((w) => w.addSentAt <= e.firstAt && (w.removeAnsweredAt ?? Infinity) >= from);
       if (!ok) {
-        unwatched.fail(`${e.path} ${e.kind.split(".").pop()} tx ${short(e.data.txId)} for ${m.address} (${watchesOf(e.subscriptionId, m.address).length === 0 ? "never watched" : "not watched then"})`);
+        unwatched.fail(`${e.path} ${e.kind.split(".").pop()} tx ${short(e.data.txId)} for ${label(m.address)} (${watchesOf(e.subscriptionId, m.address).length === 0 ? "never watched" : "not watched then"})`);
         break;
       }
     }

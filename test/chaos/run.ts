@@ -21,6 +21,7 @@ if (values.faults) {
     ...(values.seed ? { seed: Number(values.seed) } : {}),
     log: (line) => console.log(line),
     logFile,
+    handleSignals: true,
   });
   for (const line of report.summary) console.log(line);
   console.log(formatInvariants(report.results));

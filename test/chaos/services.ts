@@ -18,6 +18,8 @@ export interface ServiceSpec {
   /** The entry point, relative to the repository root (`registry/main.ts`). */
   entry: string;
   env: Record<string, string>;
+  /** Its /healthz: the process is up when this answers 200. */
+  healthUrl: string;
 }
 
 export interface Supervisor {
@@ -30,6 +32,8 @@ export interface Supervisor {
   hold(name: string): void;
   resume(name: string): void;
   running(name: string): boolean;
+  /** Whether its process answers /healthz now. */
+  healthy(name: string): Promise<boolean>;
   names(): string[];
   stop(): Promise<void>;
 }
@@ -96,6 +100,11 @@ export function superviseServices(specs: ServiceSpec[], opts: { restartMs?: numb
       if (!procs.has(name)) start(byName.get(name)!);
     },
     running: (name) => procs.has(name),
+    async healthy(name) {
+      if (!procs.has(name)) return false;
+      const res = await fetch(byName.get(name)!.healthUrl, { signal: AbortSignal.timeout(2_000) }).catch(() => null);
+      return res?.ok === true;
+    },
     names: () => specs.map((s) => s.name),
     async stop() {
       stopping = true;
