@@ -23,8 +23,14 @@ import { superviseServices, type Supervisor } from "./services.ts";
 const ROOT = join(import.meta.dir, "..", "..");
 const BUN = join(ROOT, "node_modules", ".bin", "bun");
 const CHAIN = "tron:mainnet";
-const BLOCK_MS = 1_000;
-const SOLID_LAG = 6;
+const BLOCK_MS = 500;
+/**
+ * Deeper than MATCHER_CONFIRMATIONS' default (19): a matcher that stops trusting the node's solidified head (the
+ * solidity API answered 429 once) and confirms at head − 19 confirms blocks a fork may still replace.
+ */
+const SOLID_LAG = 22;
+/** A round of transfers about every this many ms. */
+const TRAFFIC_MS = 1_000;
 /** The simulator's transactions expire a minute after they are made (tools/tron-sim/generate.ts). */
 const EXPIRATION_MS = 60_000;
 
@@ -325,7 +331,7 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
         if (i % 4 === 0) specs.push({ to, result: "REVERT", type: "trc20" });
         await submit(specs).catch((err) => say(`  transfer submit failed: ${err}`));
         i++;
-        await Bun.sleep(BLOCK_MS * (0.8 + random() * 0.6));
+        await Bun.sleep(TRAFFIC_MS * (0.8 + random() * 0.6));
       }
     })();
 
@@ -412,14 +418,17 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
         stretch(final.path, "hang", 0.3, 0.37),
         stretch(all.path, "fail", 0.55, 0.6),
         stretch(head.path, "hang", 0.72, 0.77),
-        nodeStretch("429", 0.17, 0.27),
+        nodeStretch("429", 0.14, 0.2),
         nodeStretch("timeout", 0.84, 0.94),
       ];
       // Forks: shallow ones re-including everything, one dropping a broadcasted transfer, a deep one near the
       // solidified head.
       await sleepUntil(when(0.12));
       await fork(1);
+      // Right after the node's 429s: a fork as deep as the node allows, replacing blocks 19 to 21 below the head.
       await sleepUntil(when(0.2));
+      await fork(SOLID_LAG - 1);
+      await sleepUntil(when(0.22));
       await forkDroppingFresh();
       await sleepUntil(when(0.26));
       await unwatch(all.id, [removedMid]);

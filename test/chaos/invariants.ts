@@ -83,6 +83,8 @@ export interface InvariantResult {
   broken: number;
   /** A few of the broken cases, described. */
   examples: string[];
+  /** The broken cases counted by what they have in common (kind, address role), largest first. */
+  breakdown: [string, number][];
 }
 
 interface TransferData {
@@ -108,15 +110,26 @@ interface Delivered {
 
 const MAX_EXAMPLES = 8;
 
-function result(name: string): InvariantResult & { fail(example: string): void } {
-  const r = {
+interface Tally {
+  name: string;
+  checked: number;
+  broken: number;
+  examples: string[];
+  groups: Map<string, number>;
+  fail(example: string, group?: string): void;
+}
+
+function result(name: string): Tally {
+  const r: Tally = {
     name,
     checked: 0,
     broken: 0,
     examples: [] as string[],
-    fail(example: string) {
+    groups: new Map<string, number>(),
+    fail(example: string, group = "") {
       r.broken++;
       if (r.examples.length < MAX_EXAMPLES) r.examples.push(example);
+      if (group) r.groups.set(group, (r.groups.get(group) ?? 0) + 1);
     },
   };
   return r;
@@ -124,6 +137,8 @@ function result(name: string): InvariantResult & { fail(example: string): void }
 
 const identity = (d: TransferData) => `${d.chainId}/${d.txId}/${d.logIndex}/${d.internalIndex}`;
 const short = (s: string) => s.slice(0, 12);
+/** A block id starts with its number: its tail tells two branches apart. */
+const tail = (s: string) => `…${s.slice(-10)}`;
 
 /** Every distinct transfer event (by webhook-id) among the requests, with when it first came and whether any was acked. */
 function distinctEvents(requests: ReceivedRequest[]): Delivered[] {
@@ -173,7 +188,10 @@ export function checkInvariants(run: RunRecord): InvariantResult[] {
       }
       for (const kind of expected.filter((k) => sub.kinds.includes(k))) {
         delivered.checked++;
-        if (!acked.has(`${sub.id} ${kind} ${t.txId}`)) delivered.fail(`${sub.path} ${kind.split(".").pop()} tx ${short(t.txId)} to ${label(t.to)}${onChain ? ` block ${run.canonicalTx.get(t.txId)!.blockNumber}` : " (forked away)"} never delivered`);
+        if (!acked.has(`${sub.id} ${kind} ${t.txId}`)) delivered.fail(
+            `${sub.path} ${kind.split(".").pop()} tx ${short(t.txId)} to ${label(t.to)}${onChain ? ` block ${run.canonicalTx.get(t.txId)!.blockNumber}` : " (forked away)"} never delivered`,
+            `${kind.split(".").pop()} to ${label(t.to)}`,
+          );
       }
     }
   }
@@ -199,8 +217,11 @@ export function checkInvariants(run: RunRecord): InvariantResult[] {
     offChain.checked++;
     const hash = run.canonicalBlocks.get(e.data.blockNumber);
     const where = run.canonicalTx.get(e.data.txId);
-    if (hash !== e.data.blockHash) offChain.fail(`${e.kind.split(".").pop()} ${e.id} tx ${short(e.data.txId)}: block ${e.data.blockNumber} ${short(e.data.blockHash)} is not canonical (${hash ? short(hash) : "none"})`);
-    else if (made.has(e.data.txId) && where?.blockNumber !== e.data.blockNumber) offChain.fail(`${e.id} tx ${short(e.data.txId)}: not in block ${e.data.blockNumber} on the canonical chain`);
+    if (hash !== e.data.blockHash) {
+      offChain.fail(`${e.kind.split(".").pop()} ${e.id} tx ${short(e.data.txId)}: block ${e.data.blockNumber} ${tail(e.data.blockHash)} is not canonical (${hash ? tail(hash) : "none"})`, e.kind.split(".").pop());
+    } else if (made.has(e.data.txId) && where?.blockNumber !== e.data.blockNumber) {
+      offChain.fail(`${e.id} tx ${short(e.data.txId)}: not in block ${e.data.blockNumber} on the canonical chain`, e.kind.split(".").pop());
+    }
   }
 
   // 4. No event for an address the subscription did not watch when the block could have been processed.
@@ -211,7 +232,10 @@ export function checkInvariants(run: RunRecord): InvariantResult[] {
     for (const m of e.data.matchedAddresses) {
       const ok = watchesOf(e.subscriptionId, m.address).some((w) => w.addSentAt <= e.firstAt && (w.removeAnsweredAt ?? Infinity) >= from);
       if (!ok) {
-        unwatched.fail(`${e.path} ${e.kind.split(".").pop()} tx ${short(e.data.txId)} for ${label(m.address)} (${watchesOf(e.subscriptionId, m.address).length === 0 ? "never watched" : "not watched then"})`);
+        unwatched.fail(
+          `${e.path} ${e.kind.split(".").pop()} tx ${short(e.data.txId)} for ${label(m.address)} (${watchesOf(e.subscriptionId, m.address).length === 0 ? "never watched" : "not watched then"})`,
+          `${e.kind.split(".").pop()} for ${label(m.address)}`,
+        );
         break;
       }
     }
@@ -252,7 +276,13 @@ export function checkInvariants(run: RunRecord): InvariantResult[] {
     }
   }
 
-  return [delivered, contradiction, offChain, unwatched, oneId, checkpoints].map(({ name, checked, broken, examples }) => ({ name, checked, broken, examples }));
+  return [delivered, contradiction, offChain, unwatched, oneId, checkpoints].map(({ name, checked, broken, examples, groups }) => ({
+    name,
+    checked,
+    broken,
+    examples,
+    breakdown: [...groups].sort((a, b) => b[1] - a[1]),
+  }));
 }
 
 /** The table the run prints: one line per invariant, checked and broken, then the examples of the broken ones. */
@@ -262,7 +292,8 @@ export function formatInvariants(results: InvariantResult[]): string {
   for (const r of results) lines.push(`${r.name.padEnd(width)}  ${String(r.checked).padStart(7)}  ${String(r.broken).padStart(6)}`);
   for (const r of results.filter((x) => x.broken > 0)) {
     lines.push(`broken: ${r.name}`);
-    for (const e of r.examples) lines.push(`  ${e}`);
+    for (const [what, n] of r.breakdown) lines.push(`  ${String(n).padStart(5)} × ${what}`);
+    for (const e of r.examples) lines.push(`  e.g. ${e}`);
   }
   return lines.join("\n");
 }

@@ -3,15 +3,19 @@
 // failover, a PostgreSQL restart and a node answering 429 and timing out. Every invariant holds: none broken.
 // `bun run chaos --faults --minutes N` runs the same for longer.
 import { expect, test } from "bun:test";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { formatInvariants } from "../chaos/invariants.ts";
 import { runFaults } from "../chaos/faults.ts";
 
 test(
   "the short fault run breaks no invariant",
   async () => {
-    const report = await runFaults({ phaseMs: 75_000, drainMs: 40_000, log: (line) => console.log(line) });
+    const logFile = join(tmpdir(), `chaos-faults-test-${process.pid}.jsonl`);
+    const report = await runFaults({ phaseMs: 75_000, drainMs: 40_000, log: (line) => console.log(line), logFile });
     for (const line of report.summary) console.log(line);
     console.log(formatInvariants(report.results));
+    console.log(`the services' log lines: ${logFile}`);
     for (const r of report.results) expect(r.checked).toBeGreaterThan(0);
     expect(Object.fromEntries(report.results.map((r) => [r.name, r.broken]))).toEqual(Object.fromEntries(report.results.map((r) => [r.name, 0])));
   },
