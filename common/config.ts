@@ -47,6 +47,11 @@ function shardCount(n: number): number {
 
 export interface Config {
   databaseUrl: string;
+  /**
+   * DATABASE_POOL_MAX: the most connections any one pool of a service opens (each pool has its own size below it:
+   * poolSize in common/db.ts). Unset, every pool keeps its own; a small value fits many services on one server.
+   */
+  databasePoolMax: number | undefined;
   redisUrl: string;
   /** Prefix of every Redis key (Cluster hash tags are added per key where needed). */
   redisPrefix: string;
@@ -157,10 +162,15 @@ export function loadConfig(env: Env = process.env): Config {
   if (!Number.isInteger(eventRetentionDays) || eventRetentionDays < 1) {
     throw new Error(`EVENT_RETENTION_DAYS must be a whole number of days, at least 1, got "${env.EVENT_RETENTION_DAYS}"`);
   }
+  const databasePoolMax = env.DATABASE_POOL_MAX ? int(env, "DATABASE_POOL_MAX", 0) : undefined;
+  if (databasePoolMax !== undefined && (!Number.isInteger(databasePoolMax) || databasePoolMax < 1)) {
+    throw new Error(`DATABASE_POOL_MAX must be a whole number of connections, at least 1, got "${env.DATABASE_POOL_MAX}"`);
+  }
   const allRpc = env.INTERNAL_RPC === "1" || env.INTERNAL_RPC === "true";
   const isSet = (name: string) => env[name] !== undefined && env[name] !== "";
   return {
     databaseUrl: str(env, "DATABASE_URL", "postgres://postgres@127.0.0.1:5432/webhooks"),
+    databasePoolMax,
     redisUrl: str(env, "REDIS_URL", "redis://127.0.0.1:6379"),
     redisPrefix: str(env, "REDIS_PREFIX", "whk:"),
     watchIndexShards: shardCount(int(env, "WATCH_INDEX_SHARDS", DEFAULT_WATCH_INDEX_SHARDS)),

@@ -1,5 +1,6 @@
 // PostgreSQL through Bun's native SQL driver and Drizzle. Each service owns its tables and its migrations folder;
 // they share one database (DATABASE_URL) and keep separate migration journals.
+import type { Config } from "./config.ts";
 import { SQL } from "bun";
 import { sql } from "drizzle-orm";
 import { drizzle, type BunSQLDatabase } from "drizzle-orm/bun-sql";
@@ -37,6 +38,11 @@ export interface DbOptions {
  * auto_explain); nothing the services run reads enough rows for compiled code to pay that back.
  */
 const SERVICE_SETTINGS: Record<string, string> = { jit: "off" };
+
+/** A pool's size: its own `preferred` size, capped by DATABASE_POOL_MAX when that is set. */
+export function poolSize(config: Pick<Config, "databasePoolMax">, preferred: number): number {
+  return config.databasePoolMax === undefined ? preferred : Math.min(preferred, config.databasePoolMax);
+}
 
 function openSql(url: string, opts: DbOptions = {}): SQL {
   return new SQL(url, {

@@ -1,6 +1,7 @@
 // createDeliverer: opens the deliverer's database (migrations applied) and Redis, starts the delivery worker, and
 // returns its RPC routes and readiness checks. `bun run deliverer` serves it alone (main.ts); `npm start` and the
 // tests run it in-process.
+import { poolSize } from "../common/db.ts";
 import type { Transport } from "@connectrpc/connect";
 import { loadAppKeys, loadInternalRoot } from "../common/app-secret.ts";
 import { acceptedCallers, type AcceptedCallers } from "../common/internal-auth.ts";
@@ -17,7 +18,7 @@ import { createRoutingSender } from "./senders.ts";
 import { DeliveryService } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { deliveryRoutes } from "./service.ts";
 import { StreamWaker, streamEventsHandler, type StreamOptions } from "./stream.ts";
-import { DelivererStore, openDelivererDatabase, openPlannedReads } from "./store.ts";
+import { DelivererStore, openDelivererDatabase, openPlannedReads, PLANNED_READS_POOL_SIZE } from "./store.ts";
 import { TargetCache } from "./targets.ts";
 import { DeliveryWorker, type WorkerOptions } from "./worker.ts";
 
@@ -60,10 +61,10 @@ const PARTITION_RETRY_MS = 60_000;
 export async function createDeliverer(config: Config, deps: DelivererDeps): Promise<DelivererHandle> {
   const logger = log.child({ service: "deliverer" });
   // Writes are batched: a small pool serves thousands of deliveries per second.
-  const db = await openDelivererDatabase(config.databaseUrl, { max: 10 });
+  const db = await openDelivererDatabase(config.databaseUrl, { max: poolSize(config, 10) });
   const appKeys = await loadAppKeys(db.$client, config.appSecret);
   const callers = acceptedCallers(config, await loadInternalRoot(db.$client, config));
-  const planned = openPlannedReads(config.databaseUrl);
+  const planned = openPlannedReads(config.databaseUrl, { max: poolSize(config, PLANNED_READS_POOL_SIZE) });
   const store = new DelivererStore(db, appKeys.encryptionKey, planned);
   const redis = openRedis(config.redisUrl);
   // Connection errors surface on the calls that fail (and in /readyz); openRedis reports them, rate-limited.

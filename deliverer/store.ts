@@ -65,8 +65,10 @@ export async function openDelivererDatabase(url: string, opts: DbOptions = {}): 
  * index ranges in order and stopping at the page's end. With sorting off the ordered merge is the plan whatever the
  * estimates (none of these reads sorts its matching rows anywhere, so nothing loses a sort it needed).
  */
+export const PLANNED_READS_POOL_SIZE = 4;
+
 export function openPlannedReads(url: string, opts: DbOptions = {}): DelivererDb {
-  return openDatabase(url, delivererSchema, { max: 4, ...opts, settings: { enable_sort: "off", ...opts.settings } });
+  return openDatabase(url, delivererSchema, { max: PLANNED_READS_POOL_SIZE, ...opts, settings: { enable_sort: "off", ...opts.settings } });
 }
 
 /**

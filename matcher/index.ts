@@ -5,6 +5,7 @@
 import { createClient, type Transport } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
 import { DeliveryService, type NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
+import { poolSize } from "../common/db.ts";
 import type { ChainId, Config } from "../common/config.ts";
 import { PROBE_DEADLINE_MS } from "../common/deadlines.ts";
 import { log as rootLog } from "../common/logger.ts";
@@ -78,7 +79,7 @@ const NODE_PROBE_INTERVAL_MS = 10_000;
 
 export async function createMatcher(config: Config, deps: MatcherDeps): Promise<MatcherHandle> {
   const log = rootLog.child({ service: "matcher" });
-  const db = await openMatcherDatabase(config.databaseUrl, { max: config.matcherChains.length + 4 });
+  const db = await openMatcherDatabase(config.databaseUrl, { max: poolSize(config, config.matcherChains.length + 4) });
   const redis = openRedis(config.redisUrl);
   const deliverer = createClient(DeliveryService, deps.deliverer);
   const stop = new AbortController();

@@ -1,6 +1,7 @@
 // createRegistry: opens the registry's database (migrations applied) and Redis, and returns its RPC routes and
 // readiness checks. `bun run registry` serves it alone (main.ts); `npm start` and the tests run it in-process.
 import { loadAppKeys, loadInternalRoot } from "../common/app-secret.ts";
+import { poolSize } from "../common/db.ts";
 import type { Config } from "../common/config.ts";
 import type { AppKeys } from "../common/crypto.ts";
 import { acceptedCallers, type AcceptedCallers } from "../common/internal-auth.ts";
@@ -9,7 +10,7 @@ import { openRedis, type Redis } from "../common/redis.ts";
 import type { ServiceHandle } from "../common/service.ts";
 import { checkDestinationUrl, createSsrfPolicy, type Resolver } from "../common/ssrf.ts";
 import { registryRoutes, type AddressRpcs, type RegistryContext } from "./service.ts";
-import { openRegistryDatabase, openRegistryReadPool, RegistryStore } from "./store.ts";
+import { openRegistryDatabase, openRegistryReadPool, READ_POOL_SIZE, RegistryStore } from "./store.ts";
 import { addressRpcs } from "./addresses.ts";
 import { WatchIndex } from "./watch-index.ts";
 
@@ -33,10 +34,10 @@ export interface RegistryHandle extends ServiceHandle {
 const PURGE_INTERVAL_MS = 10 * 60_000;
 
 export async function createRegistry(config: Config, deps: RegistryDeps = {}): Promise<RegistryHandle> {
-  const db = await openRegistryDatabase(config.databaseUrl);
+  const db = await openRegistryDatabase(config.databaseUrl, { max: poolSize(config, 20) });
   const appKeys = await loadAppKeys(db.$client, config.appSecret);
   const callers = acceptedCallers(config, await loadInternalRoot(db.$client, config));
-  const store = new RegistryStore(db, { encryptionKey: appKeys.encryptionKey, readDb: openRegistryReadPool(config.databaseUrl) });
+  const store = new RegistryStore(db, { encryptionKey: appKeys.encryptionKey, readDb: openRegistryReadPool(config.databaseUrl, poolSize(config, READ_POOL_SIZE)) });
   const redis = openRedis(config.redisUrl);
   const policy = createSsrfPolicy({ allowCidrs: config.ssrfAllowCidrs, resolver: deps.resolver });
   // The watch index: fed by the outbox rows every index-changing write commits with, applied per chain in order;

@@ -45,10 +45,10 @@ export const REGISTRY_MIGRATIONS_TABLE = "__registry_migrations";
  * main pool's 20 (fewer PostgreSQL backends competing for 2 cores), while commits want many connections (create
  * halved on 4), so writes and transactions stay on the main pool.
  */
-const READ_POOL_SIZE = 4;
+export const READ_POOL_SIZE = 4;
 
-export function openRegistryReadPool(url: string): RegistryDb {
-  return openDatabase(url, registrySchema, { max: READ_POOL_SIZE }) as RegistryDb;
+export function openRegistryReadPool(url: string, max = READ_POOL_SIZE): RegistryDb {
+  return openDatabase(url, registrySchema, { max }) as RegistryDb;
 }
 
 export async function openRegistryDatabase(url: string, opts: DbOptions = {}): Promise<RegistryDb> {

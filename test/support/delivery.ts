@@ -55,7 +55,7 @@ export interface DeliveryBed {
 }
 
 export async function startDeliveryBed(opts: DeliveryBedOptions = {}): Promise<DeliveryBed> {
-  const database = await createTestDatabase("deliv");
+  const database = await createTestDatabase("deliv", { migrated: true });
   const target = await openTestRedis(opts.redisKind ?? "server");
   const redis: StackRedis = { url: target.url, db: target.db, kind: target.kind, flush: target.flush, cluster: target.cluster, release: target.release };
   const pki = createTestPki();
@@ -85,6 +85,8 @@ export async function startDeliveryBed(opts: DeliveryBedOptions = {}): Promise<D
       RETRY_SCHEDULE: "0,50ms,100ms,100ms,100ms,100ms,100ms",
       DELIVERY_TIMEOUT_MS: "2000",
       LOG_LEVEL: "warn",
+      // Small pools: the suite runs files in parallel on one PostgreSQL (docs/testing.md).
+      DATABASE_POOL_MAX: "6",
       ...opts.env,
     };
     const config = loadConfig(env);

@@ -72,7 +72,7 @@ export interface Stack {
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
-  const database = await createTestDatabase("stack");
+  const database = await createTestDatabase("stack", { migrated: true });
   const target = await openTestRedis(opts.redisKind ?? "server");
   // The services open their own clients from REDIS_URL; the target's client only flushes.
   const redis: StackRedis = { url: target.url, db: target.db, kind: target.kind, flush: target.flush, cluster: target.cluster, release: target.release };
@@ -103,6 +103,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       RATE_LIMIT_RPS: "100000",
       RATE_LIMIT_BURST: "100000",
       LOG_LEVEL: "warn",
+      // Small pools: the suite runs files in parallel on one PostgreSQL (docs/testing.md).
+      DATABASE_POOL_MAX: "6",
       ...opts.env,
     });
 
