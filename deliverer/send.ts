@@ -1,9 +1,11 @@
 // One delivery attempt: resolve and judge the destination (SSRF policy, on every attempt), connect to the judged
 // address only (TLS SNI and certificate still checked against the host name), POST, read at most 4,096 bytes of
-// the answer, all within one deadline. Redirects are never followed.
+// the answer (decoded no further than that: deliverer/answer-body.ts), all within one deadline. Redirects are never
+// followed.
 import { readFileSync } from "node:fs";
 import { DestinationError, resolvePinned, type SsrfPolicy } from "../common/ssrf.ts";
 import { retryAfterOf } from "../common/retry-policy.ts";
+import { readAnswer } from "./answer-body.ts";
 import { connectionResends } from "./metrics.ts";
 
 export const RESPONSE_BODY_LIMIT = 4096;
@@ -74,34 +76,6 @@ export function truncateUtf8(bytes: Uint8Array, limit = RESPONSE_BODY_LIMIT): st
     while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
   }
   return new TextDecoder().decode(bytes.subarray(0, end));
-}
-
-async function readLimited(body: ReadableStream<Uint8Array> | null, limit: number): Promise<Uint8Array> {
-  if (!body) return new Uint8Array(0);
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    while (size <= limit) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      size += value.length;
-    }
-  } finally {
-    // Stop the transfer: a 10 MB answer is never buffered.
-    if (size > limit) await reader.cancel().catch(() => {});
-    else reader.releaseLock();
-  }
-  const out = new Uint8Array(Math.min(size, limit + 4));
-  let off = 0;
-  for (const c of chunks) {
-    const take = Math.min(c.length, out.length - off);
-    out.set(c.subarray(0, take), off);
-    off += take;
-    if (off >= out.length) break;
-  }
-  return out;
 }
 
 /** The connection was closed or reset before any answer came. */
@@ -177,7 +151,10 @@ export function createSender(opts: SenderOptions): Sender {
           fetch(target, {
             method: "POST",
             body: req.body,
-            headers: { ...req.headers, host: hostHeader },
+            // Identity asked for, and no decompression by fetch: it would inflate a whole answer before the limit
+            // applies (a 211-byte brotli body is 256 MB); readAnswer decodes as far as the limit only.
+            headers: { ...req.headers, host: hostHeader, "accept-encoding": "identity" },
+            decompress: false,
             redirect: "manual",
             signal: controller.signal,
             keepalive,
@@ -209,10 +186,15 @@ export function createSender(opts: SenderOptions): Sender {
           res = await post(other);
           rememberStore(storeByHost, hostKey, other);
         }
-        // A small declared body is read whole (cheaper than a stream reader); anything else is read in chunks and
-        // cut off after the limit.
+        // A small declared body sent as is is read whole (cheaper than a stream reader; the framing bounds it);
+        // anything else is read in chunks, decoded if it was compressed, and cut off after the limit.
         const declared = Number(res.headers.get("content-length") ?? NaN);
-        const bytes = declared <= RESPONSE_BODY_LIMIT ? new Uint8Array(await res.arrayBuffer()) : await readLimited(res.body, RESPONSE_BODY_LIMIT);
+        const encoding = res.headers.get("content-encoding");
+        const identity = encoding === null || /^\s*identity\s*$/i.test(encoding);
+        const bytes =
+          identity && declared <= RESPONSE_BODY_LIMIT
+            ? new Uint8Array(await res.arrayBuffer())
+            : await readAnswer(res.body, encoding, RESPONSE_BODY_LIMIT);
         const body = truncateUtf8(bytes);
         const ok = res.status >= 200 && res.status < 300;
         const retryAfterMs = retryAfterOf(res.status, res.headers.get("retry-after"));
