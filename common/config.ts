@@ -109,6 +109,12 @@ export interface Config {
   deliveryTimeoutMs: number;
   rateLimitRps: number;
   rateLimitBurst: number;
+  /**
+   * UNKNOWN_KEY_RATE_LIMIT_RPS / _BURST: registry lookups of API keys the gateway does not know valid, per client
+   * address and gateway process; beyond, 429 without a lookup.
+   */
+  unknownKeyRateLimitRps: number;
+  unknownKeyRateLimitBurst: number;
   matcherPollMs: number | undefined;
   /** MATCHER_CONFIRMATIONS: finality = head − this many blocks, instead of the node's solidified head. */
   matcherConfirmations: number | undefined;
@@ -212,6 +218,8 @@ export function loadConfig(env: Env = process.env): Config {
     deliveryTimeoutMs: int(env, "DELIVERY_TIMEOUT_MS", 15_000),
     rateLimitRps: int(env, "RATE_LIMIT_RPS", 50),
     rateLimitBurst: int(env, "RATE_LIMIT_BURST", 100),
+    unknownKeyRateLimitRps: int(env, "UNKNOWN_KEY_RATE_LIMIT_RPS", 10),
+    unknownKeyRateLimitBurst: int(env, "UNKNOWN_KEY_RATE_LIMIT_BURST", 100),
     matcherPollMs: env.MATCHER_POLL_MS ? int(env, "MATCHER_POLL_MS", 0) : undefined,
     matcherConfirmations: env.MATCHER_CONFIRMATIONS ? int(env, "MATCHER_CONFIRMATIONS", 19) : undefined,
     maxAddressesPerSubscription: int(env, "MAX_ADDRESSES_PER_SUBSCRIPTION", 1_000_000),

@@ -1,5 +1,5 @@
 // The public HTTP API. Order of work per request, cheapest and most telling first: request id → (under /v1)
-// authentication → rate limit → body (size, media type, JSON) → schema → route → RPC. Each route file is one
+// authentication (a lookup of an unknown key limited per client address first) → rate limit → body (size, media type, JSON) → schema → route → RPC. Each route file is one
 // Elysia plugin; this file wires them and the cross-cutting hooks.
 import type { Transport } from "@connectrpc/connect";
 import { Elysia, t, ValidationError, type AnyElysia } from "elysia";
@@ -9,6 +9,7 @@ import { operationalResponse } from "../common/http-service.ts";
 import { log } from "../common/logger.ts";
 import { openRedis, type Redis } from "../common/redis.ts";
 import { createAuthenticator, UNAUTHORIZED_HEADERS } from "./auth.ts";
+import { createClientLimiter } from "./client-limit.ts";
 import { parseJsonBody } from "./body.ts";
 import { beginRequest, pathOf, requestIdOf, stateOf, targetLength } from "./context.ts";
 import { createDeps } from "./deps.ts";
@@ -77,6 +78,13 @@ function isV1(path: string): boolean {
   return path === "/v1" || path.startsWith("/v1/");
 }
 
+/** WWW-Authenticate on 401; Retry-After on a lookup refused for the client's address. */
+function authErrorHeaders(err: ApiError): Record<string, string> {
+  if (err.code === "unauthorized") return { ...UNAUTHORIZED_HEADERS };
+  const retry = (err.detail as { retryAfterSeconds?: unknown } | null)?.retryAfterSeconds;
+  return err.code === "rate_limited" && typeof retry === "number" ? { "retry-after": String(retry) } : {};
+}
+
 function stringHeaders(headers: Record<string, unknown>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers)) if (v !== undefined) out[k] = String(v);
@@ -96,7 +104,10 @@ export function createGatewayApp(opts: GatewayOptions) {
   };
   if (ownsRedis) redis.on("error", reportRedis);
   const deps = createDeps(config, opts.registry, opts.deliverer);
-  const auth = createAuthenticator(opts.registry, { cacheMs: opts.authCacheMs });
+  const auth = createAuthenticator(opts.registry, {
+    cacheMs: opts.authCacheMs,
+    lookupLimiter: createClientLimiter({ rps: config.unknownKeyRateLimitRps, burst: config.unknownKeyRateLimitBurst }),
+  });
   const limiter = createRateLimiter({
     redis,
     prefix: config.redisPrefix,
@@ -116,7 +127,7 @@ export function createGatewayApp(opts: GatewayOptions) {
   // InputObject and are ignored by the mapping), never silently rewritten before validation.
   const app = new Elysia({ name: "gateway", normalize: false })
     .error({ ApiError })
-    .onRequest(async ({ request, set }) => {
+    .onRequest(async ({ request, set, server }) => {
       const requestId = pickRequestId(request.headers.get(REQUEST_ID_HEADER));
       const state = beginRequest(request, requestId);
       set.headers[REQUEST_ID_HEADER] = requestId;
@@ -131,12 +142,12 @@ export function createGatewayApp(opts: GatewayOptions) {
 
       // Authentication comes before anything else, so an unauthenticated caller learns nothing (not even 404).
       try {
-        state.principal = await auth.authenticate(request.headers.get("authorization"));
+        state.principal = await auth.authenticate(request.headers.get("authorization"), server?.requestIP(request)?.address);
       } catch (err) {
         const apiErr = err instanceof ApiError ? err : new ApiError("service_unavailable", "Authentication is unavailable.");
         // An answer from here skips Elysia's later hooks (onAfterResponse included): record it now.
         record(request, "unauthenticated", apiErr.status);
-        return errorResponse(apiErr, requestId, apiErr.code === "unauthorized" ? UNAUTHORIZED_HEADERS : {});
+        return errorResponse(apiErr, requestId, authErrorHeaders(apiErr));
       }
 
       const decision = await limiter.take(state.principal.keyId);

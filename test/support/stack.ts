@@ -102,6 +102,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       REGISTRY_GRPC_PORT: "0",
       RATE_LIMIT_RPS: "100000",
       RATE_LIMIT_BURST: "100000",
+      UNKNOWN_KEY_RATE_LIMIT_RPS: "100000",
+      UNKNOWN_KEY_RATE_LIMIT_BURST: "100000",
       LOG_LEVEL: "warn",
       // Small pools: the suite runs files in parallel on one PostgreSQL (docs/testing.md).
       DATABASE_POOL_MAX: "6",
