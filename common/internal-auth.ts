@@ -66,6 +66,7 @@ export const METHOD_CALLERS: Readonly<Record<string, readonly InternalCaller[] |
   [`${REGISTRY}.ApiKeyService/RevokeApiKey`]: ["operator"],
   [`${REGISTRY}.ApiKeyService/SetApiKeyChains`]: ["operator"],
   [`${REGISTRY}.ApiKeyService/ResolveApiKey`]: ["gateway", "deliverer"],
+  [`${REGISTRY}.ApiKeyService/CheckAuthReady`]: ["gateway"],
   [`${REGISTRY}.WatchIndexService/RebuildWatchIndex`]: ["operator"],
   [`${DELIVERY}.DeliveryService/Enqueue`]: ["matcher"],
   [`${DELIVERY}.DeliveryService/CreateTestEvent`]: ["gateway"],

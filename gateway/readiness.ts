@@ -1,5 +1,7 @@
 // The gateway's /readyz. Its job is the public API, and every request under /v1 starts with authentication, which the
-// registry answers from PostgreSQL: that path, probed end to end, is the one check that gates readiness. Redis (the
+// registry answers from PostgreSQL: the registry reaching its database is the one check that gates readiness. It is
+// asked on the registry's main pool (CheckAuthReady), not on the small pool the key lookups share, so a flood of
+// lookups cannot queue the probe out and take every gateway out of rotation. Redis (the
 // rate limiter fails open without it) and the deliverer (only the event routes need it) are shown, not required,
 // so their outage does not take every gateway pod out of rotation with them.
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
@@ -9,17 +11,14 @@ import type { Redis } from "../common/redis.ts";
 import { DeliveryService } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { ApiKeyService } from "../gen/webhooks/registry/v1/registry_pb.ts";
 
-/** Well formed, so the registry looks it up in PostgreSQL; never issued (keys are random), so it resolves invalid. */
-const PROBE_SECRET = "whk_" + "0".repeat(43);
-
 export function gatewayReadiness(registry: Transport, deliverer: Transport | undefined, redis: Redis): Readiness {
   const keys = createClient(ApiKeyService, registry);
   const delivery = deliverer ? createClient(DeliveryService, deliverer) : undefined;
   return {
     checks: {
-      // Any answer (valid or not) means the registry reached its database; an outage is an RPC error.
+      // An answer means the registry reached its database; an outage is an RPC error.
       registry: async () => {
-        await keys.resolveApiKey({ secret: PROBE_SECRET }, { timeoutMs: PROBE_DEADLINE_MS });
+        await keys.checkAuthReady({}, { timeoutMs: PROBE_DEADLINE_MS });
         return true;
       },
     },

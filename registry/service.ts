@@ -380,6 +380,10 @@ function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeyService> 
       if (!row || row.revokedAt !== null) return { valid: false };
       return { valid: true, key: apiKeyMessage(row) };
     },
+    async checkAuthReady() {
+      await store.pingMainPool();
+      return {};
+    },
   };
 }
 

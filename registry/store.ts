@@ -265,6 +265,15 @@ export class RegistryStore {
     return true;
   }
 
+  /**
+   * `select 1` on the main pool alone: the gateway's readiness probe of authentication, kept off the read pool so a
+   * flood of key lookups queued there cannot fail it.
+   */
+  async pingMainPool(): Promise<boolean> {
+    await guard(() => this.db.execute(sql`select 1`), { deadlineMs: 2_000, onUnavailable: () => databaseUnavailable.inc() });
+    return true;
+  }
+
   // ---- API keys ----
 
   createApiKey(name: string, chains: string[]): Promise<IssuedApiKey> {

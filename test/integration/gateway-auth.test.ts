@@ -2,6 +2,7 @@
 // the real registry; a wrapper around its transport counts the lookups that reach it.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
+import { SQL } from "bun";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { inProcessTransport } from "../../common/rpc.ts";
 import { createAuthenticator } from "../../gateway/auth.ts";
@@ -118,4 +119,38 @@ describe("the limit on lookups of unknown keys, per client address", () => {
     limiter.take("c"); // forgets a (least recently seen), which starts full again
     expect([limiter.take("a"), limiter.take("a")].map((d) => d.allowed)).toEqual([true, true]);
   });
+});
+
+describe("readiness", () => {
+  test("does not wait on the key lookups' pool: with every lookup stuck, /readyz answers 200", async () => {
+    const sql = new SQL(stack.database.url, { max: 1 });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    // Every key lookup reads api_keys: an exclusive lock holds each one (and the read pool's connections) until
+    // the transaction ends.
+    const tx = sql.begin(async (t) => {
+      await t`LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE`;
+      locked();
+      await held;
+    });
+    try {
+      await isLocked;
+      const stuck = Array.from({ length: 8 }, () =>
+        fetch(`${stack.baseUrl}/v1/subscriptions`, { headers: { authorization: bearer(randomKey()) } }).then((r) => r.status),
+      );
+      await Bun.sleep(200);
+      const ready = await fetch(`${stack.baseUrl}/readyz`);
+      expect(`${ready.status} ${await ready.text()}`).toStartWith("200 ");
+      release();
+      await tx;
+      // The lookups finish once the lock is gone (or ran out of their deadline: never a wrong answer).
+      for (const status of await Promise.all(stuck)) expect([401, 503]).toContain(status);
+    } finally {
+      release();
+      await tx.catch(() => {});
+      await sql.close();
+    }
+  }, 30_000);
 });
