@@ -705,11 +705,22 @@ export class DelivererStore {
     return { deleted: rows.length, pendingIds: rows.filter((r) => r.status === "pending").map((r) => r.id) };
   }
 
-  /** Subscriptions that have held events. */
-  async heldSubscriptions(limit: number): Promise<string[]> {
-    const rows = (await this.db.execute(
-      sql`SELECT DISTINCT subscription_id FROM event_deliveries WHERE status = 'pending' AND held LIMIT ${limit}`,
-    )) as unknown as { subscription_id: string }[];
+  /**
+   * Subscriptions that have held events, in id order after `after` (the held check pages through all of them: with
+   * one page only, subscriptions that stay held, such as a revoked key's, hid every one after them). A skip scan of
+   * event_deliveries_held_idx: one probe per subscription, never every held event of one.
+   */
+  async heldSubscriptions(after: string, limit: number): Promise<string[]> {
+    const rows = (await this.db.execute(sql`
+      WITH RECURSIVE s AS (
+        (SELECT subscription_id FROM event_deliveries
+          WHERE status = 'pending' AND held AND subscription_id > ${after} ORDER BY subscription_id LIMIT 1)
+        UNION ALL
+        SELECT (SELECT d.subscription_id FROM event_deliveries d
+          WHERE d.status = 'pending' AND d.held AND d.subscription_id > s.subscription_id ORDER BY d.subscription_id LIMIT 1)
+        FROM s WHERE s.subscription_id IS NOT NULL
+      )
+      SELECT subscription_id FROM s WHERE subscription_id IS NOT NULL LIMIT ${limit}`)) as unknown as { subscription_id: string }[];
     return rows.map((r) => r.subscription_id);
   }
 

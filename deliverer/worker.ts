@@ -106,6 +106,9 @@ const LEASE_MARGIN_MS = 5_000;
  */
 const WAKE_COALESCE_MS = 5;
 
+/** Subscriptions the held check looks up in the registry at once (one page of heldSubscriptions). */
+const HELD_PAGE = 500;
+
 interface Waiting {
   row: ClaimedEvent;
   target: DeliveryTarget;
@@ -159,6 +162,7 @@ export class DeliveryWorker {
   private reconciling: Promise<ReconcileResult> | undefined;
   /** The hold reason last written for each subscription with held events (resumeHeld). */
   private readonly heldReasons = new Map<string, HoldReason>();
+  private holdCheck: Promise<void> | undefined;
   readonly leaseMs: number;
 
   constructor(
@@ -231,6 +235,7 @@ export class DeliveryWorker {
     await this.loopDone;
     await Promise.all(this.claims);
     await this.reconciling?.catch(() => {});
+    await this.holdCheck?.catch(() => {});
     // Claims that have not started go back to the schedule at once (not attempts).
     const unstarted = this.unstarted().map((w) => ({ id: w.row.id, dueMs: Date.now() }));
     this.waiting.clear();
@@ -681,15 +686,37 @@ export class DeliveryWorker {
     return this.reconciling;
   }
 
-  /** Held events whose subscription is active again go back into the schedule; a deleted one's are removed. */
-  async resumeHeld(): Promise<void> {
-    const subs = await this.store.heldSubscriptions(500);
-    const current = new Set(subs);
-    for (const id of this.heldReasons.keys()) if (!current.has(id)) this.heldReasons.delete(id);
-    if (subs.length === 0) {
-      for (const reason of HOLD_REASONS) heldSubscriptions.set({ reason }, 0);
-      return;
+  /**
+   * One held check: held events whose subscription is active again go back into the schedule; a deleted one's are
+   * removed. Every subscription holding events is looked at, page by page; a check still running is joined.
+   */
+  resumeHeld(): Promise<void> {
+    this.holdCheck ??= this.checkHeld().finally(() => {
+      this.holdCheck = undefined;
+    });
+    return this.holdCheck;
+  }
+
+  private async checkHeld(): Promise<void> {
+    let after = "";
+    let released = 0;
+    const seen = new Set<string>();
+    const heldCounts = new Map<HoldReason, number>(HOLD_REASONS.map((r) => [r, 0]));
+    for (;;) {
+      const subs = await this.store.heldSubscriptions(after, HELD_PAGE);
+      if (subs.length === 0) break;
+      for (const id of subs) seen.add(id);
+      released += await this.resumeHeldOf(subs, heldCounts);
+      if (subs.length < HELD_PAGE) break;
+      after = subs[subs.length - 1]!;
     }
+    for (const id of this.heldReasons.keys()) if (!seen.has(id)) this.heldReasons.delete(id);
+    for (const [reason, n] of heldCounts) heldSubscriptions.set({ reason }, n);
+    if (released > 0) this.wake();
+  }
+
+  /** Resumes the held events of those of `subs` that are active again; returns how many went back to the schedule. */
+  private async resumeHeldOf(subs: string[], heldCounts: Map<HoldReason, number>): Promise<number> {
     const targets = await this.targets.get(subs, true);
     const active: string[] = [];
     const stillHeld = new Map<HoldReason, string[]>(HOLD_REASONS.map((r) => [r, []]));
@@ -703,12 +730,13 @@ export class DeliveryWorker {
     // Those staying held show their current reason (it may have changed while they were held), rewritten only when
     // it differs from the last written: a subscription may hold many events.
     for (const [reason, ids] of stillHeld) {
-      heldSubscriptions.set({ reason }, ids.length);
+      heldCounts.set(reason, heldCounts.get(reason)! + ids.length);
       const changed = ids.filter((id) => this.heldReasons.get(id) !== reason);
       await this.store.setHeldReason(changed, reason);
       for (const id of changed) this.heldReasons.set(id, reason);
     }
-    if (active.length === 0) return;
+    let count = 0;
+    if (active.length === 0) return count;
     for (;;) {
       const ids = await this.store.heldEventIds(active, 5_000);
       if (ids.length === 0) break;
@@ -716,8 +744,9 @@ export class DeliveryWorker {
       await this.schedule.reserve(ids, now + this.leaseMs);
       const released = await this.store.unhold(ids, new Date(now));
       await this.schedule.moveToDue(released.map((id) => ({ id, dueMs: now })));
+      count += released.length;
       if (ids.length < 5_000) break;
     }
-    this.wake();
+    return count;
   }
 }
