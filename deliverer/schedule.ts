@@ -183,6 +183,16 @@ export class Schedule {
     await execOrThrow(pipe);
   }
 
+  /** Extends the leases of ids still leased to `untilMs` (an id no longer leased stays so). */
+  async extend(ids: string[], untilMs: number): Promise<void> {
+    if (ids.length === 0) return;
+    const pipe = acrossSlots(this.redis);
+    for (const [s, list] of this.byShard(ids.map((id) => ({ id })))) {
+      pipe.zadd(this.leaseKey(s), "XX", ...list.flatMap((e) => [untilMs, e.id]));
+    }
+    await execOrThrow(pipe);
+  }
+
   /** Moves leased (or reserved) ids to the due set at their due times. */
   async moveToDue(entries: ScheduleEntry[]): Promise<void> {
     if (entries.length === 0) return;

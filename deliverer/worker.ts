@@ -55,6 +55,11 @@ export interface WorkerOptions {
    * destination's waiting queue overflow, and RabbitMQ to one exchange fell from ~16,500 to ~14,300 deliveries/s.)
    */
   claimBatch?: number;
+  /**
+   * How long a claim keeps an event from other workers (default twice the delivery timeout plus 10 s). Tests shorten
+   * it; it must leave room for an attempt and the margin kept for writing its outcome.
+   */
+  leaseMs?: number;
   /** Idle poll interval when nothing is due. */
   pollMs?: number;
   /** How far a host at its limit pushes its events back. */
@@ -84,6 +89,12 @@ export interface WorkerOptions {
   flushConcurrency?: number;
   /** Most outcomes in one write (default 2,000). */
   flushMax?: number;
+  /**
+   * Most events this process holds at once, from claim until their outcome is written (default two full writes
+   * beyond its attempt slots, waiting places and prefetched round, so it never binds while PostgreSQL keeps up). While
+   * writes stall, it stops the claims: the process no longer sends its whole backlog with nothing recorded.
+   */
+  outcomeBacklog?: number;
   random?: () => number;
   logger?: Logger;
 }
@@ -96,7 +107,10 @@ export interface WorkerOptions {
  */
 const CLAIMS_IN_FLIGHT = 2;
 
-/** Time kept free at the end of a lease for writing an attempt's outcome. */
+/**
+ * Time kept free at the end of a lease for writing an attempt's outcome (a quarter of a shorter lease). Leases of
+ * outcomes still waiting to be written are looked at twice within it (keepLeases).
+ */
 const LEASE_MARGIN_MS = 5_000;
 
 /**
@@ -116,10 +130,12 @@ interface Waiting {
   host: string;
   /** Latest start that still ends inside the claim's lease. */
   startBy: number;
+  /** When the claim's lease ends. */
+  leaseUntil: number;
 }
 
 export class DeliveryWorker {
-  private readonly o: Required<Omit<WorkerOptions, "logger">>;
+  private readonly o: Required<Omit<WorkerOptions, "logger" | "leaseMs">>;
   private readonly log: Logger;
   private running = false;
   private loopDone: Promise<void> | undefined;
@@ -148,11 +164,20 @@ export class DeliveryWorker {
   private readonly aborter = new AbortController();
   private pending: { outcome: Outcome; host: string }[] = [];
   /**
-   * Events whose attempt ended here and whose outcome is not written yet (buffered or being written). Until it is,
-   * PostgreSQL still shows the attempt count the event had before, so a claim of the same event in between (its
-   * lease expired while it was loading) would pass every other check and send it again.
+   * Events whose attempt ended here and whose outcome is not written yet (buffered or being written), with when their
+   * lease ends. Until the outcome is written, PostgreSQL still shows the attempt count the event had before, so a
+   * claim of the same event would pass every other check and send it again: the lease is kept alive meanwhile
+   * (keepLeases), and a claim of this process leaves such an event alone (holding).
    */
-  private readonly recording = new Set<string>();
+  private readonly recording = new Map<string, number>();
+  /**
+   * Events of `recording` that a claim of this process took again (a retry or recover put them back in the schedule
+   * while their old outcome waited): once that outcome is written, or found to belong to a cycle gone by, the claim
+   * is released so the new cycle is attempted at once.
+   */
+  private readonly claimedAgain = new Set<string>();
+  private leaseKeeper: ReturnType<typeof setInterval> | undefined;
+  private extending = false;
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly writes = new Set<Promise<void>>();
   /** Outcomes were due to be written while every write slot was busy: the next write to end starts the next one. */
@@ -164,6 +189,8 @@ export class DeliveryWorker {
   private readonly heldReasons = new Map<string, HoldReason>();
   private holdCheck: Promise<void> | undefined;
   readonly leaseMs: number;
+  /** LEASE_MARGIN_MS, or a quarter of a shorter lease. */
+  private readonly leaseMarginMs: number;
 
   constructor(
     private readonly store: DelivererStore,
@@ -173,7 +200,9 @@ export class DeliveryWorker {
     opts: WorkerOptions,
   ) {
     // Longer than any attempt (and its write), so a live worker never loses a claim to another one mid-request.
-    this.leaseMs = opts.timeoutMs * 2 + 10_000;
+    this.leaseMs = opts.leaseMs ?? opts.timeoutMs * 2 + 10_000;
+    this.leaseMarginMs = Math.min(LEASE_MARGIN_MS, Math.floor(this.leaseMs / 4));
+    if (this.leaseMs <= opts.timeoutMs + this.leaseMarginMs) throw new Error("the lease must outlast an attempt and the margin for writing its outcome");
     this.o = {
       retrySchedule: opts.retrySchedule,
       timeoutMs: opts.timeoutMs,
@@ -193,6 +222,7 @@ export class DeliveryWorker {
       flushMs: opts.flushMs ?? 20,
       flushConcurrency: opts.flushConcurrency ?? 1,
       flushMax: opts.flushMax ?? 2_000,
+      outcomeBacklog: opts.outcomeBacklog ?? 2 * (opts.flushMax ?? 2_000) + 2 * (opts.concurrency ?? 512) + (opts.prefetch ?? 512),
       random: opts.random ?? Math.random,
     };
     this.log = opts.logger ?? createLogger({ service: "deliverer" });
@@ -204,6 +234,8 @@ export class DeliveryWorker {
     this.loopDone = this.loop();
     this.timers.push(setInterval(() => void this.resumeHeld().catch((err) => this.log.warn("held check failed", { err })), this.o.holdCheckMs));
     this.timers.push(setInterval(() => void this.reconcile().catch((err) => this.log.warn("schedule reconciliation failed", { err })), this.o.reconcileMs));
+    // Twice within the margin an outcome has left of its lease when its attempt ends.
+    this.leaseKeeper = setInterval(() => void this.keepLeases(), Math.max(10, Math.floor(this.leaseMarginMs / 2)));
   }
 
   /** Wakes the claim loop at once (new events were scheduled in this process). */
@@ -252,6 +284,8 @@ export class DeliveryWorker {
       await this.flush();
       await this.written();
     }
+    clearInterval(this.leaseKeeper);
+    this.leaseKeeper = undefined;
   }
 
   private async loop(): Promise<void> {
@@ -266,10 +300,12 @@ export class DeliveryWorker {
         const busy = this.inflight.size + this.waitingCount + this.ready.length + this.claimedEvents;
         // Attempt slots (with the prefetched round beyond them) and waiting places are budgeted apart, so a deep queue
         // for one fast host never stops the claims that find other hosts' events. Events of claims still loading
-        // count against both.
+        // count against both. Outcomes not written yet count against the backlog with everything else held: while
+        // PostgreSQL stalls, the claims stop rather than send events whose outcomes only pile up.
         const free = Math.min(
           this.o.concurrency - this.inflight.size + this.o.prefetch - this.ready.length - this.claimedEvents,
           this.o.concurrency - this.waitingCount - this.claimedEvents,
+          this.o.outcomeBacklog - busy - this.recording.size,
         );
         // Claim in batches: while attempts are running, wait until a quarter of the slots are free rather than
         // paying a claim and a row load for every single slot.
@@ -362,14 +398,18 @@ export class DeliveryWorker {
     const held = new Map<HoldReason, string[]>();
     let full = 0;
     // An attempt started after this moment could outlast the lease: another worker might claim the event meanwhile.
-    const startBy = claimedAt + this.leaseMs - this.o.timeoutMs - LEASE_MARGIN_MS;
+    const leaseUntil = claimedAt + this.leaseMs;
+    const startBy = leaseUntil - this.o.timeoutMs - this.leaseMarginMs;
     // Events this process holds already are left to it: a lease of ours that expired while its attempt was still
     // running or its outcome still being written (a stalled write), which the claim renewed, or one the other claim in
     // flight took too (its lease expired while this claim loaded). Checked after the waits for the rows and the
     // destinations: from here to the starts nothing waits, so no other dispatch can come in between.
     const holds = this.holding();
     for (const id of ids) {
-      if (holds(id)) continue;
+      if (holds(id)) {
+        if (this.recording.has(id)) this.claimedAgain.add(id);
+        continue;
+      }
       const row = byId.get(id);
       // No row: a reservation whose insert never committed, or a deleted subscription's event.
       if (!row || row.status !== "pending") {
@@ -392,7 +432,7 @@ export class DeliveryWorker {
         continue;
       }
       // The "host" of fairness: the URL's host, or the broker and exchange / subject of a queue destination.
-      const w: Waiting = { row, target, host: destinationKey(target), startBy };
+      const w: Waiting = { row, target, host: destinationKey(target), startBy, leaseUntil };
       if (this.ready.length > 0) this.ready.push(w);
       else if (!this.place(w)) {
         later.push({ id: row.id, dueMs: now + this.o.deferMs });
@@ -436,7 +476,7 @@ export class DeliveryWorker {
   private place(w: Waiting): boolean {
     const slots = queueTarget(w.target) ? this.o.queuePerDestinationConcurrency : this.o.perHostConcurrency;
     if ((this.perHost.get(w.host) ?? 0) < slots) {
-      if (this.inflight.size < this.o.concurrency) this.launch(w.row, w.target, w.host);
+      if (this.inflight.size < this.o.concurrency) this.launch(w);
       else this.ready.push(w);
       return true;
     }
@@ -454,18 +494,27 @@ export class DeliveryWorker {
     if (this.ready.length === 0) return;
     const now = Date.now();
     const back: ScheduleEntry[] = [];
-    let expired = 0;
+    const expired: Waiting[] = [];
     let taken = 0;
     while (taken < this.ready.length && this.inflight.size < this.o.concurrency) {
       const w = this.ready[taken++]!;
-      if (w.startBy < now) {
-        back.push({ id: w.row.id, dueMs: now });
-        expired++;
-      } else if (!this.place(w)) back.push({ id: w.row.id, dueMs: now + this.o.deferMs });
+      if (w.startBy < now) expired.push(w);
+      else if (!this.place(w)) back.push({ id: w.row.id, dueMs: now + this.o.deferMs });
     }
     // Spliced in place, not copied: usually one event is taken.
     if (taken > 0) this.ready.splice(0, taken);
-    if (expired > 0) waitingReleased.inc(expired);
+    this.release(expired, now);
+    if (back.length > 0) void this.giveBack(back);
+  }
+
+  /**
+   * Claimed events whose lease could no longer cover an attempt go back to the schedule; one whose lease has ended
+   * already is left as it is (another worker may have claimed it since: moving it would take its claim away).
+   */
+  private release(expired: Waiting[], now: number): void {
+    if (expired.length === 0) return;
+    waitingReleased.inc(expired.length);
+    const back = expired.filter((w) => w.leaseUntil > now).map((w) => ({ id: w.row.id, dueMs: now }));
     if (back.length > 0) void this.giveBack(back);
   }
 
@@ -493,31 +542,35 @@ export class DeliveryWorker {
     const queue = this.waiting.get(host);
     if (!queue) return undefined;
     const now = Date.now();
-    const expired: ScheduleEntry[] = [];
+    const expired: Waiting[] = [];
     let next: Waiting | undefined;
     while ((next = queue.shift())) {
       this.waitingCount--;
       if (next.startBy >= now) break;
-      expired.push({ id: next.row.id, dueMs: now });
+      expired.push(next);
     }
     if (queue.length === 0) this.waiting.delete(host);
-    if (expired.length > 0) {
-      waitingReleased.inc(expired.length);
-      void this.giveBack(expired);
-    }
+    this.release(expired, now);
     return next;
   }
 
-  private launch(row: ClaimedEvent, target: DeliveryTarget, host: string): void {
+  /** Starts an attempt, if it still ends inside the claim's lease (checked here, whichever path starts it). */
+  private launch(w: Waiting): void {
+    const { row, host } = w;
+    const now = Date.now();
+    if (w.startBy < now) {
+      this.release([w], now);
+      return;
+    }
     this.perHost.set(host, (this.perHost.get(host) ?? 0) + 1);
-    const p = this.attempt(row, target, host).finally(() => {
+    const p = this.attempt(w).finally(() => {
       this.inflight.delete(row.id);
       const n = (this.perHost.get(host) ?? 1) - 1;
       if (n <= 0) this.perHost.delete(host);
       else this.perHost.set(host, n);
       const next = this.nextWaiting(host);
       if (next) {
-        if (this.running) this.launch(next.row, next.target, host);
+        if (this.running) this.launch(next);
         else void this.schedule.moveToDue([{ id: next.row.id, dueMs: Date.now() }]).catch(() => {});
       } else if (this.running) this.startReady();
       this.wake();
@@ -525,7 +578,8 @@ export class DeliveryWorker {
     this.inflight.set(row.id, p);
   }
 
-  private async attempt(row: ClaimedEvent, target: DeliveryTarget, host: string): Promise<void> {
+  private async attempt(w: Waiting): Promise<void> {
+    const { row, target, host } = w;
     const body = row.payload;
     const startedAt = new Date();
     const headers = deliveryHeaders({ eventId: row.id, subscriptionId: row.subscriptionId, secrets: target.secrets, body, at: startedAt });
@@ -585,7 +639,7 @@ export class DeliveryWorker {
       outcome = { id: row.id, prevAttempts: row.attempts, status: "pending", attempts, delivered: false, responseStatus: result.status, responseBody: result.body, nextAttemptAt: new Date(Date.now() + delay), attempt };
     }
     this.pending.push({ outcome, host });
-    this.recording.add(row.id);
+    this.recording.set(row.id, w.leaseUntil);
     if (this.pending.length >= this.o.flushSize) void this.flush();
     else this.flushTimer ??= setTimeout(() => void this.flush(), this.o.flushMs);
   }
@@ -622,13 +676,25 @@ export class DeliveryWorker {
   }
 
   private async write(batch: { outcome: Outcome; host: string }[]): Promise<void> {
+    let applied: Set<string> | undefined;
     try {
-      const applied = await this.store.recordOutcomes(batch.map((b) => b.outcome));
+      applied = await this.store.recordOutcomes(batch.map((b) => b.outcome));
+    } catch (err) {
+      // Nothing is lost: the leases expire and the events are attempted again (at least once).
+      this.log.error("recording delivery outcomes failed", { err, count: batch.length });
+    }
+    // Written (or given up): a claim may take these events again, and their leases are no longer kept alive.
+    const again: ScheduleEntry[] = [];
+    for (const { outcome } of batch) {
+      this.recording.delete(outcome.id);
+      if (this.claimedAgain.delete(outcome.id) && applied && !applied.has(outcome.id)) again.push({ id: outcome.id, dueMs: Date.now() });
+    }
+    if (!applied) return;
+    try {
       const finished: string[] = [];
-      const again: ScheduleEntry[] = [];
       for (const { outcome } of batch) {
-        // Not applied: the event moved on elsewhere (deleted, or recorded by another worker); its lease, if still
-        // ours, expires and the claim path sorts it out from PostgreSQL.
+        // Not applied: the event moved on elsewhere (deleted, or a retry started a new cycle). A claim of ours that
+        // took it again meanwhile is released now (again); any other lease is not ours to move.
         if (!applied.has(outcome.id)) continue;
         if (outcome.nextAttemptAt) again.push({ id: outcome.id, dueMs: outcome.nextAttemptAt.getTime() });
         else {
@@ -638,10 +704,33 @@ export class DeliveryWorker {
       }
       await Promise.all([this.schedule.complete(finished), this.schedule.moveToDue(again)]);
     } catch (err) {
-      // Nothing is lost: the leases expire and the events are attempted again (at least once).
-      this.log.error("recording delivery outcomes failed", { err, count: batch.length });
+      // The outcomes are written: an event whose entry was not updated is put right when its lease expires.
+      this.log.error("updating the schedule after recording outcomes failed", { err, count: batch.length });
+    }
+  }
+
+  /**
+   * Keeps alive the leases of events whose outcome waits to be written, so that no other worker claims and sends them
+   * again while PostgreSQL is slow. Each is extended once half its lease is gone; a lease that ended meanwhile (the
+   * outcome written, the event finished) is not made again.
+   */
+  private async keepLeases(): Promise<void> {
+    if (this.recording.size === 0 || this.extending) return;
+    const now = Date.now();
+    const until = now + this.leaseMs;
+    const ids: string[] = [];
+    for (const [id, leaseUntil] of this.recording) {
+      if (leaseUntil - now < this.leaseMs / 2) ids.push(id);
+    }
+    if (ids.length === 0) return;
+    this.extending = true;
+    try {
+      await this.schedule.extend(ids, until);
+      for (const id of ids) if (this.recording.has(id)) this.recording.set(id, until);
+    } catch (err) {
+      this.log.warn("extending the leases of unwritten outcomes failed", { err, count: ids.length });
     } finally {
-      for (const { outcome } of batch) this.recording.delete(outcome.id);
+      this.extending = false;
     }
   }
 
