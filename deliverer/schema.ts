@@ -82,6 +82,10 @@ export const eventDeliveries = pgTable(
     status: text("status").$type<EventStatus>().notNull(),
     // Attempts in the current dispatch cycle (a manual retry starts a new cycle at 0).
     attempts: integer("attempts").notNull().default(0),
+    // The dispatch cycle's number, one more at each manual retry or recover. A claim carries it and an outcome applies
+    // only in its own cycle: a late outcome of the cycle before a retry would otherwise find the same pending state
+    // with the same attempt count (0) and take the retry's place.
+    cycle: integer("cycle").notNull().default(0),
     deliveryCount: integer("delivery_count").notNull().default(0),
     responseStatus: integer("response_status"),
     responseBody: text("response_body"),

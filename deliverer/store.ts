@@ -81,9 +81,9 @@ export function openPlannedReads(url: string, opts: DbOptions = {}): DelivererDb
  * of the head-stream catch-up 785–1,602/s against 2,513–3,004/s after).
  */
 export const CLAIMED_ROWS_SQL = `
-  SELECT e.id, e.subscription_id, d.status, d.attempts, d.held, d.next_attempt_at, e.payload
+  SELECT e.id, e.subscription_id, d.status, d.attempts, d.cycle, d.held, d.next_attempt_at, e.payload
   FROM events e CROSS JOIN LATERAL (
-    SELECT status, attempts, held, next_attempt_at FROM event_deliveries
+    SELECT status, attempts, cycle, held, next_attempt_at FROM event_deliveries
     WHERE event_id = e.id AND created_at = e.created_at AND created_at BETWEEN $2::timestamptz AND $3::timestamptz
     LIMIT 1) d
   WHERE e.id = ANY (ARRAY(SELECT json_array_elements_text($1::text::json)))
@@ -92,7 +92,8 @@ export const CLAIMED_ROWS_SQL = `
 /**
  * A batch of attempt outcomes: each updates its event's delivery state and adds its attempt record, in one statement
  * (so one transaction): an attempt is recorded exactly when its outcome applied, with the trigger of the cycle it
- * belongs to. Only the narrow event_deliveries row changes; the event itself (payload, page indexes) is never
+ * belongs to. It applies only to the state its claim read: still pending, in the same cycle, with no attempt recorded
+ * since. Only the narrow event_deliveries row changes; the event itself (payload, page indexes) is never
  * rewritten. The ids are also an array on the primary key's leading column: on a fresh partition without statistics
  * the join alone was planned as a nested loop over a sequential scan of the day's states (seconds per batch; the
  * narrow table looks cheap to scan). The batch comes as one array per field, unnested: PostgreSQL reads an array of
@@ -102,8 +103,8 @@ export const CLAIMED_ROWS_SQL = `
 const OUTCOMES_SQL = `
   WITH v AS (
     SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::int[], $6::int[], $7::text[],
-                         $8::timestamptz[], $9::text[], $10::timestamptz[], $11::int[], $12::text[], $13::text[])
-      AS v(id, prev, status, attempts, inc, rs, rb, next, aid, aat, dur, err, arb)
+                         $8::timestamptz[], $9::text[], $10::timestamptz[], $11::int[], $12::text[], $13::text[], $16::int[])
+      AS v(id, prev, status, attempts, inc, rs, rb, next, aid, aat, dur, err, arb, cycle)
   ), upd AS (
     UPDATE event_deliveries AS d SET
       status = v.status,
@@ -116,7 +117,7 @@ const OUTCOMES_SQL = `
       updated_at = now()
     FROM v
     WHERE d.event_id = v.id AND d.event_id = ANY ($1::text[])
-      AND d.status = 'pending' AND d.attempts = v.prev AND d.created_at BETWEEN $14::timestamptz AND $15::timestamptz
+      AND d.status = 'pending' AND d.attempts = v.prev AND d.cycle = v.cycle AND d.created_at BETWEEN $14::timestamptz AND $15::timestamptz
     RETURNING d.event_id AS id, d.subscription_id, d.trigger, d.created_at
   ), ins AS (
     INSERT INTO delivery_attempts (id, event_id, event_created_at, subscription_id, attempted_at, duration_ms, ok, response_status, response_body, error, trigger)
@@ -128,7 +129,7 @@ const OUTCOMES_SQL = `
 /** What a worker needs of a claimed event. */
 export type ClaimedEvent = Pick<
   EventRow,
-  "id" | "subscriptionId" | "status" | "attempts" | "held" | "nextAttemptAt" | "payload"
+  "id" | "subscriptionId" | "status" | "attempts" | "cycle" | "held" | "nextAttemptAt" | "payload"
 >;
 
 /** The result of one attempt, to be written with many others in one statement. */
@@ -136,6 +137,8 @@ export interface Outcome {
   id: string;
   /** attempts before this attempt: the write only applies if nobody else recorded one meanwhile. */
   prevAttempts: number;
+  /** The cycle the claim read: the write only applies if no retry or recover started another meanwhile. */
+  cycle: number;
   status: EventStatus;
   attempts: number;
   delivered: boolean;
@@ -515,6 +518,7 @@ export class DelivererStore {
               keyId: e.keyId,
               status: sql`${status}::text`.as("status"),
               attempts: sql`0`.as("attempts"),
+              cycle: sql`0`.as("cycle"),
               deliveryCount: sql`0`.as("delivery_count"),
               responseStatus: sql`NULL::int`.as("response_status"),
               responseBody: sql`NULL::text`.as("response_body"),
@@ -551,6 +555,7 @@ export class DelivererStore {
       subscription_id: string;
       status: EventStatus;
       attempts: number;
+      cycle: number;
       held: boolean;
       next_attempt_at: Date | null;
       payload: string;
@@ -560,6 +565,7 @@ export class DelivererStore {
       subscriptionId: r.subscription_id,
       status: r.status,
       attempts: r.attempts,
+      cycle: r.cycle,
       held: r.held,
       nextAttemptAt: r.next_attempt_at ? new Date(r.next_attempt_at) : null,
       payload: r.payload,
@@ -587,6 +593,7 @@ export class DelivererStore {
       outcomes.map((o) => pgText(o.attempt.responseBody)),
       from,
       to,
+      outcomes.map((o) => o.cycle),
     ])) as { id: string }[];
     return new Set(rows.map((r) => r.id));
   }
@@ -796,7 +803,7 @@ export class DelivererStore {
   async restartCycle(tx: DelivererTx, event: EventRow, at: Date): Promise<EventRow> {
     const [state] = await tx
       .update(eventDeliveries)
-      .set({ status: "pending", attempts: 0, nextAttemptAt: at, held: false, trigger: "manual", updatedAt: new Date() })
+      .set({ status: "pending", attempts: 0, cycle: sql`${deliveries.cycle} + 1`, nextAttemptAt: at, held: false, trigger: "manual", updatedAt: new Date() })
       .where(and(eq(deliveries.eventId, event.id), eq(deliveries.createdAt, event.createdAt)))
       .returning(stateColumns);
     return { ...event, ...state! };
@@ -863,7 +870,7 @@ export class DelivererStore {
     return withDatabase(async () => {
       const rows = await this.db
         .update(eventDeliveries)
-        .set({ status: "pending", attempts: 0, nextAttemptAt: at, held: false, trigger: "manual", updatedAt: new Date() })
+        .set({ status: "pending", attempts: 0, cycle: sql`${deliveries.cycle} + 1`, nextAttemptAt: at, held: false, trigger: "manual", updatedAt: new Date() })
         .where(and(deliveriesByIds(ids), eq(deliveries.status, status)))
         .returning({ id: deliveries.eventId });
       return rows.map((r) => r.id);

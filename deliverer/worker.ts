@@ -631,12 +631,12 @@ export class DeliveryWorker {
     }
     let outcome: Outcome;
     if (result.ok) {
-      outcome = { id: row.id, prevAttempts: row.attempts, status: "delivered", attempts, delivered: true, responseStatus: result.status, responseBody: result.body, nextAttemptAt: null, attempt };
+      outcome = { id: row.id, prevAttempts: row.attempts, cycle: row.cycle, status: "delivered", attempts, delivered: true, responseStatus: result.status, responseBody: result.body, nextAttemptAt: null, attempt };
     } else if (isExhausted(this.o.retrySchedule, attempts)) {
-      outcome = { id: row.id, prevAttempts: row.attempts, status: "failed", attempts, delivered: false, responseStatus: result.status, responseBody: result.body, nextAttemptAt: null, attempt };
+      outcome = { id: row.id, prevAttempts: row.attempts, cycle: row.cycle, status: "failed", attempts, delivered: false, responseStatus: result.status, responseBody: result.body, nextAttemptAt: null, attempt };
     } else {
       const delay = nextDelay(this.o.retrySchedule, attempts, result.retryAfterMs, this.o.random);
-      outcome = { id: row.id, prevAttempts: row.attempts, status: "pending", attempts, delivered: false, responseStatus: result.status, responseBody: result.body, nextAttemptAt: new Date(Date.now() + delay), attempt };
+      outcome = { id: row.id, prevAttempts: row.attempts, cycle: row.cycle, status: "pending", attempts, delivered: false, responseStatus: result.status, responseBody: result.body, nextAttemptAt: new Date(Date.now() + delay), attempt };
     }
     this.pending.push({ outcome, host });
     this.recording.set(row.id, w.leaseUntil);

@@ -1,7 +1,8 @@
 // PostgreSQL slow to take outcomes (issue 29, fault 8). An attempt's outcome that waits to be written keeps its
 // event's lease alive and counts against what the process may claim, so another replica never takes the event back
 // and sends it again, and a stalled process stops claiming instead of sending its whole backlog unrecorded. A claim
-// whose rows came back after its lease ended starts nothing.
+// whose rows came back after its lease ended starts nothing. A late outcome of an old delivery cycle never applies
+// to a manual retry's new cycle: the retry is sent.
 //
 // The lease is shortened to 2.5 s (the default is twice the delivery timeout plus 10 s): the outcome writes are held
 // back for three leases, as a 45 s stall is against the default's 40 s.
@@ -131,4 +132,31 @@ test("a claim whose rows arrive after its lease ended starts nothing: the replic
     await second?.close();
     second = undefined;
   }
+}, 30_000);
+
+test("a manual retry racing a late outcome of the cycle before it is sent", async () => {
+  const path = "/late-outcome";
+  const sub = await bed.subscribe(path);
+  const hold = holdOutcomeWrites([bed.deliverer!]);
+  let ref: { keyId: string; subscriptionId: string; eventId: string };
+  try {
+    const created = await bed.delivery.createTestEvent({ ...sub, kind: "" });
+    ref = { ...sub, eventId: created.event!.id };
+    await until("the attempt's outcome write held back", async () => hold.held.has(ref.eventId), 10_000, 10);
+    expect(bed.receiver.count(path)).toBe(1);
+    // Meanwhile the event's cycle ended elsewhere (another replica recorded a delivery), and the customer retried it:
+    // a new manual cycle, pending with 0 attempts, as the late outcome's write expects to find its own.
+    await bed.sql`UPDATE event_deliveries SET status = 'delivered', attempts = 1, delivery_count = 1, response_status = 200,
+      next_attempt_at = NULL WHERE event_id = ${ref.eventId}`;
+    const retried = await bed.delivery.retryEvent(ref);
+    expect(retried.event!.attempts).toBe(0);
+    // The retry's entry is claimed (while the old outcome still waits) before the write goes through.
+    await until("the retry claimed", async () => (await bed.deliverer!.schedule.stats()).due === 0, 10_000, 10);
+  } finally {
+    hold.release();
+    hold.restore();
+  }
+  const delivered = await waitForEvent(bed, ref, (e) => e.status === "delivered" && e.deliveryCount === 2, 10_000);
+  expect(delivered.attempts).toBe(1);
+  expect(bed.receiver.count(path)).toBe(2);
 }, 30_000);
