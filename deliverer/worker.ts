@@ -57,7 +57,7 @@ export interface WorkerOptions {
   claimBatch?: number;
   /**
    * How long a claim keeps an event from other workers (default twice the delivery timeout plus 10 s). Tests shorten
-   * it; it must leave room for an attempt and the margin kept for writing its outcome.
+   * it; it must outlast an attempt (what it leaves beyond one is shared by the start window and the outcome's margin).
    */
   leaseMs?: number;
   /** Idle poll interval when nothing is due. */
@@ -108,7 +108,7 @@ export interface WorkerOptions {
 const CLAIMS_IN_FLIGHT = 2;
 
 /**
- * Time kept free at the end of a lease for writing an attempt's outcome (a quarter of a shorter lease). Leases of
+ * Time kept free at the end of a lease for writing an attempt's outcome (less where a short lease has no room). Leases of
  * outcomes still waiting to be written are looked at twice within it (keepLeases).
  */
 const LEASE_MARGIN_MS = 5_000;
@@ -189,7 +189,7 @@ export class DeliveryWorker {
   private readonly heldReasons = new Map<string, HoldReason>();
   private holdCheck: Promise<void> | undefined;
   readonly leaseMs: number;
-  /** LEASE_MARGIN_MS, or a quarter of a shorter lease. */
+  /** LEASE_MARGIN_MS, or half of what a short lease leaves beyond an attempt. */
   private readonly leaseMarginMs: number;
 
   constructor(
@@ -201,8 +201,9 @@ export class DeliveryWorker {
   ) {
     // Longer than any attempt (and its write), so a live worker never loses a claim to another one mid-request.
     this.leaseMs = opts.leaseMs ?? opts.timeoutMs * 2 + 10_000;
-    this.leaseMarginMs = Math.min(LEASE_MARGIN_MS, Math.floor(this.leaseMs / 4));
-    if (this.leaseMs <= opts.timeoutMs + this.leaseMarginMs) throw new Error("the lease must outlast an attempt and the margin for writing its outcome");
+    // The default lease always leaves the whole margin (it is 10 s longer than two attempts).
+    this.leaseMarginMs = Math.min(LEASE_MARGIN_MS, Math.floor((this.leaseMs - opts.timeoutMs) / 2));
+    if (this.leaseMarginMs <= 0) throw new Error("the lease must outlast an attempt and the margin for writing its outcome");
     this.o = {
       retrySchedule: opts.retrySchedule,
       timeoutMs: opts.timeoutMs,
