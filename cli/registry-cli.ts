@@ -5,6 +5,7 @@ import { loadAppKeys } from "../common/app-secret.ts";
 import { loadConfig, type Config } from "../common/config.ts";
 import { ensureDatabase } from "../common/db.ts";
 import { ApiError } from "../common/errors.ts";
+import type { Keyring } from "../common/keyring.ts";
 import { openRegistryDatabase, RegistryStore } from "../registry/store.ts";
 
 /** Bad input: exit code 2, the message and the usage on stderr. */
@@ -13,14 +14,16 @@ export class UsageError extends Error {}
 export interface Session {
   config: Config;
   store: RegistryStore;
+  keyring: Keyring;
 }
 
 export async function openSession(): Promise<Session> {
   const config = loadConfig();
   await ensureDatabase(config.databaseUrl);
   const db = await openRegistryDatabase(config.databaseUrl, { max: 2 });
-  const appKeys = await loadAppKeys(db.$client, config.appSecret);
-  return { config, store: new RegistryStore(db, { encryptionKey: appKeys.encryptionKey }) };
+  // The services warn about a generated APP_SECRET at every start; a tool stays quiet (`secrets` says it itself).
+  const keyring = await loadAppKeys(db.$client, config.appSecret, { warn: () => {} });
+  return { config, keyring, store: new RegistryStore(db, { keyring }) };
 }
 
 /** Runs `fn` on a fresh session and closes its store. */

@@ -3,8 +3,9 @@
 import { randomBytes } from "node:crypto";
 import type { SQL } from "bun";
 import type { Config } from "./config.ts";
-import { deriveKeys, type AppKeys } from "./crypto.ts";
 import { hasPerCallerCredentials } from "./internal-auth.ts";
+import { Keyring } from "./keyring.ts";
+import type { Logger } from "./logger.ts";
 
 /**
  * The value kept under `name` in app_settings (common/settings/schema.ts; the service migrated it when it opened its
@@ -16,9 +17,14 @@ async function keptSetting(sql: SQL, name: string, candidate: string): Promise<s
   return (row as { value: string }).value;
 }
 
-export async function loadAppKeys(sql: SQL, fromEnv: string | undefined): Promise<AppKeys> {
-  if (fromEnv) return deriveKeys(fromEnv);
-  return deriveKeys(await keptSetting(sql, "app_secret", randomBytes(32).toString("base64")));
+/**
+ * The keyring of APP_SECRET (common/keyring.ts), or the one key generated once and kept in the database. The kept
+ * key sits next to the values it protects, so a service using it says so at every start (`log`).
+ */
+export async function loadAppKeys(sql: SQL, fromEnv: string | undefined, log: Pick<Logger, "warn">): Promise<Keyring> {
+  if (fromEnv) return Keyring.parse(fromEnv);
+  log.warn("APP_SECRET is not set: secrets at rest are encrypted with the key generated once and kept in the database (app_settings), next to what it protects; set APP_SECRET for production", {});
+  return Keyring.parse(await keptSetting(sql, "app_secret", randomBytes(32).toString("base64")));
 }
 
 /**

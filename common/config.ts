@@ -1,5 +1,6 @@
 // One reader of the environment for every service: docs/CONTRACT.md "Running it" lists each variable and its default.
 import { INTERNAL_CALLERS, tokenVariable, type InternalCaller } from "./internal-auth.ts";
+import { parseKeyring } from "./keyring.ts";
 import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "./retry-policy.ts";
 
 export const TRON_CHAINS = ["tron:mainnet", "tron:nile", "tron:shasta"] as const;
@@ -99,7 +100,10 @@ export interface Config {
   internalTls: { certFile: string; keyFile: string } | undefined;
   /** INTERNAL_TLS_CA_FILE: the CA (PEM) an https:// REGISTRY_URL / DELIVERER_URL is verified against, beside the system's. */
   internalTlsCaFile: string | undefined;
-  /** base64 of >= 32 bytes; undefined means "generate once and keep it in the database". */
+  /**
+   * APP_SECRET, a keyring (common/keyring.ts): "KEY_ID:BASE64,..." newest first, each key >= 32 bytes; a bare base64
+   * value is the key "k0". Undefined means "generate one key once and keep it in the database".
+   */
   appSecret: string | undefined;
   tronNodeUrls: Record<ChainId, string>;
   trongridApiKey: string | undefined;
@@ -134,9 +138,8 @@ export const NODE_URL_VARIABLES: Record<ChainId, string> = {
 
 export function loadConfig(env: Env = process.env): Config {
   const appSecret = env.APP_SECRET || undefined;
-  if (appSecret !== undefined && Buffer.from(appSecret, "base64").length < 32) {
-    throw new Error("APP_SECRET must be base64 of at least 32 bytes");
-  }
+  // Refused at start, not at the first secret sealed.
+  if (appSecret !== undefined) parseKeyring(appSecret);
   const internalToken = env.INTERNAL_TOKEN || undefined;
   if (internalToken !== undefined && Buffer.byteLength(internalToken) < MIN_INTERNAL_TOKEN_BYTES) {
     throw new Error(`INTERNAL_TOKEN must be at least ${MIN_INTERNAL_TOKEN_BYTES} bytes (e.g. openssl rand -base64 32)`);

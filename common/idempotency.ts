@@ -1,11 +1,11 @@
 // Idempotency records (docs/CONTRACT.md "Idempotency"), one mechanism for every service that owns an effect: the record
 // is taken and written inside the effect's own transaction, so a crash cannot leave one without the other.
 import { fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
-import { and, eq, lt, sql } from "drizzle-orm";
+import { and, eq, getTableName, lt, sql } from "drizzle-orm";
 import { index, pgTable, primaryKey, text, timestamp, type PgDatabase, type PgQueryResultHKT } from "drizzle-orm/pg-core";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
-import { decrypt, encrypt } from "./crypto.ts";
 import { ApiError } from "./errors.ts";
+import { rowBinding, type Keyring } from "./keyring.ts";
 
 const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
@@ -32,6 +32,11 @@ export function idempotencyTable(name: string, expiresIndexName: string) {
 
 export type IdempotencyTable = ReturnType<typeof idempotencyTable>;
 
+/** A stored response is bound to its record (table, key, scope, Idempotency-Key): it replays nowhere else. */
+function responseBinding(tableName: string, keyId: string, scope: string, idemKey: string): string {
+  return rowBinding(`${tableName}.response`, keyId, scope, idemKey);
+}
+
 /** A pool or an open transaction of any service's Drizzle database. */
 export type Executor = PgDatabase<PgQueryResultHKT, Record<string, unknown>>;
 
@@ -48,8 +53,12 @@ export function isKeyed(idem: IdempotencyRequest | undefined): idem is Idempoten
 export class IdempotencyLedger {
   constructor(
     private readonly table: IdempotencyTable,
-    private readonly encryptionKey: Buffer,
+    private readonly keyring: Keyring,
   ) {}
+
+  private binding(keyId: string, scope: string, idemKey: string): string {
+    return responseBinding(getTableName(this.table), keyId, scope, idemKey);
+  }
 
   /**
    * Inside the effect's transaction: takes the key's transaction lock (held elsewhere → idempotency_in_flight), then
@@ -115,7 +124,7 @@ export class IdempotencyLedger {
         "This Idempotency-Key was already used with a different request; use a new key for a new request.",
       );
     }
-    const bytes = Buffer.from(decrypt(this.encryptionKey, stored.response), "base64");
+    const bytes = Buffer.from(this.keyring.open(stored.response, this.binding(keyId, scope, idem.key)), "base64");
     return { message: fromBinary(schema, bytes), replayedFrom: stored.requestId };
   }
 
@@ -132,7 +141,7 @@ export class IdempotencyLedger {
     const record = {
       requestHash: idem.requestHash,
       requestId: idem.requestId,
-      response: encrypt(this.encryptionKey, Buffer.from(toBinary(schema, message)).toString("base64")),
+      response: this.keyring.seal(Buffer.from(toBinary(schema, message)).toString("base64"), this.binding(keyId, scope, idem.key)),
       createdAt: now,
       expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
     };

@@ -62,10 +62,10 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
   const logger = log.child({ service: "deliverer" });
   // Writes are batched: a small pool serves thousands of deliveries per second.
   const db = await openDelivererDatabase(config.databaseUrl, { max: poolSize(config, 10) });
-  const appKeys = await loadAppKeys(db.$client, config.appSecret);
+  const keyring = await loadAppKeys(db.$client, config.appSecret, logger);
   const callers = acceptedCallers(config, await loadInternalRoot(db.$client, config));
   const planned = openPlannedReads(config.databaseUrl, { max: poolSize(config, PLANNED_READS_POOL_SIZE) });
-  const store = new DelivererStore(db, appKeys.encryptionKey, planned);
+  const store = new DelivererStore(db, keyring, planned);
   const redis = openRedis(config.redisUrl);
   // Connection errors surface on the calls that fail (and in /readyz); openRedis reports them, rate-limited.
   const schedule = new Schedule(redis, { prefix: config.redisPrefix, shards: deps.shards ?? 8 });
@@ -133,7 +133,7 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
       schedule,
       targets,
       retrySchedule: config.retrySchedule,
-      tokenKey: appKeys.tokenKey,
+      tokenKeys: keyring.tokenKeys,
       wake: () => {
         worker.wake();
         waker.notify();

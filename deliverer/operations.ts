@@ -126,12 +126,12 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       if (!isId("sub", req.subscriptionId) || !isId("evt", req.eventId)) throw notFound();
       const limit = pageLimit(req.limit);
       const scope: PageScope = { list: "attempts", keyId: req.keyId, parent: req.eventId };
-      const cursor = decodePageToken(d.tokenKey, scope, req.pageToken, isPageCursor);
+      const cursor = decodePageToken(d.tokenKeys, scope, req.pageToken, isPageCursor);
       await shared.ownedTarget(req.keyId, req.subscriptionId);
       const event = await d.store.getEvent(req.subscriptionId, req.eventId);
       if (!event) throw notFound();
       const rows = await d.store.listAttempts(event, limit, cursor);
-      const page = pageOf(d.tokenKey, scope, rows, limit, (last): PageCursor => ({ t: last.attemptedAt.getTime(), id: last.id }));
+      const page = pageOf(d.tokenKeys, scope, rows, limit, (last): PageCursor => ({ t: last.attemptedAt.getTime(), id: last.id }));
       return create(ListAttemptsResponseSchema, { items: page.items.map(toAttempt), nextPageToken: page.nextPageToken });
     },
 
@@ -196,11 +196,11 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       // The page token is bound to the filters: a token of another filter set is another list.
       const { keyId: _k, ...filters } = q;
       const scope: PageScope = { list: `events:search:${JSON.stringify(filters)}`, keyId: req.keyId, parent: "" };
-      const cursor = decodePageToken(d.tokenKey, scope, req.pageToken, isPageCursor);
+      const cursor = decodePageToken(d.tokenKeys, scope, req.pageToken, isPageCursor);
       const { rows, resumeAfter } = await d.store.searchEvents(q, limit, cursor);
       const page = resumeAfter
-        ? { items: rows, nextPageToken: encodePageToken(d.tokenKey, scope, resumeAfter) }
-        : pageOf(d.tokenKey, scope, rows, limit, eventCursor);
+        ? { items: rows, nextPageToken: encodePageToken(d.tokenKeys, scope, resumeAfter) }
+        : pageOf(d.tokenKeys, scope, rows, limit, eventCursor);
       return create(ListEventsResponseSchema, { items: page.items.map(toEventView), nextPageToken: page.nextPageToken });
     },
 

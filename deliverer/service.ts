@@ -19,6 +19,7 @@ import { firstDelay } from "../common/retry-policy.ts";
 import { afterEffect, beforeEffect, eventCursor, invalid, isPageCursor, notFound } from "./rpc-helpers.ts";
 import { operationHandlers } from "./operations.ts";
 import { isId, newId } from "../common/ids.ts";
+import type { TokenKeys } from "../common/keyring.ts";
 import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import type { Schedule } from "./schedule.ts";
 import { EVENT_STATUSES, type EventStatus, type NewEventRow } from "./schema.ts";
@@ -43,7 +44,8 @@ export interface DeliveryServiceDeps {
   schedule: Schedule;
   targets: TargetCache;
   retrySchedule: number[];
-  tokenKey: Buffer;
+  /** Sign (the first) and verify (any) page tokens: APP_SECRET's keyring. */
+  tokenKeys: TokenKeys;
   /** Tells the local worker that something is due now. */
   wake: () => void;
   /** How long a reservation outlives a crash between the PostgreSQL commit and the schedule update. */
@@ -240,9 +242,9 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
         }
         await ownedTarget(req.keyId, req.subscriptionId);
         const scope: PageScope = { list: `events:${status ?? ""}`, keyId: req.keyId, parent: req.subscriptionId };
-        const cursor = decodePageToken(d.tokenKey, scope, req.pageToken, isPageCursor);
+        const cursor = decodePageToken(d.tokenKeys, scope, req.pageToken, isPageCursor);
         const rows = await d.store.listEvents(req.subscriptionId, status, limit, cursor);
-        const page = pageOf(d.tokenKey, scope, rows, limit, eventCursor);
+        const page = pageOf(d.tokenKeys, scope, rows, limit, eventCursor);
         return create(ListEventsResponseSchema, { items: page.items.map(toEventView), nextPageToken: page.nextPageToken });
       },
 

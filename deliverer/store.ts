@@ -6,6 +6,7 @@ import { and, between, desc, eq, getTableColumns, gte, inArray, lt, lte, or, sql
 import type { PgColumn } from "drizzle-orm/pg-core";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { IdempotencyLedger, type IdempotentOutcome } from "../common/idempotency.ts";
+import type { Keyring } from "../common/keyring.ts";
 import { SETTINGS_MIGRATIONS } from "../common/settings/migrate.ts";
 import { openDatabase, openMigratedDatabase, pgText, withDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
 import { SEARCH_REFS_PER_REQUEST } from "../common/event-search.ts";
@@ -405,11 +406,11 @@ export class DelivererStore {
 
   constructor(
     readonly db: DelivererDb,
-    encryptionKey: Buffer,
+    keyring: Keyring,
     /** The pool of the reads planned for their values (openPlannedReads); the main pool without one. */
     private readonly planned: DelivererDb = db,
   ) {
-    this.ledger = new IdempotencyLedger(deliveryIdempotency, encryptionKey);
+    this.ledger = new IdempotencyLedger(deliveryIdempotency, keyring);
   }
 
   async ping(): Promise<boolean> {

@@ -11,6 +11,7 @@ import { isChainId, TRON_CHAINS } from "../common/config.ts";
 import { ADDRESS_CHANGE_BUDGET_MS, storeDeadline } from "../common/deadlines.ts";
 import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
+import type { TokenKeys } from "../common/keyring.ts";
 import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import { isBase58Address } from "../common/tron-address.ts";
 import { subscriptions, type SubscriptionRow } from "./schema.ts";
@@ -102,7 +103,7 @@ function groupByChain(entries: readonly Entry[]): Map<string, string[]> {
 export interface AddressDeps {
   store: RegistryStore;
   index: WatchIndex;
-  tokenKey: Buffer;
+  tokenKeys: TokenKeys;
   maxPerSubscription: number;
 }
 
@@ -375,7 +376,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
       const limit = pageLimit(req.limit);
       if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
       const scope = addressesScope(req.keyId, req.id);
-      const cursor = decodePageToken(deps.tokenKey, scope, req.pageToken, isCursor);
+      const cursor = decodePageToken(deps.tokenKeys, scope, req.pageToken, isCursor);
       const after = cursor?.s ?? 0;
       const rows = await store.run(
         (db) =>
@@ -384,7 +385,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             WHERE subscription_id = ${req.id} AND seq > ${after}
             ORDER BY seq LIMIT ${limit + 1}`) as unknown as Promise<(Entry & { seq: number | string })[]>,
       );
-      const page = pageOf(deps.tokenKey, scope, rows, limit, (last): AddressCursor => ({ s: Number(last.seq) }));
+      const page = pageOf(deps.tokenKeys, scope, rows, limit, (last): AddressCursor => ({ s: Number(last.seq) }));
       return { items: page.items.map((r) => ({ chainId: r.chainId, address: r.address })), nextPageToken: page.nextPageToken };
     },
 

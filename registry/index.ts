@@ -3,7 +3,7 @@
 import { loadAppKeys, loadInternalRoot } from "../common/app-secret.ts";
 import { poolSize } from "../common/db.ts";
 import type { Config } from "../common/config.ts";
-import type { AppKeys } from "../common/crypto.ts";
+import type { Keyring } from "../common/keyring.ts";
 import { acceptedCallers, type AcceptedCallers } from "../common/internal-auth.ts";
 import { log } from "../common/logger.ts";
 import { openRedis, type Redis } from "../common/redis.ts";
@@ -22,7 +22,7 @@ export interface RegistryDeps {
 export interface RegistryHandle extends ServiceHandle {
   store: RegistryStore;
   redis: Redis;
-  appKeys: AppKeys;
+  keyring: Keyring;
   /** The callers its RPCs recognise when served on a port (per-caller tokens, or derived from the root). */
   callers: AcceptedCallers;
   /** The handler context; address filters and the watch index plug in here. */
@@ -35,9 +35,9 @@ const PURGE_INTERVAL_MS = 10 * 60_000;
 
 export async function createRegistry(config: Config, deps: RegistryDeps = {}): Promise<RegistryHandle> {
   const db = await openRegistryDatabase(config.databaseUrl, { max: poolSize(config, 20) });
-  const appKeys = await loadAppKeys(db.$client, config.appSecret);
+  const keyring = await loadAppKeys(db.$client, config.appSecret, log.child({ service: "registry" }));
   const callers = acceptedCallers(config, await loadInternalRoot(db.$client, config));
-  const store = new RegistryStore(db, { encryptionKey: appKeys.encryptionKey, readDb: openRegistryReadPool(config.databaseUrl, poolSize(config, READ_POOL_SIZE)) });
+  const store = new RegistryStore(db, { keyring, readDb: openRegistryReadPool(config.databaseUrl, poolSize(config, READ_POOL_SIZE)) });
   const redis = openRedis(config.redisUrl);
   const policy = createSsrfPolicy({ allowCidrs: config.ssrfAllowCidrs, resolver: deps.resolver });
   // The watch index: fed by the outbox rows every index-changing write commits with, applied per chain in order;
@@ -48,13 +48,13 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
   const addresses: AddressRpcs = addressRpcs({
     store,
     index: watchIndex,
-    tokenKey: appKeys.tokenKey,
+    tokenKeys: keyring.tokenKeys,
     maxPerSubscription: config.maxAddressesPerSubscription,
   });
   watchIndex.start();
   const context: RegistryContext = {
     store,
-    tokenKey: appKeys.tokenKey,
+    tokenKeys: keyring.tokenKeys,
     checkDestination: async (url) => (await checkDestinationUrl(policy, url)).url.href,
     index: watchIndex,
     addresses,
@@ -86,7 +86,7 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
     },
     store,
     redis,
-    appKeys,
+    keyring,
     context,
     watchIndex,
     async close() {

@@ -23,6 +23,7 @@ import { ApiError } from "../common/errors.ts";
 import type { HoldReason } from "../common/hold-reasons.ts";
 import { isId } from "../common/ids.ts";
 import type { Logger } from "../common/logger.ts";
+import type { TokenKeys } from "../common/keyring.ts";
 import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import type { RegisterRoutes } from "../common/rpc.ts";
 import { checkGrant, type QueueTarget } from "./broker-grants.ts";
@@ -63,8 +64,8 @@ export type AddressRpcs = Pick<
 
 export interface RegistryContext {
   store: RegistryStore;
-  /** Signs page tokens (AppKeys.tokenKey). */
-  tokenKey: Buffer;
+  /** Sign (the first) and verify (any) page tokens: APP_SECRET's keyring. */
+  tokenKeys: TokenKeys;
   /**
    * The request-time check of a destination URL (shape, DNS, SSRF); throws the public ApiError. Returns the URL's
    * normalized form, which is what is stored and returned.
@@ -263,9 +264,9 @@ function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Subscript
     async listSubscriptions(req) {
       const limit = pageLimit(req.limit);
       const scope = subscriptionsScope(req.keyId);
-      const cursor = decodePageToken(ctx.tokenKey, scope, req.pageToken, isCursor);
+      const cursor = decodePageToken(ctx.tokenKeys, scope, req.pageToken, isCursor);
       const rows = await store.listSubscriptions(req.keyId, limit, cursor);
-      const page = pageOf(ctx.tokenKey, scope, rows, limit, (last): SubscriptionCursor => ({ t: last.createdAt.getTime(), id: last.id }));
+      const page = pageOf(ctx.tokenKeys, scope, rows, limit, (last): SubscriptionCursor => ({ t: last.createdAt.getTime(), id: last.id }));
       return { items: page.items.map((row) => subscriptionMessage(row)), nextPageToken: page.nextPageToken };
     },
 

@@ -8,7 +8,8 @@ import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import { maskBrokerUrl } from "./destination.ts";
 import { IdempotencyLedger, isKeyed, type IdempotentOutcome } from "../common/idempotency.ts";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
-import { decrypt, encrypt, sha256Hex } from "../common/crypto.ts";
+import { sha256Hex } from "../common/crypto.ts";
+import type { Keyring } from "../common/keyring.ts";
 import { STORE_DEADLINE_MS } from "../common/deadlines.ts";
 import { SETTINGS_MIGRATIONS } from "../common/settings/migrate.ts";
 import { guard, openDatabase, openMigratedDatabase, writeTransaction, type Database, type DbOptions } from "../common/db.ts";
@@ -16,6 +17,7 @@ import { newId } from "../common/ids.ts";
 import type { MatchConditions } from "../common/match-conditions.ts";
 import { databaseUnavailable } from "./metrics.ts";
 import { recordIndexChanges, type OutboxTicket } from "./watch-outbox.ts";
+import { brokerUrlBinding, subscriptionSecretBinding } from "./sealed-columns.ts";
 import {
   apiKeys,
   idempotencyRecords,
@@ -139,8 +141,8 @@ export type DeliveryCredentials =
   | { ok: false; unreadable: "secret" | "previous_secret" | "broker_url" };
 
 export interface RegistryStoreOptions {
-  /** AES key for secrets and stored responses at rest (AppKeys.encryptionKey). */
-  encryptionKey: Buffer;
+  /** APP_SECRET's keyring: seals secrets and stored responses at rest. */
+  keyring: Keyring;
   deadlineMs?: number;
   /** The pool of the hot reads (openRegistryReadPool); default: the main pool. Closed with the store. */
   readDb?: RegistryDb;
@@ -222,7 +224,7 @@ function prepareHotQueries(readDb: RegistryDb) {
 
 export class RegistryStore {
   readonly db: RegistryDb;
-  private readonly encryptionKey: Buffer;
+  private readonly keyring: Keyring;
   private readonly deadlineMs: number;
   private readonly readDb: RegistryDb;
   private readonly hot: ReturnType<typeof prepareHotQueries>;
@@ -232,8 +234,8 @@ export class RegistryStore {
     this.db = db;
     this.readDb = opts.readDb ?? db;
     this.hot = prepareHotQueries(this.readDb);
-    this.encryptionKey = opts.encryptionKey;
-    this.ledger = new IdempotencyLedger(idempotencyRecords, opts.encryptionKey);
+    this.keyring = opts.keyring;
+    this.ledger = new IdempotencyLedger(idempotencyRecords, opts.keyring);
     this.deadlineMs = opts.deadlineMs ?? STORE_DEADLINE_MS;
   }
 
@@ -251,12 +253,13 @@ export class RegistryStore {
     return writeTransaction(this.db, fn, { deadlineMs, onUnavailable: () => databaseUnavailable.inc() });
   }
 
-  seal(plaintext: string): string {
-    return encrypt(this.encryptionKey, plaintext);
+  /** Seals `plaintext` for the row `binding` names (registry/sealed-columns.ts). */
+  seal(plaintext: string, binding: string): string {
+    return this.keyring.seal(plaintext, binding);
   }
 
-  open(sealed: string): string {
-    return decrypt(this.encryptionKey, sealed);
+  open(sealed: string, binding: string): string {
+    return this.keyring.open(sealed, binding);
   }
 
   async ping(): Promise<boolean> {
@@ -329,8 +332,9 @@ export class RegistryStore {
   /** Inserts within `tx` (the idempotency transaction) and returns the row. */
   async insertSubscription(tx: RegistryExecutor, input: NewSubscription): Promise<SubscriptionRow> {
     const now = new Date();
+    const id = newId("sub");
     const values = {
-      id: newId("sub"),
+      id,
       keyId: input.keyId,
       destinationType: input.destinationType,
       url: input.url,
@@ -342,7 +346,7 @@ export class RegistryStore {
       status: input.status,
       description: input.description,
       match: input.match,
-      secret: this.seal(input.secret),
+      secret: this.seal(input.secret, subscriptionSecretBinding(id)),
       createdAt: now,
       updatedAt: now,
     };
@@ -446,11 +450,11 @@ export class RegistryStore {
     const now = new Date();
     // A current secret that no longer decrypts cannot sign during a grace: kept, it would hold the subscription's
     // deliveries until the grace ended, so the rotation cuts it off at once.
-    const grace = graceMs > 0 && this.tryOpen(current.secret) !== undefined;
+    const grace = graceMs > 0 && this.tryOpen(current.secret, subscriptionSecretBinding(id)) !== undefined;
     const [row] = await tx
       .update(subscriptions)
       .set({
-        secret: this.seal(secret),
+        secret: this.seal(secret, subscriptionSecretBinding(id)),
         previousSecret: grace ? current.secret : null,
         previousSecretExpiresAt: grace ? new Date(now.getTime() + graceMs) : null,
         updatedAt: now,
@@ -467,17 +471,17 @@ export class RegistryStore {
    */
   deliveryCredentials(t: DeliveryTargetRow, now = Date.now()): DeliveryCredentials {
     const row = t.subscription;
-    const secret = this.tryOpen(row.secret);
+    const secret = this.tryOpen(row.secret, subscriptionSecretBinding(row.id));
     if (secret === undefined) return { ok: false, unreadable: "secret" };
     const secrets = [secret];
     if (row.previousSecret && row.previousSecretExpiresAt && row.previousSecretExpiresAt.getTime() > now) {
-      const previous = this.tryOpen(row.previousSecret);
+      const previous = this.tryOpen(row.previousSecret, subscriptionSecretBinding(row.id));
       if (previous === undefined) return { ok: false, unreadable: "previous_secret" };
       secrets.push(previous);
     }
     let brokerUrl = "";
     if (t.broker) {
-      const url = this.tryOpen(t.broker.url);
+      const url = this.tryOpen(t.broker.url, brokerUrlBinding(t.broker.name));
       if (url === undefined) return { ok: false, unreadable: "broker_url" };
       brokerUrl = url;
     }
@@ -485,9 +489,9 @@ export class RegistryStore {
   }
 
   /** The plaintext, or undefined when `sealed` does not decrypt under this process's key. */
-  private tryOpen(sealed: string): string | undefined {
+  private tryOpen(sealed: string, binding: string): string | undefined {
     try {
-      return this.open(sealed);
+      return this.open(sealed, binding);
     } catch {
       return undefined;
     }
@@ -557,7 +561,7 @@ export class RegistryStore {
     return this.run(async (db) => {
       const rows = await db
         .insert(brokers)
-        .values({ name, type, url: this.seal(url) })
+        .values({ name, type, url: this.seal(url, brokerUrlBinding(name)) })
         .onConflictDoNothing()
         .returning({ name: brokers.name });
       return rows.length > 0;
@@ -567,7 +571,7 @@ export class RegistryStore {
   listBrokers(): Promise<BrokerInfo[]> {
     return this.run(async (db) => {
       const rows = await db.select().from(brokers).orderBy(asc(brokers.name));
-      return rows.map((r) => ({ name: r.name, type: r.type, maskedUrl: maskBrokerUrl(this.open(r.url)), createdAt: r.createdAt }));
+      return rows.map((r) => ({ name: r.name, type: r.type, maskedUrl: maskBrokerUrl(this.open(r.url, brokerUrlBinding(r.name))), createdAt: r.createdAt }));
     });
   }
 

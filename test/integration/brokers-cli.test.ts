@@ -42,7 +42,7 @@ test("add stores the URL encrypted; list masks the password", async () => {
   const rows = (await sql`SELECT name, type, url FROM brokers ORDER BY name`) as { name: string; type: string; url: string }[];
   expect(rows.map((r) => [r.name, r.type])).toEqual([["nats1", "nats"], ["rabbit-main", "amqp"]]);
   for (const r of rows) {
-    expect(r.url.startsWith("v1.")).toBe(true);
+    expect(r.url.startsWith("v2.k0.")).toBe(true);
     expect(r.url).not.toContain("127.0.0.1");
   }
 

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { SubscriptionJson } from "../../gateway/render.ts";
 import { apiClient, expectError, expectStatus, type ApiClient } from "../support/http.ts";
 import { startStack, TEST_DESTINATION, type Stack } from "../support/stack.ts";
+import { subscriptionSecretBinding } from "../../registry/sealed-columns.ts";
 
 let stack: Stack;
 let api: ApiClient;
@@ -182,9 +183,9 @@ describe("rotate with Idempotency-Key", () => {
     expect(again.text).toBe(first.text);
     const row = await stack.registry.store.db.$client`SELECT secret, previous_secret FROM subscriptions WHERE id = ${sub.id}`;
     const stored = row[0] as { secret: string; previous_secret: string };
-    expect(stack.registry.store.open(stored.secret)).toBe(first.json<SubscriptionJson>().destination.secret!);
+    expect(stack.registry.store.open(stored.secret, subscriptionSecretBinding(sub.id))).toBe(first.json<SubscriptionJson>().destination.secret!);
     // Rotated once: the previous secret is still the one from creation.
-    expect(stack.registry.store.open(stored.previous_secret)).toBe(sub.destination.secret!);
+    expect(stack.registry.store.open(stored.previous_secret, subscriptionSecretBinding(sub.id))).toBe(sub.destination.secret!);
 
     expectError(await api.post(`/v1/subscriptions/${sub.id}/secrets/rotate`, { gracePeriodSeconds: 0 }, { headers: { "idempotency-key": k } }), 409, "idempotency_conflict");
 

@@ -5,7 +5,6 @@ import { createClient, type Client } from "@connectrpc/connect";
 import { SQL } from "bun";
 import { ApiKeyService, SubscriptionService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { loadConfig } from "../../common/config.ts";
-import { decrypt } from "../../common/crypto.ts";
 import { ApiError, fromRpcError, type ErrorCode } from "../../common/errors.ts";
 import { setLogSink } from "../../common/logger.ts";
 import { networkTransport } from "../../common/rpc.ts";
@@ -14,6 +13,7 @@ import { staticResolver } from "../../common/ssrf.ts";
 import { createRegistry, type RegistryHandle } from "../../registry/index.ts";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
 import { allocateRedisDb, type TestRedis } from "../support/redis.ts";
+import { rowBinding } from "../../common/keyring.ts";
 
 const HOST = "hooks.receiver.test";
 const URL_OK = `https://${HOST}/webhooks`;
@@ -463,8 +463,9 @@ describe("idempotency", () => {
     expect(rows).toHaveLength(1);
     const sealed = (rows[0] as { response: string }).response;
     expect(sealed).not.toContain(first.subscription!.destination!.secret.slice(6));
-    const keyBytes = registry.appKeys.encryptionKey;
-    expect(Buffer.from(decrypt(keyBytes, sealed), "base64").toString("latin1")).toContain(first.subscription!.destination!.secret);
+    expect(sealed).toStartWith(`v2.${registry.keyring.newest.id}.`);
+    const binding = rowBinding("idempotency_records.response", k.id, "POST /v1/subscriptions", "abc");
+    expect(Buffer.from(registry.keyring.open(sealed, binding), "base64").toString("latin1")).toContain(first.subscription!.destination!.secret);
   });
 
   test("an error keeps no record: the key can be reused once the request is fixed", async () => {

@@ -36,10 +36,10 @@ test("the deliverer alone on a fresh database migrates app_settings and keeps it
     expect(await tableExists("app_settings")).toBe(true);
     expect(await tableExists(SETTINGS_MIGRATIONS_TABLE)).toBe(true);
     const token = await loadInternalRoot(db.$client, NO_INTERNAL_CREDENTIALS);
-    const keys = await loadAppKeys(db.$client, undefined);
+    const keys = await loadAppKeys(db.$client, undefined, { warn: () => {} });
     // Asked again, the same values: they were kept, not generated anew.
     expect(await loadInternalRoot(db.$client, NO_INTERNAL_CREDENTIALS)).toBe(token);
-    expect((await loadAppKeys(db.$client, undefined)).encryptionKey.equals(keys.encryptionKey)).toBe(true);
+    expect((await loadAppKeys(db.$client, undefined, { warn: () => {} })).newest.encryptionKey.equals(keys.newest.encryptionKey)).toBe(true);
     const names = (await sql`SELECT name FROM app_settings ORDER BY name`) as { name: string }[];
     expect(names.map((r) => r.name)).toEqual(["app_secret", "internal_token"]);
   } finally {

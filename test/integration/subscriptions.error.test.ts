@@ -4,6 +4,7 @@ import { staticResolver } from "../../common/ssrf.ts";
 import type { SubscriptionJson } from "../../gateway/render.ts";
 import { apiClient, expectError, expectStatus, type ApiClient } from "../support/http.ts";
 import { startStack, TEST_DESTINATION, TEST_HOSTS, type Stack } from "../support/stack.ts";
+import { subscriptionSecretBinding } from "../../registry/sealed-columns.ts";
 
 let stack: Stack;
 let api: ApiClient;
@@ -258,7 +259,7 @@ describe("POST /v1/subscriptions/:id/secrets/rotate errors (and the secret stays
       expectError(await api.post(`/v1/subscriptions/${sub.id}/secrets/rotate`, body), 400, "invalid_request", detail);
       const row = await stack.registry.store.db.$client`SELECT secret, previous_secret FROM subscriptions WHERE id = ${sub.id}`;
       const stored = row[0] as { secret: string; previous_secret: string | null };
-      expect(stack.registry.store.open(stored.secret)).toBe(sub.destination.secret!);
+      expect(stack.registry.store.open(stored.secret, subscriptionSecretBinding(sub.id))).toBe(sub.destination.secret!);
       expect(stored.previous_secret).toBeNull();
     });
   }

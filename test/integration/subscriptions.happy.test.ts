@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { SubscriptionJson } from "../../gateway/render.ts";
 import { apiClient, expectError, expectStatus, urlOf, type ApiClient } from "../support/http.ts";
 import { startStack, TEST_DESTINATION, type Stack } from "../support/stack.ts";
+import { subscriptionSecretBinding } from "../../registry/sealed-columns.ts";
 
 let stack: Stack;
 let api: ApiClient;
@@ -208,7 +209,7 @@ describe("PUT /v1/subscriptions/:id", () => {
     expectStatus(await api.put(`/v1/subscriptions/${created.id}`, { destination: { type: "https", url: TEST_DESTINATION }, events: ["service.ping"] }), 200);
     const row = await stack.registry.store.getSubscription(keyId, created.id);
     expect(row).toBeDefined();
-    expect(stack.registry.store.open(row!.secret)).toBe(created.destination.secret!);
+    expect(stack.registry.store.open(row!.secret, subscriptionSecretBinding(created.id))).toBe(created.destination.secret!);
   });
 });
 

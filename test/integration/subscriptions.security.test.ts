@@ -8,6 +8,7 @@ import type { SubscriptionJson } from "../../gateway/render.ts";
 import { ApiKeyService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { apiClient, expectError, expectStatus, urlOf, type ApiClient } from "../support/http.ts";
 import { startStack, TEST_DESTINATION, TEST_HOSTS, type Stack } from "../support/stack.ts";
+import { subscriptionSecretBinding } from "../../registry/sealed-columns.ts";
 
 let stack: Stack;
 let alice: ApiClient;
@@ -114,7 +115,7 @@ describe("BOLA: another key's subscription does not exist for it", () => {
     const { secret: _s, ...destination } = sub.destination;
     expect(still.json<SubscriptionJson>()).toEqual({ ...sub, destination, filters: { addresses: [], hasMore: false } });
     const row = await stack.registry.store.db.$client`SELECT secret, previous_secret FROM subscriptions WHERE id = ${sub.id}`;
-    expect(stack.registry.store.open((row[0] as { secret: string }).secret)).toBe(sub.destination.secret!);
+    expect(stack.registry.store.open((row[0] as { secret: string }).secret, subscriptionSecretBinding(sub.id))).toBe(sub.destination.secret!);
   });
 
   test("another key's list does not show it", async () => {

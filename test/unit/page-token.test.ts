@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { ApiError } from "../../common/errors.ts";
 import { decodePageToken, encodePageToken, pageLimit, pageOf, queryPageLimit, type PageScope } from "../../common/page-token.ts";
 
-const KEY = randomBytes(32);
+const KEY = [randomBytes(32)];
 const SCOPE: PageScope = { list: "events:", keyId: "key_1", parent: "sub_1" };
 const isCursor = (c: unknown): c is { n: number } => typeof c === "object" && c !== null && typeof (c as { n?: unknown }).n === "number";
 
