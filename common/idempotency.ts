@@ -6,6 +6,7 @@ import { index, pgTable, primaryKey, text, timestamp, type PgDatabase, type PgQu
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
 import { ApiError } from "./errors.ts";
 import { rowBinding, type Keyring } from "./keyring.ts";
+import type { SealedColumn } from "./reseal.ts";
 
 const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
@@ -35,6 +36,17 @@ export type IdempotencyTable = ReturnType<typeof idempotencyTable>;
 /** A stored response is bound to its record (table, key, scope, Idempotency-Key): it replays nowhere else. */
 function responseBinding(tableName: string, keyId: string, scope: string, idemKey: string): string {
   return rowBinding(`${tableName}.response`, keyId, scope, idemKey);
+}
+
+/** The table's sealed responses, for `bun run secrets rotate` (common/reseal.ts). */
+export function idempotencySealedColumn(table: IdempotencyTable): SealedColumn {
+  const name = getTableName(table);
+  return {
+    table: name,
+    column: table.response.name,
+    key: [table.keyId.name, table.scope.name, table.idemKey.name],
+    binding: ([keyId, scope, idemKey]) => responseBinding(name, keyId!, scope!, idemKey!),
+  };
 }
 
 /** A pool or an open transaction of any service's Drizzle database. */
