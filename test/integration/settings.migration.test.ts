@@ -42,6 +42,15 @@ test("the deliverer alone on a fresh database migrates app_settings and keeps it
     expect((await loadAppKeys(db.$client, undefined, { warn: () => {} })).newest.encryptionKey.equals(keys.newest.encryptionKey)).toBe(true);
     const names = (await sql`SELECT name FROM app_settings ORDER BY name`) as { name: string }[];
     expect(names.map((r) => r.name)).toEqual(["app_secret", "internal_token"]);
+    // A service on the kept key is told so every time; one given APP_SECRET is not.
+    const warnings: string[] = [];
+    const warn = { warn: (msg: string) => void warnings.push(msg) };
+    await loadAppKeys(db.$client, undefined, warn);
+    await loadAppKeys(db.$client, undefined, warn);
+    expect(warnings).toHaveLength(2);
+    expect(warnings[0]).toContain("APP_SECRET is not set");
+    await loadAppKeys(db.$client, Buffer.alloc(32, 9).toString("base64"), warn);
+    expect(warnings).toHaveLength(2);
   } finally {
     await db.$client.close();
   }

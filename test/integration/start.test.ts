@@ -138,6 +138,9 @@ test("npm start creates the database, serves the API with every service, and sto
     const port = started.record("gateway listening")!.port as number;
     expect(port).toBeGreaterThan(0);
     for (const service of ["registry", "deliverer"]) expect(started.record(`${service} running in-process`)).toBeDefined();
+    // No APP_SECRET: each service using the generated key kept in the database says so at start, naming APP_SECRET.
+    const keptKeyWarnings = lines.filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Record<string, unknown>).filter((r) => r.level === "warn" && String(r.msg).startsWith("APP_SECRET is not set"));
+    expect(keptKeyWarnings.map((r) => r.service).sort()).toEqual(["deliverer", "registry"]);
     const matcherPort = started.record("matcher listening")!.port as number;
     expect(await databaseExists()).toBe(true);
     const base = `http://127.0.0.1:${port}`;
