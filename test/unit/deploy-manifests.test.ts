@@ -85,6 +85,22 @@ describe.each(SERVICES)("%s", (service) => {
   });
 });
 
+test("each Deployment gets only the secrets it uses: APP_SECRET where values are sealed, DATABASE_URL where it is opened", () => {
+  const secretKeys = (name: string) => Object.keys(named("Secret", name)?.stringData ?? {});
+  // What each service's code reads: loadAppKeys (registry/index.ts, deliverer/index.ts; the CLIs run in the registry's
+  // pod) and config.databaseUrl (those two and matcher/index.ts); the gateway calls them over RPC.
+  const uses = { gateway: [], registry: ["APP_SECRET", "DATABASE_URL"], deliverer: ["APP_SECRET", "DATABASE_URL"], matcher: ["DATABASE_URL"] };
+  for (const service of SERVICES) {
+    const containers = named("Deployment", service)!.spec.template.spec.containers as Doc[];
+    for (const c of containers) {
+      const refs = (c.envFrom as Doc[]).map((e) => e.secretRef?.name as string | undefined).filter((n): n is string => n !== undefined);
+      for (const ref of refs) expect(named("Secret", ref), `${service} mounts Secret ${ref}`).toBeDefined();
+      const mounted = refs.flatMap(secretKeys).filter((k) => k === "APP_SECRET" || k === "DATABASE_URL");
+      expect(mounted.sort(), service).toEqual(uses[service]);
+    }
+  }
+});
+
 test("the gateway and the deliverer autoscale; their Deployments leave replicas to the autoscaler", () => {
   const targets = kinds("HorizontalPodAutoscaler").map((h) => h.spec.scaleTargetRef);
   for (const service of ["gateway", "deliverer"]) {
