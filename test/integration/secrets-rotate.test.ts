@@ -225,7 +225,7 @@ test("a sealed value copied onto another row is refused there: secrets, broker U
   expect(await store.addBroker("other", "amqp", "amqp://v:q@127.0.0.1:5672/")).toBe(true);
   await bed.sql`update brokers set url = (select url from brokers where name = 'one') where name = 'other'`;
   const other = (await store.getBroker("other"))!;
-  expect(() => store.brokerUrl(other)).toThrow(UnreadableSecretError);
+  expect(() => store.open(other.url, brokerUrlBinding("other"))).toThrow(UnreadableSecretError);
   expect(store.open(other.url, brokerUrlBinding("one"))).toBe("amqp://u:p@127.0.0.1:5672/");
 
   // The registry's stored response of one Idempotency-Key copied under another: the replay is refused, not served.

@@ -89,14 +89,14 @@ test("each Deployment gets only the secrets it uses: APP_SECRET where values are
   const secretKeys = (name: string) => Object.keys(named("Secret", name)?.stringData ?? {});
   // What each service's code reads: loadAppKeys (registry/index.ts, deliverer/index.ts; the CLIs run in the registry's
   // pod) and config.databaseUrl (those two and matcher/index.ts); the gateway calls them over RPC.
-  const uses = { gateway: [], registry: ["APP_SECRET", "DATABASE_URL"], deliverer: ["APP_SECRET", "DATABASE_URL"], matcher: ["DATABASE_URL"] };
+  const uses: Record<string, string[]> = { gateway: [], registry: ["APP_SECRET", "DATABASE_URL"], deliverer: ["APP_SECRET", "DATABASE_URL"], matcher: ["DATABASE_URL"] };
   for (const service of SERVICES) {
     const containers = named("Deployment", service)!.spec.template.spec.containers as Doc[];
     for (const c of containers) {
       const refs = (c.envFrom as Doc[]).map((e) => e.secretRef?.name as string | undefined).filter((n): n is string => n !== undefined);
       for (const ref of refs) expect(named("Secret", ref), `${service} mounts Secret ${ref}`).toBeDefined();
       const mounted = refs.flatMap(secretKeys).filter((k) => k === "APP_SECRET" || k === "DATABASE_URL");
-      expect(mounted.sort(), service).toEqual(uses[service]);
+      expect(mounted.sort() as string[], service).toEqual(uses[service]!);
     }
   }
 });
