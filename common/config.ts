@@ -61,6 +61,11 @@ export interface Config {
    * Every service must use the same value; a change is a new index, rebuilt by the registry from PostgreSQL.
    */
   watchIndexShards: number;
+  /**
+   * WATCH_OUTBOX_RETENTION_MS: how long applied watch-index outbox rows are kept, so a Redis that lost recent writes
+   * (failover to a lagging replica) is replayed to rather than rebuilt (registry/watch-applier.ts replay).
+   */
+  watchOutboxRetentionMs: number;
   port: number;
   registryPort: number;
   registryGrpcPort: number;
@@ -183,6 +188,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: str(env, "REDIS_URL", "redis://127.0.0.1:6379"),
     redisPrefix: str(env, "REDIS_PREFIX", "whk:"),
     watchIndexShards: shardCount(int(env, "WATCH_INDEX_SHARDS", DEFAULT_WATCH_INDEX_SHARDS)),
+    watchOutboxRetentionMs: int(env, "WATCH_OUTBOX_RETENTION_MS", 3_600_000),
     port: int(env, "PORT", 3000),
     registryPort: int(env, "REGISTRY_PORT", 3001),
     registryGrpcPort: int(env, "REGISTRY_GRPC_PORT", 50051),

@@ -7,7 +7,8 @@
 // so on a Redis Cluster one chain spreads over up to N slots (and nodes) instead of being pinned to one. An address
 // belongs to shard crc32(address) mod N and, within it, to one of TOTAL_BUCKETS/N buckets. Every shard is a complete
 // small index of its own, with exactly the keys one chain had before sharding:
-//   P wi:{C:s/N}:state        hash: cur (generation served), next (generation being built), stale, gens, dead
+//   P wi:{C:s/N}:state        hash: cur (generation served), next (generation being built), stale, gens, dead,
+//                             pos (position of the last outbox row applied to this shard: common/watch-positions.ts)
 //   P wi:{C:s/N}:<g>:b:<n>    hash per bucket n: field = base58 address, value = "h1,h2" subscriber handles
 //   P wi:{C:s/N}:<g>:sub      hash: subscription id -> handle (small integer, never reused within a generation)
 //   P wi:{C:s/N}:<g>:meta     hash: handle -> "subId|keyId|e or d|event,event|match" (status, kinds and match
@@ -42,6 +43,13 @@
 // until the rebuild finishes (or throws WatchIndexNotReadyError after `waitMs`), so it never answers "not watched"
 // for a watched address; the matcher treats the error as "retry this block later" and does not advance its
 // checkpoint. An on-demand rebuild of a ready index keeps serving the current generation meanwhile.
+//
+// Positions. A shard that is ready may still lack changes PostgreSQL says were applied: Redis failed over to a replica
+// that had not received them, or was restored from an older snapshot. Every writer script records the change's
+// position (state.pos) in the same script as the change, so a replica holds a position exactly when it holds the
+// changes up to it; LOOKUP returns it with the answer, and the matcher (LookupOptions.minPositions) waits, as for a
+// shard not ready, while the shard is below the position PostgreSQL had applied before the lookup, until the registry
+// replays the missing rows (registry/watch-applier.ts replay).
 import { createHash } from "node:crypto";
 import { DEFAULT_WATCH_INDEX_SHARDS } from "./config.ts";
 import { acrossSlots, isCluster, type Redis } from "./redis.ts";
@@ -84,8 +92,12 @@ export interface AddressChange {
 }
 
 export class WatchIndexNotReadyError extends Error {
-  constructor(readonly chainId: string) {
-    super(`the watch index of ${chainId} is being rebuilt`);
+  constructor(
+    readonly chainId: string,
+    /** Redis was behind PostgreSQL's applied changes (not a rebuild): they were not replayed in time. */
+    readonly behind = false,
+  ) {
+    super(behind ? `the watch index of ${chainId} lacks changes PostgreSQL applied; waiting for their replay` : `the watch index of ${chainId} is being rebuilt`);
     this.name = "WatchIndexNotReadyError";
   }
 }
@@ -160,19 +172,28 @@ local function addWatcher(bk, f, h)
     if not string.find(','..v..',', ','..h..',', 1, true) then redis.call('HSET', bk, f, v..','..h) end
   end
 end
+-- Records that the change at position p is in this shard (only where the shard has a generation): the same script
+-- writes the change, so a replica has the position exactly when it has the change. Never moves back.
+local function bump(p, gs)
+  if p ~= '' and #gs > 0 and tonumber(redis.call('HGET', KEYS[1], 'pos') or '0') < tonumber(p) then
+    redis.call('HSET', KEYS[1], 'pos', p)
+  end
+end
 `;
 
-// ARGV: base, forcedGen, subId, meta, keyId, keyState, nRemove, then (bucket, address) pairs: removals, additions.
+// Every writer's ARGV starts with base, forcedGen, position ('' for none: a rebuild's writes, or a slice that is not
+// the change's last in this shard).
+// ARGV: base, forcedGen, pos, subId, meta, keyId, keyState, nRemove, then (bucket, address) pairs: removals, additions.
 const APPLY = `${LUA_GENS}
-local base, sub, meta, keyId, keyState = ARGV[1], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local nrem = tonumber(ARGV[7])
+local base, sub, meta, keyId, keyState = ARGV[1], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local nrem = tonumber(ARGV[8])
 local gs = gens(ARGV[2])
 for _, g in ipairs(gs) do
   local gb = base..g..':'
   local h = handle(gb, sub, true)
   redis.call('HSET', gb..'meta', h, meta)
   if keyState ~= '' then redis.call('HSETNX', gb..'keys', keyId, keyState) end
-  local i = 8
+  local i = 9
   for r = 1, nrem do
     local bk, f = gb..'b:'..ARGV[i], ARGV[i+1]
     i = i + 2
@@ -187,47 +208,61 @@ for _, g in ipairs(gs) do
     i = i + 2
   end
 end
+bump(ARGV[3], gs)
 return #gs
 `;
 
-// ARGV: base, forcedGen, subId, meta. Refreshes status, kinds and match where the subscription has a handle.
+// ARGV: base, forcedGen, pos, subId, meta. Refreshes status, kinds and match where the subscription has a handle.
 const SET_META = `${LUA_GENS}
 local gs = gens(ARGV[2])
 for _, g in ipairs(gs) do
   local gb = ARGV[1]..g..':'
-  local h = handle(gb, ARGV[3], false)
-  if h then redis.call('HSET', gb..'meta', h, ARGV[4]) end
+  local h = handle(gb, ARGV[4], false)
+  if h then redis.call('HSET', gb..'meta', h, ARGV[5]) end
 end
+bump(ARGV[3], gs)
 return #gs
 `;
 
-// ARGV: base, forcedGen, subId. The handle's meta goes at once; its address fields are swept later.
+// ARGV: base, forcedGen, pos, subId. The handle's meta goes at once; its address fields are swept later.
 const DROP_SUB = `${LUA_GENS}
 local gs = gens(ARGV[2])
 local dropped = 0
 for _, g in ipairs(gs) do
   local gb = ARGV[1]..g..':'
-  local h = handle(gb, ARGV[3], false)
+  local h = handle(gb, ARGV[4], false)
   if h then
-    redis.call('HDEL', gb..'sub', ARGV[3])
+    redis.call('HDEL', gb..'sub', ARGV[4])
     redis.call('HDEL', gb..'meta', h)
     dropped = dropped + 1
   end
 end
 if dropped > 0 then redis.call('HINCRBY', KEYS[1], 'dead', 1) end
+bump(ARGV[3], gs)
 return #gs
 `;
 
-// ARGV: base, forcedGen, keyId, state ("1"/"0").
+// ARGV: base, forcedGen, pos, keyId, state ("1"/"0").
 const SET_KEY = `${LUA_GENS}
 local gs = gens(ARGV[2])
-for _, g in ipairs(gs) do redis.call('HSET', ARGV[1]..g..':keys', ARGV[3], ARGV[4]) end
+for _, g in ipairs(gs) do redis.call('HSET', ARGV[1]..g..':keys', ARGV[4], ARGV[5]) end
+bump(ARGV[3], gs)
 return #gs
 `;
 
-// ARGV: base, then (bucket, address) pairs. Returns {-1} when not ready, else {values, handles, metas, keyStates}.
+// ARGV: base, forcedGen (ignored), pos. Raises the shard's position without a change (a replay that found the
+// shard's last changes already covered, e.g. by a rebuild that took no rows). Returns 0 when the shard has no
+// generation.
+const SET_POS = `${LUA_GENS}
+local gs = gens('')
+bump(ARGV[3], gs)
+return #gs
+`;
+
+// ARGV: base, then (bucket, address) pairs. Returns {-1} when not ready, else {1, values, handles, metas, keyStates,
+// position}: the position of the last change applied to the shard, read in the same script as the answer.
 const LOOKUP = `
-local st = redis.call('HMGET', KEYS[1], 'cur', 'stale')
+local st = redis.call('HMGET', KEYS[1], 'cur', 'stale', 'pos')
 if (not st[1]) or st[2] then return {-1} end
 local gb = ARGV[1]..st[1]..':'
 local vals, seen, hs = {}, {}, {}
@@ -256,7 +291,7 @@ for j, h in ipairs(hs) do
     keys[j] = '0'
   end
 end
-return {1, vals, hs, metas, keys}
+return {1, vals, hs, metas, keys, st[3] or '0'}
 `;
 
 // ARGV: base, gen, fromBucket, toBucket (exclusive). Drops handles without meta from every field in the range.
@@ -315,12 +350,14 @@ if old == g then old = nil end
 return old or ''
 `;
 
-// ARGV: gen. Swaps only if this build is still the pending one; returns the previous cur ('' if none, -1 if lost).
+// ARGV: gen, pos. Swaps only if this build is still the pending one; returns the previous cur ('' if none, -1 if
+// lost). The new generation holds every change up to the rebuild's position: the shard's position moves up to it.
 const FINISH_BUILD = `
 if redis.call('HGET', KEYS[1], 'next') ~= ARGV[1] then return '-1' end
 local old = redis.call('HGET', KEYS[1], 'cur')
 redis.call('HSET', KEYS[1], 'cur', ARGV[1])
 redis.call('HDEL', KEYS[1], 'next')
+if ARGV[2] ~= '' and tonumber(redis.call('HGET', KEYS[1], 'pos') or '0') < tonumber(ARGV[2]) then redis.call('HSET', KEYS[1], 'pos', ARGV[2]) end
 -- A failure marked after this build began is not covered by it: stay stale so the registry builds again.
 local st = redis.call('HGET', KEYS[1], 'stale')
 if st == 'build:'..ARGV[1] then redis.call('HDEL', KEYS[1], 'stale') end
@@ -328,7 +365,7 @@ return old or ''
 `;
 
 const sha = (s: string) => createHash("sha1").update(s).digest("hex");
-const SCRIPTS = { APPLY, LOAD, SET_META, DROP_SUB, SET_KEY, LOOKUP, SWEEP, BEGIN_BUILD, FINISH_BUILD } as const;
+const SCRIPTS = { APPLY, LOAD, SET_META, DROP_SUB, SET_KEY, SET_POS, LOOKUP, SWEEP, BEGIN_BUILD, FINISH_BUILD } as const;
 const SHAS = Object.fromEntries(Object.entries(SCRIPTS).map(([k, v]) => [k, sha(v)])) as Record<keyof typeof SCRIPTS, string>;
 
 type Arg = string | number;
@@ -389,6 +426,30 @@ export interface WriteTarget {
   generation?: string;
   /** WATCH_INDEX_SHARDS (config.watchIndexShards); omitted: DEFAULT_SHARDS. */
   shards?: number;
+  /**
+   * The change's position (registry/watch-applier.ts): each shard the change touches records it in its state key, in
+   * the script that writes the change's last part there. Omitted: none (the rebuild's writes into a new generation).
+   */
+  position?: number;
+  /** Write only these shards (a replay of the shards a Redis lost); omitted: every shard the change touches. */
+  onlyShards?: ReadonlySet<number>;
+}
+
+/** The shards a change touches: those of its addresses, or every shard for one without addresses. */
+export function shardsOfChange(change: AddressChange, shards = DEFAULT_SHARDS): number[] {
+  if (change.add.length + change.remove.length === 0) return Array.from({ length: shards }, (_, i) => i);
+  const out = new Set<number>();
+  for (const a of change.add) out.add(slotOf(a, shards).shard);
+  for (const a of change.remove) out.add(slotOf(a, shards).shard);
+  return [...out].sort((a, b) => a - b);
+}
+
+const posArg = (target: WriteTarget): string => (target.position === undefined ? "" : String(target.position));
+
+/** The shards of a chain a write goes to (all, or target.onlyShards). */
+function targetShards(target: WriteTarget): { shard: number; base: string; state: string }[] {
+  const all = shardsOf(target.prefix, target.chainId, target.shards ?? DEFAULT_SHARDS);
+  return target.onlyShards ? all.filter((s) => target.onlyShards!.has(s.shard)) : all;
 }
 
 /**
@@ -405,30 +466,28 @@ export async function applyAddresses(
   change: AddressChange,
 ): Promise<boolean> {
   const shards = target.shards ?? DEFAULT_SHARDS;
-  const all = shardsOf(target.prefix, target.chainId, shards);
-  const tail: Arg[] = [target.generation ?? "", meta.id, encodeMeta(meta), meta.keyId, keyActive === undefined ? "" : keyActive ? "1" : "0"];
+  const all = targetShards(target);
+  const gen = target.generation ?? "";
+  const pos = posArg(target);
+  const tail: Arg[] = [meta.id, encodeMeta(meta), meta.keyId, keyActive === undefined ? "" : keyActive ? "1" : "0"];
   const total = change.add.length + change.remove.length;
   if (total === 0) {
-    const res = await runAll(redis, all.map((s) => ({ name: "APPLY" as const, key: s.state, args: [s.base, ...tail, 0] })));
+    const res = await runAll(redis, all.map((s) => ({ name: "APPLY" as const, key: s.state, args: [s.base, gen, pos, ...tail, 0] })));
     return res.every((n) => Number(n) > 0);
   }
   const removes = groupByShard(change.remove, shards);
   const adds = groupByShard(change.add, shards);
   // Within a shard: removals before additions, slice after slice (a removal and a re-addition of one address stay
-  // in that order); the shards are independent of each other.
+  // in that order); the shards are independent of each other. Only the shard's last slice records the position.
   const perShard = all.map(async (s) => {
     let wrote = true;
     const rem = removes[s.shard]!;
     const add = adds[s.shard]!;
-    for (let i = 0; i < rem.length; i += SLICE) {
-      const part = rem.slice(i, i + SLICE);
-      const args: Arg[] = [s.base, ...tail, part.length];
-      for (const [bucket, a] of part) args.push(bucket, a);
-      wrote = Number(await run(redis, "APPLY", s.state, args)) > 0 && wrote;
-    }
-    for (let i = 0; i < add.length; i += SLICE) {
-      const part = add.slice(i, i + SLICE);
-      const args: Arg[] = [s.base, ...tail, 0];
+    const slices: { part: [number, string][]; removal: boolean }[] = [];
+    for (let i = 0; i < rem.length; i += SLICE) slices.push({ part: rem.slice(i, i + SLICE), removal: true });
+    for (let i = 0; i < add.length; i += SLICE) slices.push({ part: add.slice(i, i + SLICE), removal: false });
+    for (const [k, { part, removal }] of slices.entries()) {
+      const args: Arg[] = [s.base, gen, k === slices.length - 1 ? pos : "", ...tail, removal ? part.length : 0];
       for (const [bucket, a] of part) args.push(bucket, a);
       wrote = Number(await run(redis, "APPLY", s.state, args)) > 0 && wrote;
     }
@@ -484,9 +543,25 @@ export async function loadSubscriptions(redis: Redis, target: WriteTarget & { ge
 
 /** The same script on every shard of a chain; true when every shard has a generation to write to. */
 async function everyShard(redis: Redis, target: WriteTarget, name: keyof typeof SCRIPTS, args: Arg[]): Promise<boolean> {
-  const all = shardsOf(target.prefix, target.chainId, target.shards ?? DEFAULT_SHARDS);
-  const res = await runAll(redis, all.map((s) => ({ name, key: s.state, args: [s.base, target.generation ?? "", ...args] })));
+  const res = await runAll(redis, targetShards(target).map((s) => ({ name, key: s.state, args: [s.base, target.generation ?? "", posArg(target), ...args] })));
   return res.every((n) => Number(n) > 0);
+}
+
+/** Raises the position of these shards (those with a generation) to `target.position` without writing a change. */
+export async function raisePositions(redis: Redis, target: WriteTarget & { position: number }): Promise<boolean> {
+  return everyShard(redis, target, "SET_POS", []);
+}
+
+/** Each shard's position (the last change applied to it; 0 when none is recorded) and whether it has a generation. */
+export async function readPositions(redis: Redis, prefix: string, chainId: string, shards = DEFAULT_SHARDS): Promise<{ position: number; served: boolean }[]> {
+  const pipe = acrossSlots(redis);
+  for (const s of shardsOf(prefix, chainId, shards)) pipe.hmget(s.state, "pos", "cur");
+  const replies = (await pipe.exec()) ?? [];
+  return replies.map(([err, v]) => {
+    if (err) throw err;
+    const [pos, cur] = v as (string | null)[];
+    return { position: Number(pos ?? 0), served: cur !== null && cur !== undefined };
+  });
 }
 
 /** Refreshes a subscription's status, kinds and match conditions on one chain (no-op where it watches nothing). */
@@ -576,9 +651,17 @@ export async function beginBuild(
  * swapped as of the rebuild's snapshot. Both are states PostgreSQL committed, so a lookup spanning a swap is at worst
  * behind (as any lookup may be until the outbox rows are applied), never ahead.
  */
-export async function finishBuild(redis: Redis, prefix: string, chainId: string, generation: string, shards = DEFAULT_SHARDS): Promise<string | null> {
+export async function finishBuild(
+  redis: Redis,
+  prefix: string,
+  chainId: string,
+  generation: string,
+  shards = DEFAULT_SHARDS,
+  position?: number,
+): Promise<string | null> {
   const all = shardsOf(prefix, chainId, shards);
-  const olds = (await runAll(redis, all.map((s) => ({ name: "FINISH_BUILD" as const, key: s.state, args: [generation] })))).map(String);
+  const pos = position === undefined ? "" : String(position);
+  const olds = (await runAll(redis, all.map((s) => ({ name: "FINISH_BUILD" as const, key: s.state, args: [generation, pos] })))).map(String);
   if (olds.includes("-1")) throw new Error(`watch index build ${chainId}#${generation} was superseded`);
   return olds.find((g) => g !== "") ?? null;
 }
@@ -629,9 +712,17 @@ export interface LookupOptions {
   waitMs?: number;
   /** WATCH_INDEX_SHARDS (config.watchIndexShards); omitted: DEFAULT_SHARDS. */
   shards?: number;
+  /**
+   * Per shard, the position PostgreSQL says was applied (registry/watch-positions.ts), read before this lookup: a shard
+   * whose Redis position is lower lost changes (a failover to a lagging replica) and is asked again, like a shard
+   * not ready, until the registry has replayed them (or `waitMs`). Called once, just before the first Redis round
+   * trip, whose answer it then waits for: the PostgreSQL read runs beside it, and a read that lands after the Redis
+   * one only asks for more, never less.
+   */
+  minPositions?: () => Promise<readonly number[]>;
 }
 
-type LookupReply = [-1] | [1, string[], string[], string[], string[]];
+type LookupReply = [-1] | [1, string[], string[], string[], string[], string];
 
 /**
  * The watched ones among `addresses` (base58) on `chainId`, each with its watchers: one script per shard that
@@ -652,6 +743,7 @@ export async function lookup(
   const groups = groupByShard(unique, shards);
   let pending: ScriptCall[] = [];
   const asked: string[][] = [];
+  const askedShards: number[] = [];
   for (let s = 0; s < shards; s++) {
     const group = groups[s]!;
     if (group.length === 0) continue;
@@ -660,20 +752,32 @@ export async function lookup(
     for (const [bucket, a] of group) args.push(bucket, a);
     pending.push({ name: "LOOKUP", key: `${base}state`, args });
     asked.push(group.map(([, a]) => a));
+    askedShards.push(s);
   }
   let pendingAddresses = asked;
+  let pendingShards = askedShards;
+  let behind = false;
   const deadline = Date.now() + (opts.waitMs ?? 30_000);
   let pause = 25;
   // Watchers with the same meta and key state share one object (callers read them, never change them).
   const shared = new Map<string, Watcher>();
+  const required = opts.minPositions?.();
+  // Awaited below after the Redis answer; a failure then is thrown there, not reported as unhandled meanwhile.
+  required?.catch(() => {});
   for (;;) {
     const replies = (await runAll(redis, pending)) as LookupReply[];
+    const minimum = required ? await required : [];
     const retry: ScriptCall[] = [];
     const retryAddresses: string[][] = [];
+    const retryShards: number[] = [];
+    behind = false;
     replies.forEach((reply, i) => {
-      if (reply[0] !== 1) {
+      const lagging = reply[0] === 1 && Number(reply[5] ?? 0) < (minimum[pendingShards[i]!] ?? 0);
+      if (reply[0] !== 1 || lagging) {
+        if (lagging) behind = true;
         retry.push(pending[i]!);
         retryAddresses.push(pendingAddresses[i]!);
+        retryShards.push(pendingShards[i]!);
         return;
       }
       const [, values, handles, metas, keyStates] = reply;
@@ -703,11 +807,12 @@ export async function lookup(
       });
     });
     if (retry.length === 0) return out;
-    if (Date.now() >= deadline) throw new WatchIndexNotReadyError(chainId);
+    if (Date.now() >= deadline) throw new WatchIndexNotReadyError(chainId, behind);
     await Bun.sleep(pause);
     pause = Math.min(pause * 2, 250);
     pending = retry;
     pendingAddresses = retryAddresses;
+    pendingShards = retryShards;
   }
 }
 

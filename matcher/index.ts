@@ -13,6 +13,7 @@ import { openRedis, type Redis } from "../common/redis.ts";
 import type { ServiceHandle } from "../common/service.ts";
 import { lookup } from "../common/watch-index.ts";
 import { StreamLink } from "./block-cache.ts";
+import { AppliedPositionsReader } from "./index-positions.ts";
 import { acquireChainLease, type ChainLease } from "./lease.ts";
 import type { WatchLookup } from "./match.ts";
 import * as m from "./metrics.ts";
@@ -95,7 +96,11 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
     m.lagSeconds.set({ chain }, Number.NaN);
   }
 
-  const watchLookup: WatchLookup = (chainId, addresses) => lookup(redis, config.redisPrefix, chainId, addresses, { shards: config.watchIndexShards });
+  // Every lookup compares Redis with what PostgreSQL says was applied before it (matcher/index-positions.ts): a Redis
+  // that lost applied changes (a failover to a lagging replica) is waited for until the registry replayed them.
+  const applied = new AppliedPositionsReader(db, config.watchIndexShards);
+  const watchLookup: WatchLookup = (chainId, addresses) =>
+    lookup(redis, config.redisPrefix, chainId, addresses, { shards: config.watchIndexShards, minPositions: () => applied.read(chainId) });
   const enqueue = async (events: NewEvent[]) => {
     await deliverer.enqueue({ events });
   };

@@ -44,6 +44,7 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
   // rebuilt at start when missing (in the background: lookups wait meanwhile) and when Redis lost it.
   const watchIndex = new WatchIndex(db, redis, config.redisPrefix, log.child({ service: "registry", part: "watch-index" }), undefined, {
     shards: config.watchIndexShards,
+    retentionMs: config.watchOutboxRetentionMs,
   });
   const addresses: AddressRpcs = addressRpcs({
     store,

@@ -40,6 +40,15 @@ export const unreadableTargets = new Counter({
   registers: [metrics],
 });
 
+export const indexBehind = new Counter({
+  name: "registry_watch_index_repairs_total",
+  help:
+    "Watch index shards found holding less than PostgreSQL, by chain and repair: replay (lacked applied changes: a " +
+    "failover to a lagging replica), rebuild (those changes were past the outbox retention).",
+  labelNames: ["chain", "repair"] as const,
+  registers: [metrics],
+});
+
 /** Wraps every method of a service implementation with the call counter and the latency histogram. */
 export function instrument<S extends DescService>(impl: ServiceImpl<S>): ServiceImpl<S> {
   const out: Record<string, unknown> = {};

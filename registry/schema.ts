@@ -1,6 +1,7 @@
 // The registry's tables (its own migrations folder and journal, __registry_migrations). Row types come from here.
 import { idempotencyTable } from "../common/idempotency.ts";
-import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { sql } from "drizzle-orm";
+import { bigint, boolean, index, integer, jsonb, pgSequence, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 import { defaultMatch, type MatchConditions } from "../common/match-conditions.ts";
 
 const ms = (name: string) => timestamp(name, { precision: 3, withTimezone: true, mode: "date" });
@@ -100,8 +101,10 @@ export const subscriptionAddresses = pgTable(
 
 // The watch index's transactional outbox (registry/watch-outbox.ts): every change the Redis watch index must learn
 // is inserted here in the transaction that makes it, and one applier per chain writes the rows to Redis in id order
-// and deletes them. `kind`: "addresses" (add/remove of one subscription's entries), "meta" (status, kinds or match
-// changed: re-read when applied), "drop" (subscription deleted), "key" (key revoked or chains changed: re-read).
+// and marks them applied with their position (kept WATCH_OUTBOX_RETENTION_MS so a Redis that lost them can be
+// replayed to: registry/watch-applier.ts replay). `kind`: "addresses" (add/remove of one subscription's entries), "meta"
+// (status, kinds or match changed: re-read when applied), "drop" (subscription deleted), "key" (key revoked or chains
+// changed: re-read).
 export const watchOutbox = pgTable(
   "watch_outbox",
   {
@@ -113,14 +116,38 @@ export const watchOutbox = pgTable(
     add: text("add").array().notNull().default([]),
     remove: text("remove").array().notNull().default([]),
     createdAt: ms("created_at").notNull().defaultNow(),
+    // Null until applied; then the row's place in the order its chain's changes reached Redis (watch_position_seq).
+    appliedPosition: bigint("applied_position", { mode: "number" }),
+    appliedAt: ms("applied_at"),
   },
-  (t) => [index("watch_outbox_chain_idx").on(t.chainId, t.id)],
+  (t) => [
+    index("watch_outbox_pending_idx").on(t.chainId, t.id).where(sql`${t.appliedPosition} IS NULL`),
+    index("watch_outbox_applied_idx").on(t.chainId, t.appliedPosition).where(sql`${t.appliedPosition} IS NOT NULL`),
+  ],
+);
+
+// Positions of applied changes: taken from one sequence (never handed out twice, even by a batch that rolled back),
+// each chain's in the order its applier wrote them to Redis.
+export const watchPositionSeq = pgSequence("watch_position_seq");
+
+// Per chain and shard of the watch index, the position of the last change applied to that shard: the index must be
+// at least there (common/watch-index.ts keeps the same number in the shard's state key, written by the script that
+// applies the change). `shard` -1 holds the chain's `pruned` mark instead: applied rows up to that position are gone,
+// so a shard behind it cannot be replayed and is rebuilt.
+export const watchIndexPositions = pgTable(
+  "watch_index_positions",
+  {
+    chainId: text("chain_id").notNull(),
+    shard: integer("shard").notNull(),
+    position: bigint("position", { mode: "number" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.chainId, t.shard] })],
 );
 
 // Idempotency records of subscription creation and secret rotation, written in the effect's transaction.
 export const idempotencyRecords = idempotencyTable("idempotency_records", "idempotency_records_expires_idx");
 
-export const registrySchema = { apiKeys, brokers, brokerGrants, subscriptions, subscriptionAddresses, idempotencyRecords, watchOutbox };
+export const registrySchema = { apiKeys, brokers, brokerGrants, subscriptions, subscriptionAddresses, idempotencyRecords, watchOutbox, watchIndexPositions };
 export type RegistrySchema = typeof registrySchema;
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;

@@ -1,18 +1,23 @@
 // The applier of the watch index's outbox (rows written by registry/watch-outbox.ts): one loop per chain reads the
-// chain's rows in id order, writes them to Redis through common/watch-index.ts and deletes them, batch by batch.
+// chain's pending rows in id order, writes them to Redis through common/watch-index.ts and marks them applied, batch
+// by batch. Each applied row gets a position (a sequence, increasing in the order the chain's rows reach Redis): the
+// script that writes the row's change to a shard also records the position in the shard's state key, and the batch's
+// transaction records, per shard, the last position applied there (common/watch-positions.ts). Applied rows are kept
+// for WATCH_OUTBOX_RETENTION_MS: a Redis found behind those positions is replayed to (replay below).
 //
 // One applier per chain across all registry replicas: each batch runs in a transaction that first takes
 // pg_try_advisory_xact_lock(hashtext('watch-outbox'), hashtext(chain)); a replica that does not get it leaves the
 // batch to the one that has it. The rebuild (registry/watch-index.ts) holds the same lock while it copies
 // PostgreSQL, so nothing is applied to a chain while its new generation is built.
 //
-// A batch's rows are deleted in the transaction that read them, after their Redis writes: a crash or a Redis failure
-// in between rolls the deletion back and the whole batch is applied again, in the same order, later. Applying a batch
+// A batch's rows are marked applied in the transaction that read them, after their Redis writes: a crash or a Redis
+// failure in between rolls the marks back and the whole batch is applied again, in the same order, later, with new
+// positions (a retried batch never reuses the positions of an attempt that may have reached Redis). Applying a batch
 // twice ends in the same state as once: an address row adds and removes its subscription's handle (the last row
 // touching an address decides), meta and key rows write the state PostgreSQL holds when they are applied, and a drop
 // row comes after every other row of its subscription (rows of a deleted subscription are skipped: its state is gone).
 //
-// A request that changed the index waits (settle) until its rows are deleted by an applier (this process, another
+// A request that changed the index waits (settle) until its rows are applied by an applier (this process, another
 // replica, or a rebuild that took them in), bounded; an applier failure after the request committed (Redis down)
 // ends the wait at once. Either way PostgreSQL holds the change and the row stays until it is applied.
 import { sql } from "drizzle-orm";
@@ -20,11 +25,17 @@ import type { Logger } from "../common/logger.ts";
 import type { Redis } from "../common/redis.ts";
 import {
   applyAddresses,
+  DEFAULT_SHARDS,
   dropSubscription,
+  raisePositions,
+  readPositions,
   setKeyState,
   setSubscriptionMeta,
+  shardsOfChange,
   type SubscriptionMeta,
+  type WriteTarget,
 } from "../common/watch-index.ts";
+import { allocatePositions, raiseAppliedPositions, readAppliedPositions } from "../common/watch-positions.ts";
 import type { MatchConditions } from "../common/match-conditions.ts";
 import type { RegistryDb } from "./store.ts";
 import { pgTextArray, rowsLeft, type AddressPayload, type OutboxTicket } from "./watch-outbox.ts";
@@ -89,9 +100,33 @@ interface BatchRow {
   chains: string[] | null;
   revoked: boolean | null;
   foundKeyId: string | null;
+  appliedPosition: number | string | null;
 }
 
 type BatchResult = { status: "busy" } | { status: "done"; ids: number[]; missing: boolean };
+
+/** What a replay did: nothing to do, shards brought up to PostgreSQL, another replica holds the chain, or rows gone. */
+export type ReplayResult =
+  | { status: "current" | "busy" }
+  | { status: "replayed"; shards: number[]; rows: number }
+  | { status: "pruned"; shards: number[] };
+
+/** Rows of the chain with their subjects' state, selected by `where` (on the outbox row `o`) in `order`. */
+function selectRows(tx: Executor, cached: readonly string[], from: ReturnType<typeof sql>): Promise<BatchRow[]> {
+  return tx.execute(sql`
+        SELECT o.id, o.kind, o.subscription_id AS "subscriptionId", o.key_id AS "keyId",
+               o.applied_position AS "appliedPosition",
+               CASE WHEN o.id = ANY(${pgTextArray(cached)}::bigint[]) THEN NULL ELSE o."add" END AS "add",
+               CASE WHEN o.id = ANY(${pgTextArray(cached)}::bigint[]) THEN NULL ELSE o."remove" END AS "remove",
+               s.id AS "subId", s.key_id AS "subKeyId", s.status, s.events, s.match,
+               k.chains, k.revoked_at IS NOT NULL AS revoked, k.id AS "foundKeyId"
+        FROM (${from}) o
+        LEFT JOIN subscriptions s ON s.id = o.subscription_id
+        LEFT JOIN api_keys k ON k.id = COALESCE(s.key_id, o.key_id)
+        ORDER BY o.applied_position NULLS LAST, o.id`) as unknown as Promise<BatchRow[]>;
+}
+
+type Executor = Parameters<Parameters<RegistryDb["transaction"]>[0]>[0];
 
 export interface ApplierOptions {
   pollMs?: number;
@@ -234,10 +269,10 @@ export class OutboxApplier {
   }
 
   /**
-   * One batch in one transaction: the chain's lock; its first rows with the state PostgreSQL holds now for them (meta
-   * and key rows are applied from it, address rows carry it along) in one statement; then the Redis writes; then the
-   * deletion. The waiters of the rows are let go as soon as Redis holds them, before the deletion commits: should
-   * that fail, the rows are applied again, which changes nothing (see the header).
+   * One batch in one transaction: the chain's lock; its first pending rows with the state PostgreSQL holds now for them
+   * (meta and key rows are applied from it, address rows carry it along) in one statement; their positions; then the
+   * Redis writes; then the marks and the shards' positions. The waiters of the rows are let go as soon as Redis holds
+   * them, before the marks commit: should that fail, the rows are applied again, which changes nothing (see the header).
    */
   private applyBatch(chainId: string): Promise<BatchResult> {
     return this.db.transaction(async (tx): Promise<BatchResult> => {
@@ -246,57 +281,134 @@ export class OutboxApplier {
       const cached = [...known.keys()].map(String);
       // The lock first, in its own statement: the rows are then read with a snapshot taken while it is held. Read in
       // the same statement, they would come from a snapshot taken before the lock was granted, and could include
-      // rows another replica applied and deleted in between (and re-apply them over its newer writes).
-      const [lock] = (await tx.execute(sql`SELECT pg_try_advisory_xact_lock(${applierLock(chainId)}) AS ok`)) as unknown as { ok: boolean }[];
-      if (!lock?.ok) return { status: "busy" };
-      const rows = (await tx.execute(sql`
-        SELECT o.id, o.kind, o.subscription_id AS "subscriptionId", o.key_id AS "keyId",
-               CASE WHEN o.id = ANY(${pgTextArray(cached)}::bigint[]) THEN NULL ELSE o."add" END AS "add",
-               CASE WHEN o.id = ANY(${pgTextArray(cached)}::bigint[]) THEN NULL ELSE o."remove" END AS "remove",
-               s.id AS "subId", s.key_id AS "subKeyId", s.status, s.events, s.match,
-               k.chains, k.revoked_at IS NOT NULL AS revoked, k.id AS "foundKeyId"
-        FROM (SELECT * FROM watch_outbox WHERE chain_id = ${chainId} ORDER BY id LIMIT ${BATCH}) o
-        LEFT JOIN subscriptions s ON s.id = o.subscription_id
-        LEFT JOIN api_keys k ON k.id = COALESCE(s.key_id, o.key_id)
-        ORDER BY o.id`)) as unknown as BatchRow[];
+      // rows another replica applied in between (and re-apply them over its newer writes).
+      if (!(await this.lock(tx, chainId))) return { status: "busy" };
+      const rows = await selectRows(
+        tx,
+        cached,
+        sql`SELECT * FROM watch_outbox WHERE chain_id = ${chainId} AND applied_position IS NULL ORDER BY id LIMIT ${BATCH}`,
+      );
       if (rows.length === 0) return { status: "done", ids: [], missing: false };
 
-      const target = { prefix: this.prefix, shards: this.opts.shards, chainId };
+      const positions = await allocatePositions(tx, rows.length);
       let missing = false;
-      for (const row of rows) {
-        // The subscription (or key) as PostgreSQL holds it now; absent: deleted since, and its drop row follows.
-        const sub: (IndexedSubscription & KeyState) | null =
-          row.subId === null
-            ? null
-            : { id: row.subId, keyId: row.subKeyId!, status: row.status!, events: row.events!, match: row.match!, chains: row.chains!, revoked: row.revoked! };
-        let wrote = true;
-        if (row.kind === "addresses") {
-          if (!sub) continue;
-          const payload = known.get(Number(row.id)) ?? { add: row.add ?? [], remove: row.remove ?? [] };
-          const size = payload.add.length + payload.remove.length;
-          wrote = await withTimeout(
-            applyAddresses(this.redis, target, subscriptionMeta(sub), keyActiveOn(sub, chainId), payload),
-            REDIS_TIMEOUT_MS + Math.ceil(size / 10),
-          );
-        } else if (row.kind === "meta") {
-          if (!sub) continue;
-          wrote = await withTimeout(setSubscriptionMeta(this.redis, target, subscriptionMeta(sub)));
-        } else if (row.kind === "drop") {
-          wrote = await withTimeout(dropSubscription(this.redis, target, row.subscriptionId!));
-        } else if (row.kind === "key") {
-          if (row.foundKeyId === null) continue;
-          wrote = await withTimeout(setKeyState(this.redis, target, row.keyId!, keyActiveOn({ chains: row.chains!, revoked: row.revoked! }, chainId)));
-        } else {
-          this.log.error("watch index outbox: unknown row kind; dropped", { chainId, id: row.id, kind: row.kind });
-        }
+      const shardPositions = new Map<number, number>();
+      for (const [i, row] of rows.entries()) {
+        const position = positions[i]!;
+        const applied = await this.applyRow(chainId, row, { position }, known);
+        for (const shard of applied.touched) shardPositions.set(shard, position);
         // No generation to write to: the chain must be rebuilt, and that rebuild reads PostgreSQL after this
-        // transaction (it waits for this chain's lock), so the row may go.
-        if (!wrote) missing = true;
+        // transaction (it waits for this chain's lock), so the row may be marked.
+        if (!applied.wrote) missing = true;
       }
       const ids = rows.map((r) => Number(r.id));
       this.settled(ids);
-      await tx.execute(sql`DELETE FROM watch_outbox WHERE id = ANY(${pgTextArray(ids.map(String))}::bigint[])`);
+      await tx.execute(sql`
+        UPDATE watch_outbox o SET applied_position = v.p, applied_at = now()
+        FROM unnest(${pgTextArray(ids.map(String))}::bigint[], ${pgTextArray(positions.map(String))}::bigint[]) AS v(id, p)
+        WHERE o.id = v.id`);
+      await raiseAppliedPositions(tx, chainId, shardPositions);
       return { status: "done", ids, missing };
+    });
+  }
+
+  private async lock(tx: Executor, chainId: string): Promise<boolean> {
+    const [lock] = (await tx.execute(sql`SELECT pg_try_advisory_xact_lock(${applierLock(chainId)}) AS ok`)) as unknown as { ok: boolean }[];
+    return lock?.ok === true;
+  }
+
+  /**
+   * Writes one row's change to Redis at `position` (on `onlyShards` if given). Returns whether every shard it wrote
+   * had a generation, and the shards it touched (none for a row whose subject is gone).
+   */
+  private async applyRow(
+    chainId: string,
+    row: BatchRow,
+    at: { position: number; onlyShards?: ReadonlySet<number> },
+    known: ReadonlyMap<number, AddressPayload> = new Map(),
+  ): Promise<{ wrote: boolean; touched: number[] }> {
+    const shards = this.opts.shards ?? DEFAULT_SHARDS;
+    const target: WriteTarget = { prefix: this.prefix, shards, chainId, ...at };
+    const every = Array.from({ length: shards }, (_, i) => i);
+    const within = (list: number[]) => (at.onlyShards ? list.filter((s) => at.onlyShards!.has(s)) : list);
+    // The subscription (or key) as PostgreSQL holds it now; absent: deleted since, and its drop row follows.
+    const sub: (IndexedSubscription & KeyState) | null =
+      row.subId === null
+        ? null
+        : { id: row.subId, keyId: row.subKeyId!, status: row.status!, events: row.events!, match: row.match!, chains: row.chains!, revoked: row.revoked! };
+    if (row.kind === "addresses") {
+      if (!sub) return { wrote: true, touched: [] };
+      const payload = known.get(Number(row.id)) ?? { add: row.add ?? [], remove: row.remove ?? [] };
+      const size = payload.add.length + payload.remove.length;
+      const wrote = await withTimeout(
+        applyAddresses(this.redis, target, subscriptionMeta(sub), keyActiveOn(sub, chainId), payload),
+        REDIS_TIMEOUT_MS + Math.ceil(size / 10),
+      );
+      return { wrote, touched: within(shardsOfChange(payload, shards)) };
+    }
+    if (row.kind === "meta") {
+      if (!sub) return { wrote: true, touched: [] };
+      return { wrote: await withTimeout(setSubscriptionMeta(this.redis, target, subscriptionMeta(sub))), touched: within(every) };
+    }
+    if (row.kind === "drop") {
+      return { wrote: await withTimeout(dropSubscription(this.redis, target, row.subscriptionId!)), touched: within(every) };
+    }
+    if (row.kind === "key") {
+      if (row.foundKeyId === null) return { wrote: true, touched: [] };
+      const active = keyActiveOn({ chains: row.chains!, revoked: row.revoked! }, chainId);
+      return { wrote: await withTimeout(setKeyState(this.redis, target, row.keyId!, active)), touched: within(every) };
+    }
+    this.log.error("watch index outbox: unknown row kind; dropped", { chainId, id: row.id, kind: row.kind });
+    return { wrote: true, touched: [] };
+  }
+
+  /**
+   * Brings the chain's shards that Redis holds behind PostgreSQL's applied positions (a failover to a replica that
+   * had not received the last writes) up to them: under the chain's lock, the applied rows after each such shard's
+   * Redis position are applied again to that shard alone, in the order they were first applied, each recording its
+   * position; then the shard's position is raised to PostgreSQL's (a rebuild's position has no row of its own). The
+   * other shards are not touched, so they never see an old change again. Rows after a shard's position that are
+   * already gone (WATCH_OUTBOX_RETENTION_MS) make it "pruned": the caller rebuilds the chain.
+   */
+  replay(chainId: string): Promise<ReplayResult> {
+    const shards = this.opts.shards ?? DEFAULT_SHARDS;
+    return this.db.transaction(async (tx): Promise<ReplayResult> => {
+      if (!(await this.lock(tx, chainId))) return { status: "busy" };
+      // Both read under the lock: nothing is applied to the chain meanwhile.
+      const applied = await readAppliedPositions(tx, chainId, shards);
+      const inRedis = await withTimeout(readPositions(this.redis, this.prefix, chainId, shards));
+      const behind = new Map<number, number>();
+      inRedis.forEach((r, shard) => {
+        if (r.served && r.position < applied.shards[shard]!) behind.set(shard, r.position);
+      });
+      if (behind.size === 0) return { status: "current" };
+      const lost = [...behind.keys()];
+      if ([...behind.values()].some((p) => p < applied.pruned)) return { status: "pruned", shards: lost };
+      let after = { position: Math.min(...behind.values()), id: 0 };
+      let replayed = 0;
+      for (;;) {
+        const rows = await selectRows(
+          tx,
+          [],
+          sql`SELECT * FROM watch_outbox WHERE chain_id = ${chainId} AND applied_position IS NOT NULL
+                AND (applied_position, id) > (${after.position}, ${after.id})
+              ORDER BY applied_position, id LIMIT ${BATCH}`,
+        );
+        for (const row of rows) {
+          const position = Number(row.appliedPosition);
+          const onlyShards = new Set(lost.filter((s) => behind.get(s)! < position));
+          if (onlyShards.size === 0) continue;
+          await this.applyRow(chainId, row, { position, onlyShards });
+          replayed++;
+        }
+        if (rows.length < BATCH) break;
+        const last = rows[rows.length - 1]!;
+        after = { position: Number(last.appliedPosition), id: Number(last.id) };
+      }
+      for (const shard of lost) {
+        await withTimeout(raisePositions(this.redis, { prefix: this.prefix, shards, chainId, position: applied.shards[shard]!, onlyShards: new Set([shard]) }));
+      }
+      return { status: "replayed", shards: lost, rows: replayed };
     });
   }
 }

@@ -8,11 +8,14 @@
 // index is never ahead of PostgreSQL (nothing is written to Redis before COMMIT), only behind it, by the rows not
 // applied yet. Only a lost index (state.cur missing in any of the chain's WATCH_INDEX_SHARDS shards: never built,
 // Redis or one Cluster master restarted empty, FLUSHDB) needs a rebuild, and only of the chains that lost it; the
-// whole chain is rebuilt (one generation number for all its shards).
+// whole chain is rebuilt (one generation number for all its shards). A Redis that kept the index but lost its last
+// writes (a failover to a replica that lagged) shows shard positions below PostgreSQL's (common/watch-positions.ts):
+// the upkeep (every second, and at once when the connection comes back) replays the applied rows it lacks, or
+// rebuilds the chain when they are past WATCH_OUTBOX_RETENTION_MS.
 //
 // Rebuild and applier. A rebuild of chain C takes C's applier lock (registry/watch-applier.ts) first, so no row of C
 // is applied while it runs; it then copies the subscriptions as of ONE repeatable-read snapshot and, in that same
-// snapshot, deletes C's outbox rows it can see. Those rows committed before the snapshot, so the copy already holds
+// snapshot, marks C's pending outbox rows it can see applied (at one new position, which every shard then holds). Those rows committed before the snapshot, so the copy already holds
 // their effect; rows committed after it stay, and the applier applies them on top of the new generation once the lock
 // is released, in their order. No row is applied twice over newer state, and none is missed.
 //
@@ -20,8 +23,8 @@
 // script per shard, COPY_PARALLEL batches at a time so the PostgreSQL reads of one overlap the Redis writes of
 // another), and each batch is a transaction of its own on its own connection. They still read ONE snapshot: the
 // rebuild's transaction exports its snapshot (pg_export_snapshot) and every batch imports it (SET TRANSACTION
-// SNAPSHOT) before its first read, so key states, the batch list, every batch's rows and the outbox rows deleted are
-// all the same instant of PostgreSQL, and the rebuild's transaction (which deletes the rows) stays open until the
+// SNAPSHOT) before its first read, so key states, the batch list, every batch's rows and the outbox rows marked are
+// all the same instant of PostgreSQL, and the rebuild's transaction (which marks the rows) stays open until the
 // last batch is written. Had each batch taken its own snapshot, a change committed between two batches would be in
 // some batches and not others while its outbox row, committed after the deleting snapshot, is applied later anyway;
 // applied rows converge, but one snapshot keeps the argument as simple as stated above. No batch needs FOR SHARE
@@ -37,6 +40,7 @@ import {
   dropGeneration,
   finishBuild,
   loadSubscriptions,
+  readPositions,
   readState,
   setKeyState,
   sweepDeadHandles,
@@ -52,6 +56,8 @@ import {
   type KeyState,
 } from "./watch-applier.ts";
 import { pgTextArray, type OutboxTicket } from "./watch-outbox.ts";
+import { allocatePositions, PRUNED_SHARD, raiseAppliedPositions, readAppliedPositions } from "../common/watch-positions.ts";
+import { indexBehind } from "./metrics.ts";
 
 /**
  * How long a request waits for its outbox rows to be applied before it answers anyway: docs/CONTRACT.md "HTTP conventions"
@@ -76,7 +82,12 @@ export interface WatchIndexOptions {
   pollMs?: number;
   /** WATCH_INDEX_SHARDS (config.watchIndexShards); default DEFAULT_SHARDS. */
   shards?: number;
+  /** WATCH_OUTBOX_RETENTION_MS (config.watchOutboxRetentionMs): how long applied outbox rows are kept for replays. */
+  retentionMs?: number;
 }
+
+/** How often applied outbox rows older than the retention are deleted. */
+const PRUNE_INTERVAL_MS = 60_000;
 
 export class WatchIndex {
   readonly applier: OutboxApplier;
@@ -85,6 +96,8 @@ export class WatchIndex {
   private timer: ReturnType<typeof setInterval> | undefined;
   private ticking = false;
   private lastSweep = 0;
+  private lastPrune = 0;
+  private readonly retentionMs: number;
   private readonly pending = new Set<Promise<unknown>>();
 
   constructor(
@@ -96,6 +109,7 @@ export class WatchIndex {
     opts: WatchIndexOptions = {},
   ) {
     this.shards = opts.shards ?? DEFAULT_SHARDS;
+    this.retentionMs = opts.retentionMs ?? 3_600_000;
     this.applier = new OutboxApplier(db, redis, prefix, log, chains, {
       pollMs: opts.pollMs,
       shards: this.shards,
@@ -106,6 +120,8 @@ export class WatchIndex {
     // Back from an outage: apply what accumulated at once rather than at the next poll.
     redis.on("ready", () => {
       for (const chainId of this.chains) this.applier.kick(chainId);
+      // A reconnection may have reached another server (a failover): see at once whether it lacks applied changes.
+      if (this.timer) void this.tick();
     });
   }
 
@@ -167,7 +183,7 @@ export class WatchIndex {
       const result = await this.copy(gens);
 
       for (const [chainId, generation] of gens) {
-        const old = await finishBuild(this.redis, this.prefix, chainId, generation, this.shards);
+        const old = await finishBuild(this.redis, this.prefix, chainId, generation, this.shards, result.position);
         if (old) this.background(dropGeneration(this.redis, this.prefix, chainId, old, this.shards), "dropping an old generation");
       }
       this.applier.settled(result.taken);
@@ -186,7 +202,7 @@ export class WatchIndex {
    * Copies PostgreSQL into the building generations as of one snapshot, in parallel batches that import it, and takes
    * the outbox rows that snapshot covers (see the header). Returns the counts and the ids of the rows taken.
    */
-  private async copy(gens: Map<string, string>): Promise<RebuildResult & { taken: number[] }> {
+  private async copy(gens: Map<string, string>): Promise<RebuildResult & { taken: number[]; position: number }> {
     const chains = [...gens.keys()];
     return this.db.transaction(
       async (tx) => {
@@ -232,10 +248,16 @@ export class WatchIndex {
             }
           }),
         );
+        // The new generations hold every change up to now: one position for the pending rows the snapshot covers and
+        // for every shard (finishBuild writes it into the shards' state keys).
+        const [position] = await allocatePositions(tx, 1);
         const taken = (await tx.execute(
-          dsql`DELETE FROM watch_outbox WHERE chain_id = ANY(${pgTextArray(chains)}::text[]) RETURNING id`,
+          dsql`UPDATE watch_outbox SET applied_position = ${position!}, applied_at = now()
+               WHERE chain_id = ANY(${pgTextArray(chains)}::text[]) AND applied_position IS NULL RETURNING id`,
         )) as unknown as { id: number | string }[];
-        return { addresses, subscriptions, taken: taken.map((r) => Number(r.id)) };
+        const all = new Map(Array.from({ length: this.shards }, (_, s) => [s, position!] as const));
+        for (const chainId of chains) await raiseAppliedPositions(tx, chainId, all);
+        return { addresses, subscriptions, taken: taken.map((r) => Number(r.id)), position: position! };
       },
       { isolationLevel: "repeatable read" },
     );
@@ -303,6 +325,52 @@ export class WatchIndex {
     return out;
   }
 
+  /**
+   * Replays to the shards Redis holds behind PostgreSQL's applied positions (registry/watch-applier.ts replay), or
+   * rebuilds the chain when the rows to replay are pruned. Matcher lookups of those shards wait meanwhile.
+   */
+  async catchUp(chainId: string): Promise<void> {
+    // First without the chain's lock (the appliers need it): PostgreSQL before Redis, so a change applied between the
+    // two reads only makes Redis look ahead, never behind.
+    const applied = await readAppliedPositions(this.db, chainId, this.shards);
+    const inRedis = await withTimeout(readPositions(this.redis, this.prefix, chainId, this.shards));
+    if (!inRedis.some((r, shard) => r.served && r.position < applied.shards[shard]!)) return;
+    const result = await this.applier.replay(chainId);
+    if (result.status === "replayed") {
+      indexBehind.inc({ chain: chainId, repair: "replay" }, result.shards.length);
+      this.log.warn("watch index: Redis lacked changes PostgreSQL had applied (a failover to a lagging replica?); replayed them", {
+        chainId,
+        shards: result.shards,
+        rows: result.rows,
+      });
+    } else if (result.status === "pruned") {
+      indexBehind.inc({ chain: chainId, repair: "rebuild" }, result.shards.length);
+      this.log.warn("watch index: Redis lacks changes older than the outbox retention; rebuilding the chain", { chainId, shards: result.shards });
+      await this.rebuild([chainId]);
+    }
+  }
+
+  /**
+   * Deletes the chain's applied outbox rows older than the retention, under the chain's lock (a replay reads them
+   * under it), and raises the chain's pruned mark to the last position deleted.
+   */
+  async prune(chainId: string): Promise<number> {
+    return this.db.transaction(async (tx) => {
+      const [lock] = (await tx.execute(
+        dsql`SELECT pg_try_advisory_xact_lock(hashtext('watch-outbox'), hashtext(${chainId})) AS ok`,
+      )) as unknown as { ok: boolean }[];
+      if (!lock?.ok) return 0;
+      const cutoff = new Date(Date.now() - this.retentionMs);
+      const [gone] = (await tx.execute(dsql`
+        WITH gone AS (
+          DELETE FROM watch_outbox WHERE chain_id = ${chainId} AND applied_position IS NOT NULL AND applied_at < ${cutoff}
+          RETURNING applied_position
+        ) SELECT count(*)::int AS n, max(applied_position) AS through FROM gone`)) as unknown as { n: number; through: number | string | null }[];
+      if (gone && gone.through !== null) await raiseAppliedPositions(tx, chainId, new Map([[PRUNED_SHARD, Number(gone.through)]]));
+      return gone?.n ?? 0;
+    });
+  }
+
   private async chainFree(chainId: string): Promise<boolean> {
     const reserved = await this.db.$client.reserve();
     try {
@@ -323,6 +391,11 @@ export class WatchIndex {
       if (chains.length > 0) {
         await this.rebuild(chains, { ifMissing: true });
         return;
+      }
+      for (const chainId of this.chains) await this.catchUp(chainId);
+      if (Date.now() - this.lastPrune > PRUNE_INTERVAL_MS) {
+        for (const chainId of this.chains) await this.prune(chainId);
+        this.lastPrune = Date.now();
       }
       if (Date.now() - this.lastSweep > 5_000) {
         for (const chainId of this.chains) {

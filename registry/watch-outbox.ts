@@ -2,7 +2,7 @@
 // change that the Redis watch index must learn inserts its index change here, in the SAME transaction as the change
 // itself. So the index change exists exactly when the change committed: a crash after COMMIT leaves the row for the
 // applier (registry/watch-applier.ts), a rollback takes the row with it, and Redis never holds anything PostgreSQL
-// did not commit. Rows name what changed; the applier writes them to Redis in id order and deletes them.
+// did not commit. Rows name what changed; the applier writes them to Redis in id order and marks them applied.
 //
 // Order. A bigserial id is taken before COMMIT, so ids of concurrent transactions can become visible out of order
 // (id 7 commits after id 8). The applier does not need a global commit order, only these two properties, which hold
@@ -107,7 +107,7 @@ export async function recordIndexChanges(tx: RegistryExecutor, changes: readonly
 export async function rowsLeft(ex: RegistryExecutor, ids: readonly number[]): Promise<Set<number>> {
   if (ids.length === 0) return new Set();
   const left = (await ex.execute(
-    sql`SELECT id FROM watch_outbox WHERE id = ANY(${pgTextArray(ids.map(String))}::bigint[])`,
+    sql`SELECT id FROM watch_outbox WHERE id = ANY(${pgTextArray(ids.map(String))}::bigint[]) AND applied_position IS NULL`,
   )) as unknown as { id: number | string }[];
   return new Set(left.map((r) => Number(r.id)));
 }

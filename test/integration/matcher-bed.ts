@@ -9,7 +9,7 @@ import type { EventView } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { MatchConditionsSchema } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { createMatcher, type MatcherDeps, type MatcherHandle } from "../../matcher/index.ts";
 import { startTronSim, type TronSim, type TronSimOptions } from "../../tools/tron-sim/server.ts";
-import { startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
+import { startDeliveryBed, type DeliveryBed, type DeliveryBedOptions } from "../support/delivery.ts";
 import type { RedisKind } from "../support/redis-cluster.ts";
 
 export type MatchConditionsInit = MessageInitShape<typeof MatchConditionsSchema>;
@@ -41,6 +41,8 @@ export interface MatcherBedOptions {
   redisKind?: RedisKind;
   /** Stream tuning for the in-process matcher (e.g. a small batchSize, so runs end below the solidified head). */
   stream?: MatcherDeps["stream"];
+  /** Passed to the deliverer (e.g. its worker's reconciliation timing). */
+  delivererDeps?: DeliveryBedOptions["delivererDeps"];
 }
 
 export async function startMatcherBed(opts: MatcherBedOptions = {}): Promise<MatcherBed> {
@@ -48,6 +50,7 @@ export async function startMatcherBed(opts: MatcherBedOptions = {}): Promise<Mat
   const bed = await startDeliveryBed({
     env: { MATCHER_CHAINS: chains.join(","), MATCHER_POLL_MS: "50", ...opts.env },
     redisKind: opts.redisKind,
+    delivererDeps: opts.delivererDeps,
   });
   const sims: Partial<Record<ChainId, TronSim>> = {};
   let matcher: MatcherHandle | undefined;

@@ -66,7 +66,7 @@ async function committed(id: string, address: string): Promise<boolean> {
   return rows.length > 0;
 }
 
-const outboxRows = async () => ((await sql`SELECT count(*)::int AS n FROM watch_outbox`) as { n: number }[])[0]!.n;
+const outboxRows = async () => ((await sql`SELECT count(*)::int AS n FROM watch_outbox WHERE applied_position IS NULL`) as { n: number }[])[0]!.n;
 
 /**
  * Looks `address` up until stopped; each time the index names `id` as its watcher, PostgreSQL must already have the

@@ -5,6 +5,7 @@
 //   freeze()    open connections stay up but carry no more bytes (a dead path, no reset)
 //   mute()      bytes still flow to the upstream, but nothing comes back (a request lands, its answer is lost)
 //   restore()   forwarding again on the same port (frozen and muted connections are reset first, as TCP eventually would)
+//   retarget()  every connection cut; new ones go to another upstream (a failover behind a fixed address)
 import type { Socket, TCPSocketListener } from "bun";
 
 type Mode = "forward" | "blackhole" | "freeze" | "mute";
@@ -22,6 +23,7 @@ export interface TcpProxy {
   freeze(): void;
   mute(): void;
   restore(): Promise<void>;
+  retarget(target: { hostname: string; port: number }): void;
   close(): Promise<void>;
 }
 
@@ -47,7 +49,8 @@ function send(socket: Socket<Pipe> | undefined, data: Uint8Array, pending: Uint8
   flush(socket);
 }
 
-export async function startTcpProxy(target: { hostname: string; port: number } = { hostname: "127.0.0.1", port: 5432 }): Promise<TcpProxy> {
+export async function startTcpProxy(initial: { hostname: string; port: number } = { hostname: "127.0.0.1", port: 5432 }): Promise<TcpProxy> {
+  let target = initial;
   let mode: Mode = "forward";
   const sockets = new Set<Socket<Pipe>>();
   const resetAll = () => {
@@ -133,6 +136,10 @@ export async function startTcpProxy(target: { hostname: string; port: number } =
       if (mode === "freeze" || mode === "mute") resetAll();
       mode = "forward";
       server ??= listen(port);
+    },
+    retarget(next) {
+      target = next;
+      resetAll();
     },
     async close() {
       server?.stop(true);

@@ -1,0 +1,116 @@
+// A Redis that kept the index but lost its last writes, on one server and on a real cluster. The loss is made by
+// hand exactly as a replica that lagged would show it in one shard: an applied address's field is gone and the
+// shard's position is back below that change. A matcher lookup (positions read from PostgreSQL first) never answers
+// "not watched" for it: it waits until the registry has replayed the applied row. When the rows to replay are past
+// the outbox retention (pruned), the registry rebuilds the chain instead. Both counted in
+// registry_watch_index_repairs_total.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
+import { SQL } from "bun";
+import { hexToBase58 } from "../../common/tron-address.ts";
+import { log } from "../../common/logger.ts";
+import { lookup, readPositions, readState, shardBase, slotOf } from "../../common/watch-index.ts";
+import { readAppliedPositions } from "../../common/watch-positions.ts";
+import { AppliedPositionsReader } from "../../matcher/index-positions.ts";
+import { indexBehind } from "../../registry/metrics.ts";
+import { WatchIndex } from "../../registry/watch-index.ts";
+import { REDIS_KINDS } from "../support/redis-cluster.ts";
+import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";
+
+const CHAIN = "tron:mainnet";
+const fresh = () => hexToBase58(`41${randomBytes(20).toString("hex")}`);
+
+describe.each(REDIS_KINDS)("Redis %s", (redisKind) => {
+  let stack: Stack;
+  let key: TestKey;
+  let sql: SQL;
+
+  beforeAll(async () => {
+    stack = await startStack({ redisKind });
+    key = await stack.createKey();
+    sql = new SQL(stack.database.url, { max: 2 });
+  }, 60_000);
+
+  afterAll(async () => {
+    await sql?.close();
+    await stack?.stop();
+  }, 60_000);
+
+  async function api(method: string, path: string, body?: unknown) {
+    const res = await fetch(stack.baseUrl + path, {
+      method,
+      headers: { authorization: `Bearer ${key.key}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  }
+
+  /** Undoes `address`'s addition in Redis as a lagging replica would hold it: field gone, shard position below it. */
+  async function loseLastWrite(address: string): Promise<void> {
+    const redis = stack.registry.redis;
+    const prefix = stack.config.redisPrefix;
+    const shards = stack.config.watchIndexShards;
+    const { shard, bucket } = slotOf(address, shards);
+    const [row] = (await sql`
+      SELECT applied_position AS p FROM watch_outbox WHERE chain_id = ${CHAIN} AND ${address} = ANY("add") ORDER BY id DESC LIMIT 1`) as { p: string }[];
+    const base = shardBase(prefix, CHAIN, shard, shards);
+    const cur = (await readState(redis, prefix, CHAIN, shards)).cur!;
+    expect(await redis.hdel(`${base}${cur}:b:${bucket}`, address)).toBe(1);
+    await redis.hset(`${base}state`, "pos", String(Number(row!.p) - 1));
+  }
+
+  const matcherLookup = (addresses: string[]) => {
+    const reader = new AppliedPositionsReader(stack.registry.watchIndex.db, stack.config.watchIndexShards);
+    return lookup(stack.registry.redis, stack.config.redisPrefix, CHAIN, addresses, {
+      shards: stack.config.watchIndexShards,
+      minPositions: () => reader.read(CHAIN),
+      waitMs: 20_000,
+    });
+  };
+
+  const repairs = async (repair: string) =>
+    (await indexBehind.get()).values.find((v) => v.labels.chain === CHAIN && v.labels.repair === repair)?.value ?? 0;
+
+  test("a lost applied write: the lookup waits for its replay instead of answering 'not watched'", async () => {
+    const created = await api("POST", "/v1/subscriptions", { destination: { type: "https", url: TEST_DESTINATION }, events: ["wallet.transfer.broadcasted"] });
+    const id = created.body.id as string;
+    const [a, b] = [fresh(), fresh()];
+    for (const address of [a, b]) {
+      expect((await api("PATCH", `/v1/subscriptions/${id}/filters/addresses`, { add: [{ chainId: CHAIN, address }] })).status).toBe(200);
+    }
+    const before = await repairs("replay");
+    // The registry's upkeep held back, so the lookup surely meets the loss.
+    await stack.registry.watchIndex.stop();
+    await loseLastWrite(b);
+    const found = matcherLookup([a, b]);
+    await Bun.sleep(500);
+    stack.registry.watchIndex.start();
+    const watched = await found;
+    expect(watched.get(b)?.map((w) => w.subscriptionId)).toEqual([id]);
+    expect(watched.get(a)?.map((w) => w.subscriptionId)).toEqual([id]);
+    expect(await repairs("replay")).toBeGreaterThan(before);
+  }, 60_000);
+
+  test("the rows to replay are pruned: the chain is rebuilt", async () => {
+    const created = await api("POST", "/v1/subscriptions", { destination: { type: "https", url: TEST_DESTINATION }, events: ["wallet.transfer.broadcasted"] });
+    const id = created.body.id as string;
+    const c = fresh();
+    expect((await api("PATCH", `/v1/subscriptions/${id}/filters/addresses`, { add: [{ chainId: CHAIN, address: c }] })).status).toBe(200);
+    const before = await repairs("rebuild");
+    await stack.registry.watchIndex.stop();
+    await loseLastWrite(c);
+    // Every applied row past a retention of 0 ms.
+    const pruner = new WatchIndex(stack.registry.watchIndex.db, stack.registry.redis, stack.config.redisPrefix, log, [CHAIN], {
+      shards: stack.config.watchIndexShards,
+      retentionMs: 0,
+    });
+    expect(await pruner.prune(CHAIN)).toBeGreaterThan(0);
+    const applied = await readAppliedPositions(stack.registry.watchIndex.db, CHAIN, stack.config.watchIndexShards);
+    const inRedis = await readPositions(stack.registry.redis, stack.config.redisPrefix, CHAIN, stack.config.watchIndexShards);
+    expect(inRedis.some((r) => r.position < applied.pruned)).toBe(true);
+    const found = matcherLookup([c]);
+    stack.registry.watchIndex.start();
+    expect((await found).get(c)?.map((w) => w.subscriptionId)).toEqual([id]);
+    expect(await repairs("rebuild")).toBeGreaterThan(before);
+  }, 60_000);
+});
