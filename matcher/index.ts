@@ -10,6 +10,7 @@ import type { ChainId, Config } from "../common/config.ts";
 import { PROBE_DEADLINE_MS } from "../common/deadlines.ts";
 import { log as rootLog } from "../common/logger.ts";
 import { openRedis, type Redis } from "../common/redis.ts";
+import { refuseEvictingRedis } from "../common/redis-eviction.ts";
 import type { ServiceHandle } from "../common/service.ts";
 import { lookup } from "../common/watch-index.ts";
 import { StreamLink } from "./block-cache.ts";
@@ -80,8 +81,13 @@ const NODE_PROBE_INTERVAL_MS = 10_000;
 
 export async function createMatcher(config: Config, deps: MatcherDeps): Promise<MatcherHandle> {
   const log = rootLog.child({ service: "matcher" });
-  const db = await openMatcherDatabase(config.databaseUrl, { max: poolSize(config, config.matcherChains.length + 4) });
   const redis = openRedis(config.redisUrl);
+  // An evicting Redis would drop watched addresses from the index without a trace: refused before anything opens.
+  await refuseEvictingRedis(redis, log).catch((err) => {
+    redis.disconnect();
+    throw err;
+  });
+  const db = await openMatcherDatabase(config.databaseUrl, { max: poolSize(config, config.matcherChains.length + 4) });
   const deliverer = createClient(DeliveryService, deps.deliverer);
   const stop = new AbortController();
   const heads = progressBoard<Progress>("head stream");

@@ -6,6 +6,7 @@ import type { Config } from "../common/config.ts";
 import type { Keyring } from "../common/keyring.ts";
 import { acceptedCallers, type AcceptedCallers } from "../common/internal-auth.ts";
 import { log } from "../common/logger.ts";
+import { refuseEvictingRedis } from "../common/redis-eviction.ts";
 import { openRedis, type Redis } from "../common/redis.ts";
 import type { ServiceHandle } from "../common/service.ts";
 import { checkDestinationUrl, createSsrfPolicy, type Resolver } from "../common/ssrf.ts";
@@ -34,11 +35,16 @@ export interface RegistryHandle extends ServiceHandle {
 const PURGE_INTERVAL_MS = 10 * 60_000;
 
 export async function createRegistry(config: Config, deps: RegistryDeps = {}): Promise<RegistryHandle> {
+  const redis = openRedis(config.redisUrl);
+  // An evicting Redis would drop watched addresses from the index without a trace: refused before anything opens.
+  await refuseEvictingRedis(redis, log.child({ service: "registry" })).catch((err) => {
+    redis.disconnect();
+    throw err;
+  });
   const db = await openRegistryDatabase(config.databaseUrl, { max: poolSize(config, 20) });
   const keyring = await loadAppKeys(db.$client, config.appSecret, log.child({ service: "registry" }));
   const callers = acceptedCallers(config, await loadInternalRoot(db.$client, config));
   const store = new RegistryStore(db, { keyring, readDb: openRegistryReadPool(config.databaseUrl, poolSize(config, READ_POOL_SIZE)) });
-  const redis = openRedis(config.redisUrl);
   const policy = createSsrfPolicy({ allowCidrs: config.ssrfAllowCidrs, resolver: deps.resolver });
   // The watch index: fed by the outbox rows every index-changing write commits with, applied per chain in order;
   // rebuilt at start when missing (in the background: lookups wait meanwhile) and when Redis lost it.
