@@ -282,7 +282,7 @@ describe("watch index follows the subscription", () => {
     expect([await state(MAINNET), await state(NILE)]).toEqual([true, true]);
     await keys("revoke", owner.id);
     expect([await state(MAINNET), await state(NILE)]).toEqual([false, false]);
-  }, 30_000);
+  }, 90_000);
 
   test("event kinds travel with the watcher", async () => {
     const id = await newSubscription();
