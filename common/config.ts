@@ -49,8 +49,9 @@ function shardCount(n: number): number {
 export interface Config {
   databaseUrl: string;
   /**
-   * DATABASE_POOL_MAX: the most connections any one pool of a service opens (each pool has its own size below it:
-   * poolSize in common/db.ts). Unset, every pool keeps its own; a small value fits many services on one server.
+   * DATABASE_POOL_MAX: the most connections any one pool of the registry or the deliverer opens (each pool has its
+   * own size below it: poolSize in common/db.ts; the matcher's is what its streams need). Unset, every pool keeps its
+   * own; a small value fits many services on one server.
    */
   databasePoolMax: number | undefined;
   redisUrl: string;

@@ -5,7 +5,6 @@
 import { createClient, type Transport } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
 import { DeliveryService, type NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
-import { poolSize } from "../common/db.ts";
 import type { ChainId, Config } from "../common/config.ts";
 import { PROBE_DEADLINE_MS } from "../common/deadlines.ts";
 import { log as rootLog } from "../common/logger.ts";
@@ -87,7 +86,9 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
     redis.disconnect();
     throw err;
   });
-  const db = await openMatcherDatabase(config.databaseUrl, { max: poolSize(config, config.matcherChains.length + 4) });
+  // Not capped by DATABASE_POOL_MAX: each chain's streams hold connections while they wait on one another, and a
+  // smaller pool stalled the solidified stream (matcher.solid-canonical).
+  const db = await openMatcherDatabase(config.databaseUrl, { max: config.matcherChains.length + 4 });
   const deliverer = createClient(DeliveryService, deps.deliverer);
   const stop = new AbortController();
   const heads = progressBoard<Progress>("head stream");
