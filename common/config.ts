@@ -67,6 +67,11 @@ export interface Config {
    * (failover to a lagging replica) is replayed to rather than rebuilt (registry/watch-applier.ts replay).
    */
   watchOutboxRetentionMs: number;
+  /**
+   * WATCH_INDEX_VERIFY_MS: how often the registry checks each shard of the watch index against the counts its writers
+   * keep, and repairs (rebuilds) a chain whose index lost keys outside them (registry/watch-index.ts verify).
+   */
+  watchIndexVerifyMs: number;
   port: number;
   registryPort: number;
   registryGrpcPort: number;
@@ -190,6 +195,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisPrefix: str(env, "REDIS_PREFIX", "whk:"),
     watchIndexShards: shardCount(int(env, "WATCH_INDEX_SHARDS", DEFAULT_WATCH_INDEX_SHARDS)),
     watchOutboxRetentionMs: int(env, "WATCH_OUTBOX_RETENTION_MS", 3_600_000),
+    watchIndexVerifyMs: int(env, "WATCH_INDEX_VERIFY_MS", 60_000),
     port: int(env, "PORT", 3000),
     registryPort: int(env, "REGISTRY_PORT", 3001),
     registryGrpcPort: int(env, "REGISTRY_GRPC_PORT", 50051),

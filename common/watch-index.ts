@@ -149,11 +149,26 @@ local function gens(forced)
   if st[2] and st[2] ~= st[1] then out[#out+1] = st[2] end
   return out
 end
-local function handle(gb, sub, create)
+-- What a generation g should hold, counted by the scripts that change it (state fields ns:g subscriptions, nk:g key
+-- states, nb:g non-empty buckets; hash g:inv bucket -> its field count): the verifier (verifyShards) compares them
+-- with what Redis really holds, so a key lost outside these scripts is found without reading the addresses.
+local function tally(g, what, d) redis.call('HINCRBY', KEYS[1], what..':'..g, d) end
+local function inventory(gb, g, b)
+  local n = redis.call('HLEN', gb..'b:'..b)
+  if n == 0 then
+    if redis.call('HDEL', gb..'inv', b) == 1 then tally(g, 'nb', -1) end
+  elseif redis.call('HSET', gb..'inv', b, n) == 1 then tally(g, 'nb', 1) end
+end
+local function putKey(gb, g, keyId, v, only)
+  local n = only and redis.call('HSETNX', gb..'keys', keyId, v) or redis.call('HSET', gb..'keys', keyId, v)
+  if n == 1 then tally(g, 'nk', 1) end
+end
+local function handle(gb, g, sub, create)
   local h = redis.call('HGET', gb..'sub', sub)
   if (not h) and create then
     h = tostring(redis.call('INCR', gb..'seq'))
     redis.call('HSET', gb..'sub', sub, h)
+    tally(g, 'ns', 1)
   end
   return h
 end
@@ -190,21 +205,22 @@ local nrem = tonumber(ARGV[8])
 local gs = gens(ARGV[2])
 for _, g in ipairs(gs) do
   local gb = base..g..':'
-  local h = handle(gb, sub, true)
+  local h = handle(gb, g, sub, true)
   redis.call('HSET', gb..'meta', h, meta)
-  if keyState ~= '' then redis.call('HSETNX', gb..'keys', keyId, keyState) end
+  if keyState ~= '' then putKey(gb, g, keyId, keyState, true) end
   local i = 9
   for r = 1, nrem do
     local bk, f = gb..'b:'..ARGV[i], ARGV[i+1]
-    i = i + 2
     local v = redis.call('HGET', bk, f)
     if v then
       local nv = strip(v, h, gb)
-      if nv == '' then redis.call('HDEL', bk, f) elseif nv ~= v then redis.call('HSET', bk, f, nv) end
+      if nv == '' then redis.call('HDEL', bk, f); inventory(gb, g, ARGV[i]) elseif nv ~= v then redis.call('HSET', bk, f, nv) end
     end
+    i = i + 2
   end
   while i < #ARGV do
     addWatcher(gb..'b:'..ARGV[i], ARGV[i+1], h)
+    inventory(gb, g, ARGV[i])
     i = i + 2
   end
 end
@@ -217,7 +233,7 @@ const SET_META = `${LUA_GENS}
 local gs = gens(ARGV[2])
 for _, g in ipairs(gs) do
   local gb = ARGV[1]..g..':'
-  local h = handle(gb, ARGV[4], false)
+  local h = handle(gb, g, ARGV[4], false)
   if h then redis.call('HSET', gb..'meta', h, ARGV[5]) end
 end
 bump(ARGV[3], gs)
@@ -230,10 +246,11 @@ local gs = gens(ARGV[2])
 local dropped = 0
 for _, g in ipairs(gs) do
   local gb = ARGV[1]..g..':'
-  local h = handle(gb, ARGV[4], false)
+  local h = handle(gb, g, ARGV[4], false)
   if h then
     redis.call('HDEL', gb..'sub', ARGV[4])
     redis.call('HDEL', gb..'meta', h)
+    tally(g, 'ns', -1)
     dropped = dropped + 1
   end
 end
@@ -245,7 +262,7 @@ return #gs
 // ARGV: base, forcedGen, pos, keyId, state ("1"/"0").
 const SET_KEY = `${LUA_GENS}
 local gs = gens(ARGV[2])
-for _, g in ipairs(gs) do redis.call('HSET', ARGV[1]..g..':keys', ARGV[4], ARGV[5]) end
+for _, g in ipairs(gs) do putKey(ARGV[1]..g..':', g, ARGV[4], ARGV[5], false) end
 bump(ARGV[3], gs)
 return #gs
 `;
@@ -295,7 +312,7 @@ return {1, vals, hs, metas, keys, st[3] or '0'}
 `;
 
 // ARGV: base, gen, fromBucket, toBucket (exclusive). Drops handles without meta from every field in the range.
-const SWEEP = `
+const SWEEP = `${LUA_GENS}
 local gb = ARGV[1]..ARGV[2]..':'
 local live = {}
 local changed = 0
@@ -314,6 +331,7 @@ for b = tonumber(ARGV[3]), tonumber(ARGV[4]) - 1 do
     if nv == '' then redis.call('HDEL', bk, all[i]); changed = changed + 1
     elseif nv ~= v then redis.call('HSET', bk, all[i], nv); changed = changed + 1 end
   end
+  if #all > 0 then inventory(gb, ARGV[2], b) end
 end
 return changed
 `;
@@ -327,15 +345,38 @@ local i = 4
 for _ = 1, tonumber(ARGV[3]) do
   local sub, meta, keyId, keyState, cnt = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], tonumber(ARGV[i+4])
   i = i + 5
-  local h = handle(gb, sub, true)
+  local h = handle(gb, ARGV[2], sub, true)
   redis.call('HSET', gb..'meta', h, meta)
-  if keyState ~= '' then redis.call('HSETNX', gb..'keys', keyId, keyState) end
+  if keyState ~= '' then putKey(gb, ARGV[2], keyId, keyState, true) end
   for _ = 1, cnt do
     addWatcher(gb..'b:'..ARGV[i], ARGV[i+1], h)
+    inventory(gb, ARGV[2], ARGV[i])
     i = i + 2
   end
 end
 return 1
+`;
+
+// ARGV: base. Compares the served generation with what its writers counted (LUA_GENS tally): the sizes of sub, meta
+// and keys, seq present, and each non-empty bucket's field count (HLEN, never its fields). Returns {0} when the shard
+// is not ready or being rebuilt (the rebuild is the check), {1, what} at the first difference, {2, buckets} when whole.
+const VERIFY = `
+local st = redis.call('HMGET', KEYS[1], 'cur', 'stale', 'next')
+if (not st[1]) or st[2] or st[3] then return {0} end
+local g = st[1]
+local gb = ARGV[1]..g..':'
+local function want(f) return tonumber(redis.call('HGET', KEYS[1], f..':'..g) or '0') end
+local ns, nk, nb = want('ns'), want('nk'), want('nb')
+if redis.call('HLEN', gb..'sub') ~= ns then return {1, 'sub'} end
+if redis.call('HLEN', gb..'meta') ~= ns then return {1, 'meta'} end
+if redis.call('HLEN', gb..'keys') ~= nk then return {1, 'keys'} end
+if ns > 0 and redis.call('EXISTS', gb..'seq') == 0 then return {1, 'seq'} end
+local inv = redis.call('HGETALL', gb..'inv')
+if #inv / 2 ~= nb then return {1, 'inv'} end
+for i = 1, #inv, 2 do
+  if redis.call('HLEN', gb..'b:'..inv[i]) ~= tonumber(inv[i+1]) then return {1, 'b:'..inv[i]} end
+end
+return {2, tostring(nb)}
 `;
 
 // ARGV: base, stale ("1"/"0"), generation. Starts generation `next` in this shard (every shard of a chain gets the
@@ -365,7 +406,7 @@ return old or ''
 `;
 
 const sha = (s: string) => createHash("sha1").update(s).digest("hex");
-const SCRIPTS = { APPLY, LOAD, SET_META, DROP_SUB, SET_KEY, SET_POS, LOOKUP, SWEEP, BEGIN_BUILD, FINISH_BUILD } as const;
+const SCRIPTS = { APPLY, LOAD, SET_META, DROP_SUB, SET_KEY, SET_POS, LOOKUP, SWEEP, VERIFY, BEGIN_BUILD, FINISH_BUILD } as const;
 const SHAS = Object.fromEntries(Object.entries(SCRIPTS).map(([k, v]) => [k, sha(v)])) as Record<keyof typeof SCRIPTS, string>;
 
 type Arg = string | number;
@@ -564,6 +605,24 @@ export async function readPositions(redis: Redis, prefix: string, chainId: strin
   });
 }
 
+/** A shard's verdict (verifyShards): not checked (not ready or being rebuilt), whole, or drifted (what differed). */
+export type ShardCheck = { shard: number; status: "skipped" } | { shard: number; status: "whole"; buckets: number } | { shard: number; status: "drifted"; what: string };
+
+/**
+ * Checks each shard's served generation against the counts its writers keep (script VERIFY): one script per shard,
+ * one round trip per node, reading sizes only (HLEN of the shard's non-empty buckets, never their fields). Finds keys
+ * lost outside the writers (deleted by hand, a partial restore, a bug) that positions cannot see.
+ */
+export async function verifyShards(redis: Redis, prefix: string, chainId: string, shards = DEFAULT_SHARDS): Promise<ShardCheck[]> {
+  const all = shardsOf(prefix, chainId, shards);
+  const replies = (await runAll(redis, all.map((s) => ({ name: "VERIFY" as const, key: s.state, args: [s.base] })))) as [number, string?][];
+  return replies.map(([code, detail], shard): ShardCheck => {
+    if (Number(code) === 2) return { shard, status: "whole", buckets: Number(detail ?? 0) };
+    if (Number(code) === 1) return { shard, status: "drifted", what: String(detail ?? "") };
+    return { shard, status: "skipped" };
+  });
+}
+
 /** Refreshes a subscription's status, kinds and match conditions on one chain (no-op where it watches nothing). */
 export async function setSubscriptionMeta(redis: Redis, target: WriteTarget, meta: SubscriptionMeta): Promise<boolean> {
   return everyShard(redis, target, "SET_META", [meta.id, encodeMeta(meta)]);
@@ -678,7 +737,8 @@ export async function dropGeneration(redis: Redis, prefix: string, chainId: stri
         for (let i = b; i < Math.min(b + 1_024, per); i++) batch.push(`${gb}b:${i}`);
         await redis.unlink(...batch);
       }
-      await redis.unlink(...["sub", "meta", "keys", "seq"].map((n) => gb + n));
+      await redis.unlink(...["sub", "meta", "keys", "seq", "inv"].map((n) => gb + n));
+      await redis.hdel(s.state, ...["ns", "nk", "nb"].map((n) => `${n}:${generation}`));
     }),
   );
 }

@@ -51,6 +51,7 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
   const watchIndex = new WatchIndex(db, redis, config.redisPrefix, log.child({ service: "registry", part: "watch-index" }), undefined, {
     shards: config.watchIndexShards,
     retentionMs: config.watchOutboxRetentionMs,
+    verifyMs: config.watchIndexVerifyMs,
   });
   const addresses: AddressRpcs = addressRpcs({
     store,

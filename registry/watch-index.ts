@@ -40,10 +40,12 @@ import {
   dropGeneration,
   finishBuild,
   loadSubscriptions,
+  markStale,
   readPositions,
   readState,
   setKeyState,
   sweepDeadHandles,
+  verifyShards,
   type LoadedSubscription,
 } from "../common/watch-index.ts";
 import type { RegistryDb } from "./store.ts";
@@ -84,6 +86,8 @@ export interface WatchIndexOptions {
   shards?: number;
   /** WATCH_OUTBOX_RETENTION_MS (config.watchOutboxRetentionMs): how long applied outbox rows are kept for replays. */
   retentionMs?: number;
+  /** WATCH_INDEX_VERIFY_MS (config.watchIndexVerifyMs): how often every shard is checked (verify). */
+  verifyMs?: number;
 }
 
 /** How often applied outbox rows older than the retention are deleted. */
@@ -97,7 +101,9 @@ export class WatchIndex {
   private ticking = false;
   private lastSweep = 0;
   private lastPrune = 0;
+  private lastVerify = 0;
   private readonly retentionMs: number;
+  private readonly verifyMs: number;
   private readonly pending = new Set<Promise<unknown>>();
 
   constructor(
@@ -110,6 +116,7 @@ export class WatchIndex {
   ) {
     this.shards = opts.shards ?? DEFAULT_SHARDS;
     this.retentionMs = opts.retentionMs ?? 3_600_000;
+    this.verifyMs = opts.verifyMs ?? 60_000;
     this.applier = new OutboxApplier(db, redis, prefix, log, chains, {
       pollMs: opts.pollMs,
       shards: this.shards,
@@ -351,6 +358,26 @@ export class WatchIndex {
   }
 
   /**
+   * Checks every shard of the chain against the counts its writers keep (common/watch-index.ts verifyShards: sizes
+   * only, one script per shard). A shard that lost keys outside the writers (deleted by hand, a partial restore)
+   * cannot be replayed to: the chain is marked stale, so lookups wait instead of missing its addresses, and rebuilt
+   * from PostgreSQL. Returns the drifted shards.
+   */
+  async verify(chainId: string): Promise<number[]> {
+    const checks = await withTimeout(verifyShards(this.redis, this.prefix, chainId, this.shards));
+    const drifted = checks.flatMap((c) => (c.status === "drifted" ? [c] : []));
+    if (drifted.length === 0) return [];
+    indexBehind.inc({ chain: chainId, repair: "verify" }, drifted.length);
+    this.log.warn("watch index: shards lost keys outside the index's writers; rebuilding the chain", {
+      chainId,
+      shards: drifted.map((d) => ({ shard: d.shard, differs: d.what })),
+    });
+    await withTimeout(markStale(this.redis, this.prefix, chainId, this.shards));
+    await this.rebuild([chainId]);
+    return drifted.map((d) => d.shard);
+  }
+
+  /**
    * Deletes the chain's applied outbox rows older than the retention, under the chain's lock (a replay reads them
    * under it), and raises the chain's pruned mark to the last position deleted.
    */
@@ -393,6 +420,10 @@ export class WatchIndex {
         return;
       }
       for (const chainId of this.chains) await this.catchUp(chainId);
+      if (Date.now() - this.lastVerify >= this.verifyMs) {
+        for (const chainId of this.chains) await this.verify(chainId);
+        this.lastVerify = Date.now();
+      }
       if (Date.now() - this.lastPrune > PRUNE_INTERVAL_MS) {
         for (const chainId of this.chains) await this.prune(chainId);
         this.lastPrune = Date.now();
