@@ -64,7 +64,7 @@ const ROUTES: Route[] = [
 ];
 
 /** The error body without its per-request id: what a caller can compare between two answers. */
-const shape = (r: { status: number; body: unknown }) => {
+const shape = (r: { status: number; body: unknown }): Record<string, unknown> => {
   const { requestId: _, ...rest } = (r.body ?? {}) as Record<string, unknown>;
   return { status: r.status, ...rest };
 };

@@ -85,6 +85,6 @@ test("a hostile node makes no event and no crash; the honest node's transfer the
   sim.produce(2);
   await matcher!.waitForBlock(CHAIN, sim.chain.head().block.block_header.raw_data.number, 30_000);
   const payloads = (await t.events(sub)).map((e) => JSON.parse(e.payloadJson) as Payload);
-  expect(payloads.map((p) => [p.kind, p.data.txId])).toEqual([["wallet.transfer.broadcasted", block.txIds[0]]]);
+  expect(payloads.map((p): unknown[] => [p.kind, p.data.txId])).toEqual([["wallet.transfer.broadcasted", block.txIds[0]]]);
   expect(events).toHaveLength(1);
 });

@@ -46,7 +46,7 @@ async function get(path: string, headers: Record<string, string> = {}) {
 }
 
 /** The 401 as a client sees it, minus the per-request id. */
-function refusal(res: { status: number; headers: Headers; text: string }) {
+function refusal(res: { status: number; headers: Headers; text: string }): Record<string, unknown> {
   const body = JSON.parse(res.text) as Record<string, unknown>;
   expect(body.requestId).toBe(res.headers.get("x-request-id"));
   const { requestId: _, ...rest } = body;
