@@ -38,7 +38,7 @@ test("nodes on two branches behind one URL → no confirmed event for a block of
   await t.watch(sub, CHAIN, [D]);
   await t.matcher!.waitForBlock(CHAIN, headNumber());
   sim.produce(1);
-  await t.matcher!.waitForSolidified(CHAIN, sim.chain.solid().block.block_header.raw_data.number);
+  await t.matcher!.waitForSolidified(CHAIN, sim.chain.solid().block.block_header.raw_data.number, 60_000);
 
   // X's block and three above it are replaced by a branch without X; the node that stayed on the old branch keeps
   // answering the full-node API.
@@ -77,4 +77,4 @@ test("nodes on two branches behind one URL → no confirmed event for a block of
   sim.produce(1);
   await t.matcher!.waitForSolidified(CHAIN, sim.chain.solid().block.block_header.raw_data.number, 30_000);
   await canonical();
-}, 120_000);
+}, 180_000);
