@@ -1,6 +1,7 @@
 // createMatcher: two streams per chain in MATCHER_CHAINS — the head (broadcasted) and the solidified head
 // (confirmed, failed) sharing a block cache — both behind the chain's lease (a second replica waits for it),
-// reading a java-tron node, matching through the Redis watch index and handing events to the deliverer.
+// reading a java-tron node, matching through the Redis watch index and handing events to the deliverer. Under the
+// same lease, the re-matcher (rematch.ts) serves the registry's requests after a repair of the index.
 // `bun run matcher` serves it alone (main.ts); `npm start` and the tests run it in-process.
 import { createClient, type Transport } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
@@ -18,6 +19,7 @@ import { acquireChainLease, type ChainLease } from "./lease.ts";
 import type { WatchLookup } from "./match.ts";
 import * as m from "./metrics.ts";
 import { NodeHealth } from "./node-health.ts";
+import { Rematcher } from "./rematch.ts";
 import { SolidifiedStream, type SolidProgress } from "./solid-stream.ts";
 import { ChainStream, sleep, type Progress } from "./stream.ts";
 import { LeaseLostError, openMatcherDatabase, type MatcherDb } from "./store.ts";
@@ -187,6 +189,17 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
             onCheckpoint: (p) => solids.set(chainId, p),
           })
         : undefined;
+      // Re-matches after a repair of the watch index (rematch.ts), under the same lease; it retries by itself.
+      const rematch = new Rematcher({
+        chainId,
+        client,
+        db,
+        lookup: watchLookup,
+        enqueue,
+        log: chainLog.child({ part: "rematch" }),
+        ...(tuning.concurrency !== undefined ? { concurrency: tuning.concurrency } : {}),
+        ...(tuning.enqueueEvents !== undefined ? { enqueueEvents: tuning.enqueueEvents } : {}),
+      });
       const runOne = async (run: () => Promise<void>) => {
         try {
           await run();
@@ -195,7 +208,11 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
         }
       };
       try {
-        await Promise.all([runOne(() => stream.run(lease, both.signal)), ...(solid ? [runOne(() => solid.run(lease, both.signal))] : [])]);
+        await Promise.all([
+          runOne(() => stream.run(lease, both.signal)),
+          ...(solid ? [runOne(() => solid.run(lease, both.signal))] : []),
+          rematch.run(both.signal),
+        ]);
       } catch (err) {
         if (err instanceof LeaseLostError) chainLog.warn("lease lost; waiting to re-acquire");
         else chainLog.error("stream stopped unexpectedly; restarting", { err });

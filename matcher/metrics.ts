@@ -173,3 +173,10 @@ export const blockCache = new Counter({
   labelNames: ["chain", "outcome"],
   registers,
 });
+
+export const rematchedBlocks = new Counter({
+  name: "matcher_rematched_blocks_total",
+  help: "Blocks matched again after the registry repaired the watch index (matcher/rematch.ts), by stream (head, solidified).",
+  labelNames: ["chain", "stream"],
+  registers,
+});

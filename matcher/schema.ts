@@ -1,5 +1,6 @@
 // The matcher's tables (own migrations folder and journal, __matcher_migrations). Row types come from here.
-import { bigint, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, bigserial, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { sql } from "drizzle-orm";
 import { jsonb } from "../common/jsonb.ts";
 import type { DecodedTransfer } from "./decode.ts";
 
@@ -93,6 +94,34 @@ export const matcherSolidifiedTxs = pgTable(
   (t) => [primaryKey({ columns: [t.chainId, t.txId] }), index("matcher_solidified_txs_block").on(t.chainId, t.blockNumber)],
 );
 
-export const matcherSchema = { matcherCheckpoints, matcherSolidifiedCheckpoints, matcherBlocks, matcherPendingDrops, matcherSolidifiedTxs, matcherSolidifiedBlocks };
+/**
+ * Re-matches the registry asked for (registry/watch-index.ts): the watch index was repaired after losing keys, so
+ * blocks the streams processed since its last clean check (after `head_from` / `solid_from`, the checkpoints then)
+ * may have missed watched addresses. The chain's lease holder re-matches them (matcher/rematch.ts) and sets done_at.
+ */
+export const watchRematchRequests = pgTable(
+  "watch_rematch_requests",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    chainId: text("chain_id").notNull(),
+    /** The head stream's checkpoint at the last clean check (its blocks up to it were matched whole). */
+    headFrom: bigint("head_from", { mode: "number" }).notNull(),
+    /** The solidified stream's checkpoint then. */
+    solidFrom: bigint("solid_from", { mode: "number" }).notNull(),
+    createdAt: timestamp("created_at", { precision: 3, withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    doneAt: timestamp("done_at", { precision: 3, withTimezone: true, mode: "date" }),
+  },
+  (t) => [index("watch_rematch_requests_pending").on(t.chainId, t.id).where(sql`done_at IS NULL`)],
+);
+
+export const matcherSchema = {
+  matcherCheckpoints,
+  matcherSolidifiedCheckpoints,
+  matcherBlocks,
+  matcherPendingDrops,
+  matcherSolidifiedTxs,
+  matcherSolidifiedBlocks,
+  watchRematchRequests,
+};
 export type MatcherSchema = typeof matcherSchema;
 export type CheckpointRow = typeof matcherCheckpoints.$inferSelect;

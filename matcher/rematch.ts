@@ -1,0 +1,151 @@
+// Re-matching after a repair of the watch index. When the registry finds the index lost keys outside its writers
+// (registry/watch-index.ts verify) or lost its state and rebuilds it, blocks the streams processed meanwhile were
+// matched against a partial index and missed the addresses it lacked. The registry then files a request
+// (watch_rematch_requests) holding both streams' checkpoints at the index's last clean check; the chain's lease
+// holder re-reads the blocks after them up to its current checkpoints from the node and runs them through the same
+// match and Enqueue as the live streams (broadcasted for the head stream's blocks, confirmed / failed for the
+// solidified stream's). Every watched address is matched again, not only the lost ones: the deliverer keeps one
+// event per (subscription, kind, transfer), so events made the first time are not made twice.
+//
+// Only blocks the streams remember having processed (their recorded ids, the last BLOCK_HISTORY per stream) are
+// re-matched, and only where the node's block still has that id: a block a fork replaced is the fork handling's, and
+// a re-match never makes an event for a block the streams did not accept. Older blocks are logged as not re-matched.
+import { and, asc, eq, inArray, isNull, lt } from "drizzle-orm";
+import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
+import type { ChainId } from "../common/config.ts";
+import type { Logger } from "../common/logger.ts";
+import { EnqueueBatch } from "./enqueue-batch.ts";
+import { fetchDecodedRange, mapLimit, type DecodedBlock } from "./fetch.ts";
+import { matchBroadcasted, matchFinal, type BlockContext, type WatchLookup } from "./match.ts";
+import * as m from "./metrics.ts";
+import { watchRematchRequests } from "./schema.ts";
+import { loadCheckpoint, loadSolidifiedCheckpoint, recentBlocks, recentSolidifiedBlocks, type BlockRef, type MatcherDb } from "./store.ts";
+import { sleep, stepRetryDelay } from "./stream.ts";
+import { MAX_BLOCKS_PER_RANGE, type TronClient } from "./tron-client.ts";
+
+/** How often the lease holder looks for requests. */
+const POLL_MS = 1_000;
+/** How long served requests are kept (to see when repairs happened). */
+const DONE_KEPT_MS = 7 * 24 * 3_600_000;
+
+export interface RematchOptions {
+  chainId: ChainId;
+  client: TronClient;
+  db: MatcherDb;
+  lookup: WatchLookup;
+  enqueue: (events: NewEvent[]) => Promise<void>;
+  log: Logger;
+  concurrency?: number;
+  enqueueEvents?: number;
+  pollMs?: number;
+}
+
+export interface RematchResult {
+  head: number;
+  solidified: number;
+}
+
+export class Rematcher {
+  private readonly concurrency: number;
+
+  constructor(private readonly opts: RematchOptions) {
+    this.concurrency = opts.concurrency ?? 16;
+  }
+
+  /** Serves requests until `signal` aborts; a failed attempt is retried (the request stays pending). */
+  async run(signal: AbortSignal): Promise<void> {
+    let failures = 0;
+    while (!signal.aborted) {
+      try {
+        await this.once(signal);
+        failures = 0;
+        await sleep(this.opts.pollMs ?? POLL_MS, signal);
+      } catch (err) {
+        if (signal.aborted) break;
+        failures++;
+        const delay = stepRetryDelay(failures);
+        this.opts.log.warn("re-match failed; retrying", { err, retryInMs: delay });
+        await sleep(delay, signal);
+      }
+    }
+  }
+
+  /** Serves the chain's pending requests at once (their earliest starts); null when there were none. */
+  async once(signal?: AbortSignal): Promise<RematchResult | null> {
+    const { db, chainId, log } = this.opts;
+    const pending = await db
+      .select()
+      .from(watchRematchRequests)
+      .where(and(eq(watchRematchRequests.chainId, chainId), isNull(watchRematchRequests.doneAt)))
+      .orderBy(asc(watchRematchRequests.id));
+    if (pending.length === 0) return null;
+    const headFrom = Math.min(...pending.map((r) => r.headFrom));
+    const solidFrom = Math.min(...pending.map((r) => r.solidFrom));
+    // The streams' checkpoints now: blocks up to them were processed, some against the partial index.
+    const head = await loadCheckpoint(db, chainId);
+    const solid = await loadSolidifiedCheckpoint(db, chainId);
+    const headBlocks = head ? await this.recorded(await recentBlocks(db, chainId, headFrom + 1), headFrom, head.number, "head") : [];
+    const solidBlocks = solid ? await this.recorded(await recentSolidifiedBlocks(db, chainId, solidFrom + 1), solidFrom, solid.number, "solidified") : [];
+    const headCount = await this.rematch(headBlocks, "head", solid?.number ?? 0, signal);
+    const solidCount = await this.rematch(solidBlocks, "solidified", solid?.number ?? 0, signal);
+    if (signal?.aborted) return null;
+    await db
+      .update(watchRematchRequests)
+      .set({ doneAt: new Date() })
+      .where(inArray(watchRematchRequests.id, pending.map((r) => r.id)));
+    await db.delete(watchRematchRequests).where(and(eq(watchRematchRequests.chainId, chainId), lt(watchRematchRequests.doneAt, new Date(Date.now() - DONE_KEPT_MS))));
+    log.warn("watch index repaired: re-matched the blocks processed since its last clean check", {
+      requests: pending.length,
+      head: { from: headFrom + 1, to: head?.number ?? null, blocks: headCount },
+      solidified: { from: solidFrom + 1, to: solid?.number ?? null, blocks: solidCount },
+    });
+    return { head: headCount, solidified: solidCount };
+  }
+
+  /** The recorded blocks in (from, to], oldest first; warns about the part older than the record (from −1: none yet). */
+  private async recorded(refs: BlockRef[], from: number, to: number, stream: string): Promise<BlockRef[]> {
+    const within = refs.filter((r) => r.number > from && r.number <= to).sort((a, b) => a.number - b.number);
+    const oldest = within[0]?.number ?? to + 1;
+    // from < 0: the stream had no checkpoint at the clean check, so its record is all it processed since.
+    if (from >= 0 && oldest > from + 1 && to > from) {
+      this.opts.log.warn("re-match: blocks older than the streams' record are not re-matched", {
+        stream,
+        from: from + 1,
+        to: Math.min(oldest - 1, to),
+      });
+    }
+    return within;
+  }
+
+  /** Re-reads `refs` from the node and matches the ones still carrying the recorded id; returns how many. */
+  private async rematch(refs: BlockRef[], stream: "head" | "solidified", solidified: number, signal?: AbortSignal): Promise<number> {
+    if (refs.length === 0) return 0;
+    const { chainId, client, lookup, enqueue } = this.opts;
+    const ids = new Map(refs.map((r) => [r.number, r.blockId]));
+    const last = refs[refs.length - 1]!.number;
+    let matched = 0;
+    let next = refs[0]!.number;
+    while (next <= last && !signal?.aborted) {
+      const end = Math.min(next + MAX_BLOCKS_PER_RANGE, last + 1);
+      const blocks: DecodedBlock[] = await fetchDecodedRange(client, next, end, this.concurrency);
+      if (blocks.length === 0) throw new Error(`the node did not return block ${next} of ${chainId} to re-match`);
+      const wanted = blocks.filter((b) => ids.get(b.number) === b.blockId);
+      const out = new EnqueueBatch(enqueue, undefined, this.opts.enqueueEvents);
+      await out.around(() =>
+        mapLimit(wanted, this.concurrency, async (b) => {
+          const ctx: BlockContext = { chainId, number: b.number, blockId: b.blockId, timestampMs: b.timestampMs };
+          out.add(
+            stream === "head"
+              ? await matchBroadcasted(ctx, b.transfers, lookup)
+              : await matchFinal(ctx, b.transfers, lookup, { solidifiedBlockNumber: solidified }),
+          );
+        }).then(() => {}),
+      );
+      matched += wanted.length;
+      m.rematchedBlocks.inc({ chain: chainId, stream }, wanted.length);
+      next = blocks[blocks.length - 1]!.number + 1;
+    }
+    return matched;
+  }
+}
+
