@@ -11,7 +11,10 @@
 // whole chain is rebuilt (one generation number for all its shards). A Redis that kept the index but lost its last
 // writes (a failover to a replica that lagged) shows shard positions below PostgreSQL's (common/watch-positions.ts):
 // the upkeep (every second, and at once when the connection comes back) replays the applied rows it lacks, or
-// rebuilds the chain when they are past WATCH_OUTBOX_RETENTION_MS.
+// rebuilds the chain when they are past WATCH_OUTBOX_RETENTION_MS. Keys lost outside the writers are found by the
+// verifier (verify, every WATCH_INDEX_VERIFY_MS). After a repair that lookups did not wait for (verify, a lost state),
+// blocks matched meanwhile may have missed addresses: the registry asks the matcher to re-match the blocks after its
+// checkpoints at the last clean check (requestRematch; matcher/rematch.ts serves it).
 //
 // Rebuild and applier. A rebuild of chain C takes C's applier lock (registry/watch-applier.ts) first, so no row of C
 // is applied while it runs; it then copies the subscriptions as of ONE repeatable-read snapshot and, in that same
@@ -79,6 +82,12 @@ export interface RebuildResult {
   subscriptions: number;
 }
 
+/** The matcher's checkpoints of a chain (its head and solidified streams); -1: none yet. */
+interface MatcherCheckpoints {
+  head: number;
+  solid: number;
+}
+
 export interface WatchIndexOptions {
   /** The appliers' poll interval (watch-applier.ts POLL_MS). */
   pollMs?: number;
@@ -102,6 +111,8 @@ export class WatchIndex {
   private lastSweep = 0;
   private lastPrune = 0;
   private lastVerify = 0;
+  /** Per chain, the matcher's checkpoints read just before the last check that found the index whole (rematch). */
+  private readonly lastGood = new Map<string, MatcherCheckpoints>();
   private readonly retentionMs: number;
   private readonly verifyMs: number;
   private readonly pending = new Set<Promise<unknown>>();
@@ -361,12 +372,18 @@ export class WatchIndex {
    * Checks every shard of the chain against the counts its writers keep (common/watch-index.ts verifyShards: sizes
    * only, one script per shard). A shard that lost keys outside the writers (deleted by hand, a partial restore)
    * cannot be replayed to: the chain is marked stale, so lookups wait instead of missing its addresses, and rebuilt
-   * from PostgreSQL. Returns the drifted shards.
+   * from PostgreSQL, and the matcher asked to re-match what it processed since the last clean check (requestRematch).
+   * Returns the drifted shards.
    */
   async verify(chainId: string): Promise<number[]> {
+    // Read before the check: a whole index then means every block up to these checkpoints was matched whole.
+    const checkpoints = await this.matcherCheckpoints(chainId);
     const checks = await withTimeout(verifyShards(this.redis, this.prefix, chainId, this.shards));
     const drifted = checks.flatMap((c) => (c.status === "drifted" ? [c] : []));
-    if (drifted.length === 0) return [];
+    if (drifted.length === 0) {
+      if (checkpoints) this.lastGood.set(chainId, checkpoints);
+      return [];
+    }
     indexBehind.inc({ chain: chainId, repair: "verify" }, drifted.length);
     this.log.warn("watch index: shards lost keys outside the index's writers; rebuilding the chain", {
       chainId,
@@ -374,7 +391,50 @@ export class WatchIndex {
     });
     await withTimeout(markStale(this.redis, this.prefix, chainId, this.shards));
     await this.rebuild([chainId]);
+    await this.requestRematch(chainId);
     return drifted.map((d) => d.shard);
+  }
+
+  /**
+   * The matcher's head and solidified checkpoints of the chain (its tables, in this database), or null when it has
+   * none (not started yet, or not sharing this database: then nothing can be re-matched).
+   */
+  private async matcherCheckpoints(chainId: string): Promise<MatcherCheckpoints | null> {
+    try {
+      const [row] = (await this.db.execute(dsql`
+        SELECT h.block_number AS head, (SELECT s.block_number FROM matcher_solidified_checkpoints s WHERE s.chain_id = h.chain_id) AS solid
+        FROM matcher_checkpoints h WHERE h.chain_id = ${chainId}`)) as unknown as { head: number | string; solid: number | string | null }[];
+      if (!row) return null;
+      // No solidified checkpoint yet: from the oldest block that stream records, when it has one.
+      return { head: Number(row.head), solid: row.solid === null ? -1 : Number(row.solid) };
+    } catch (err) {
+      this.log.debug("watch index: the matcher's checkpoints are not readable here; repairs cannot be re-matched", { err });
+      return null;
+    }
+  }
+
+  /**
+   * After a repair, asks the matcher (watch_rematch_requests, matcher/rematch.ts) to match again the blocks it
+   * processed since the last clean check, when there was one: they may have missed addresses the index lacked.
+   */
+  private async requestRematch(chainId: string): Promise<void> {
+    const good = this.lastGood.get(chainId);
+    if (!good) {
+      this.log.warn("watch index repaired with no clean check before it: blocks matched meanwhile are not re-matched", { chainId });
+      return;
+    }
+    try {
+      await this.db.execute(
+        dsql`INSERT INTO watch_rematch_requests (chain_id, head_from, solid_from) VALUES (${chainId}, ${good.head}, ${good.solid})`,
+      );
+      this.log.warn("watch index repaired: asked the matcher to re-match the blocks since its last clean check", {
+        chainId,
+        headFrom: good.head + 1,
+        solidFrom: good.solid + 1,
+      });
+    } catch (err) {
+      this.log.error("watch index repaired but the re-match could not be requested", { chainId, err });
+    }
   }
 
   /**
@@ -417,6 +477,9 @@ export class WatchIndex {
       const chains = await withTimeout(this.chainsToRebuild());
       if (chains.length > 0) {
         await this.rebuild(chains, { ifMissing: true });
+        // A chain that had been checked whole lost its state since (keys deleted, a node restarted empty): blocks
+        // matched in between may have missed addresses.
+        for (const chainId of chains) if (this.lastGood.has(chainId)) await this.requestRematch(chainId);
         return;
       }
       for (const chainId of this.chains) await this.catchUp(chainId);
