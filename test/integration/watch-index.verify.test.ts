@@ -77,7 +77,9 @@ describe.each(REDIS_KINDS)("Redis %s", (redisKind) => {
     const redis = stack.registry.redis;
     const seen: string[][] = [];
     const monitors = await Promise.all((isCluster(redis) ? redis.nodes("master") : [redis as IORedis]).map((node) => node.duplicate().monitor()));
-    for (const m of monitors) m.on("monitor", (_time: string, args: string[]) => seen.push(args));
+    // MONITOR reports every database of the server: only this stack's (the shared test server holds other runs').
+    const db = isCluster(redis) ? "0" : String(new URL(stack.config.redisUrl).pathname.slice(1) || "0");
+    for (const m of monitors) m.on("monitor", (_time: string, args: string[], _source: string, database: string) => database === db && seen.push(args));
     const checks = await verifyShards(redis, stack.config.redisPrefix, CHAIN, stack.config.watchIndexShards);
     await Bun.sleep(200);
     for (const m of monitors) m.disconnect();
@@ -86,7 +88,8 @@ describe.each(REDIS_KINDS)("Redis %s", (redisKind) => {
     const onBuckets = seen.filter((args) => args.length > 1 && /:b:\d+$/.test(String(args[1])) && String(args[1]).includes(CHAIN));
     expect(onBuckets.length).toBeGreaterThan(0);
     expect(onBuckets.every((args) => String(args[0]).toLowerCase() === "hlen")).toBe(true);
-    expect(onBuckets.length).toBe(buckets);
+    // One HLEN per non-empty bucket per check; the registry's own periodic check may fall in the window too.
+    expect(onBuckets.length % buckets).toBe(0);
   }, 60_000);
 
   test("half of the index's non-state keys deleted: the verifier finds it, counts it and rebuilds", async () => {
