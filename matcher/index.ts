@@ -172,12 +172,15 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
       const onStop = () => both.abort();
       stop.signal.addEventListener("abort", onStop, { once: true });
       const link = solidified ? new StreamLink(chainId) : undefined;
+      // The newest block each stream is matching (its lookups may predate a repair): the re-matcher covers it.
+      const matching = { head: 0, solidified: 0 };
       const common = { chainId, client, db, lookup: watchLookup, enqueue, ...pollMs, ...tuning };
       const stream = new ChainStream({
         ...common,
         log: chainLog.child({ stream: "head" }),
         ...(link ? { link } : {}),
         onCheckpoint: (p) => heads.set(chainId, p),
+        onMatching: (to) => (matching.head = to),
         onNodeError: (err) => node.failed(err),
       });
       const solid = link
@@ -187,6 +190,7 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
             link,
             ...(config.matcherConfirmations !== undefined ? { confirmations: config.matcherConfirmations } : {}),
             onCheckpoint: (p) => solids.set(chainId, p),
+            onMatching: (to) => (matching.solidified = to),
           })
         : undefined;
       // Re-matches after a repair of the watch index (rematch.ts), under the same lease; it retries by itself.
@@ -197,6 +201,7 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
         lookup: watchLookup,
         enqueue,
         log: chainLog.child({ part: "rematch" }),
+        matching: () => matching,
         ...(tuning.concurrency !== undefined ? { concurrency: tuning.concurrency } : {}),
         ...(tuning.enqueueEvents !== undefined ? { enqueueEvents: tuning.enqueueEvents } : {}),
       });

@@ -25,6 +25,8 @@ import { MAX_BLOCKS_PER_RANGE, type TronClient } from "./tron-client.ts";
 
 /** How often the lease holder looks for requests. */
 const POLL_MS = 1_000;
+/** How long a request waits for the streams' runs in flight to be checkpointed. */
+const IN_FLIGHT_WAIT_MS = 30_000;
 /** How long served requests are kept (to see when repairs happened). */
 const DONE_KEPT_MS = 7 * 24 * 3_600_000;
 
@@ -38,6 +40,8 @@ export interface RematchOptions {
   concurrency?: number;
   enqueueEvents?: number;
   pollMs?: number;
+  /** The newest block each stream has started matching (0: none): a run in flight may have looked up before the repair. */
+  matching?: () => { head: number; solidified: number };
 }
 
 export interface RematchResult {
@@ -81,11 +85,18 @@ export class Rematcher {
     if (pending.length === 0) return null;
     const headFrom = Math.min(...pending.map((r) => r.headFrom));
     const solidFrom = Math.min(...pending.map((r) => r.solidFrom));
-    // The streams' checkpoints now: blocks up to them were processed, some against the partial index.
-    const head = await loadCheckpoint(db, chainId);
-    const solid = await loadSolidifiedCheckpoint(db, chainId);
-    const headBlocks = head ? await this.recorded(await recentBlocks(db, chainId, headFrom + 1), headFrom, head.number, "head") : [];
-    const solidBlocks = solid ? await this.recorded(await recentSolidifiedBlocks(db, chainId, solidFrom + 1), solidFrom, solid.number, "solidified") : [];
+    // Up to the streams' checkpoints now, and the runs they are matching: the repair was done before the request was
+    // filed, so a run started after this read looks up the repaired index, but one in flight may have looked up before.
+    const inFlight = this.opts.matching?.() ?? { head: 0, solidified: 0 };
+    const headTo = Math.max((await loadCheckpoint(db, chainId))?.number ?? 0, inFlight.head);
+    const solidTo = Math.max((await loadSolidifiedCheckpoint(db, chainId))?.number ?? 0, inFlight.solidified);
+    // Only recorded blocks are re-matched: wait (bounded) for the runs in flight to be checkpointed or abandoned.
+    const head = await this.reached(() => loadCheckpoint(db, chainId), headTo, signal);
+    const solid = await this.reached(() => loadSolidifiedCheckpoint(db, chainId), solidTo, signal);
+    const headBlocks = head ? await this.recorded(await recentBlocks(db, chainId, headFrom + 1), headFrom, Math.min(head.number, headTo), "head") : [];
+    const solidBlocks = solid
+      ? await this.recorded(await recentSolidifiedBlocks(db, chainId, solidFrom + 1), solidFrom, Math.min(solid.number, solidTo), "solidified")
+      : [];
     const headCount = await this.rematch(headBlocks, "head", solid?.number ?? 0, signal);
     const solidCount = await this.rematch(solidBlocks, "solidified", solid?.number ?? 0, signal);
     if (signal?.aborted) return null;
@@ -96,10 +107,23 @@ export class Rematcher {
     await db.delete(watchRematchRequests).where(and(eq(watchRematchRequests.chainId, chainId), lt(watchRematchRequests.doneAt, new Date(Date.now() - DONE_KEPT_MS))));
     log.warn("watch index repaired: re-matched the blocks processed since its last clean check", {
       requests: pending.length,
-      head: { from: headFrom + 1, to: head?.number ?? null, blocks: headCount },
-      solidified: { from: solidFrom + 1, to: solid?.number ?? null, blocks: solidCount },
+      head: { from: headFrom + 1, to: headTo, blocks: headCount },
+      solidified: { from: solidFrom + 1, to: solidTo, blocks: solidCount },
     });
     return { head: headCount, solidified: solidCount };
+  }
+
+  /**
+   * The checkpoint once it reached `to`, or as it is after IN_FLIGHT_WAIT_MS (a run that failed is matched again by
+   * its stream, after the repair).
+   */
+  private async reached(load: () => Promise<BlockRef | null>, to: number, signal?: AbortSignal): Promise<BlockRef | null> {
+    const deadline = Date.now() + IN_FLIGHT_WAIT_MS;
+    for (;;) {
+      const cp = await load();
+      if ((cp && cp.number >= to) || Date.now() >= deadline || signal?.aborted) return cp;
+      await Bun.sleep(100);
+    }
   }
 
   /** The recorded blocks in (from, to], oldest first; warns about the part older than the record (from −1: none yet). */

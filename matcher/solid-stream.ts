@@ -61,6 +61,8 @@ export interface SolidStreamOptions {
   batchSize?: number;
   concurrency?: number;
   onCheckpoint?: (ref: SolidProgress) => void;
+  /** Told the newest block of a run before its lookups start (the re-matcher covers runs in flight, rematch.ts). */
+  onMatching?: (to: number) => void;
 }
 
 export interface SolidProgress extends BlockRef {
@@ -338,6 +340,7 @@ export class SolidifiedStream {
 
   private async process(lease: ChainLease, batch: DecodedBlock[], solidifiedHead: number, signal: AbortSignal): Promise<void> {
     const { chainId, lookup, enqueue } = this.opts;
+    this.opts.onMatching?.(batch[batch.length - 1]!.number);
     const finality = { solidifiedBlockNumber: solidifiedHead };
     let confirmed = 0;
     let failed = 0;

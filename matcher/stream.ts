@@ -48,6 +48,8 @@ export interface StreamOptions {
   enqueueEvents?: number;
   /** Called after each checkpoint. */
   onCheckpoint?: (ref: Progress) => void;
+  /** Told the newest block of a run before its lookups start (the re-matcher covers runs in flight, rematch.ts). */
+  onMatching?: (to: number) => void;
   /** Shared with the chain's solidified stream (absent when it does not run): the block cache and positions. */
   link?: StreamLink;
   /** Takes a step's failure when the node did not answer (it reports them, rate-limited); unset, they are logged. */
@@ -271,6 +273,7 @@ export class ChainStream {
       await this.rollback(lease, batch[0]!);
       return;
     }
+    this.opts.onMatching?.(accepted[accepted.length - 1]!.number);
     let transfers = 0;
     let events = 0;
     const stage = (name: string, since: number) => this.stage(name, since);
