@@ -26,7 +26,8 @@ describe.each(REDIS_KINDS)("Redis %s", (redisKind) => {
   let sql: SQL;
 
   beforeAll(async () => {
-    stack = await startStack({ redisKind });
+    // The verifier would find the hand-made loss too and rebuild instead: this file proves the replay path alone.
+    stack = await startStack({ redisKind, env: { WATCH_INDEX_VERIFY_MS: "3600000" } });
     key = await stack.createKey();
     sql = new SQL(stack.database.url, { max: 2 });
   }, 60_000);
