@@ -111,6 +111,10 @@ export class WatchIndex {
   private lastSweep = 0;
   private lastPrune = 0;
   private lastVerify = 0;
+  /** When the upkeep last checked every shard (0: not yet; the first check follows the start's rebuild). */
+  get verifiedAt(): number {
+    return this.lastVerify;
+  }
   /** Per chain, the matcher's checkpoints read just before the last check that found the index whole (rematch). */
   private readonly lastGood = new Map<string, MatcherCheckpoints>();
   private readonly retentionMs: number;
