@@ -18,7 +18,7 @@ import {
 } from "./generate.ts";
 import { blockTxFromTronGrid, infoFromTronGrid, loadTestnetInfos, loadTronGridTransactions } from "./recorded.ts";
 import { internalTransactions, synthesizeTransactionInfos } from "./txinfo.ts";
-import { addressToHex } from "./forms.ts";
+import { addressToBase58, addressToHex } from "./forms.ts";
 
 export const FIXTURES_DIR = join(import.meta.dir, "../../fixtures/tron");
 
@@ -48,6 +48,27 @@ export interface ChainOptions {
   backlog?: number;
   /** How many blocks the solidified head trails the head (java-tron: about 19). */
   solidLag?: number;
+  /** History to find: transfers to chosen addresses in the backlog's blocks (backfill tests and the demo). */
+  history?: HistoryOptions;
+}
+
+/**
+ * Every `every`-th backlog block (default 10, the oldest first) carries one transfer to each of `to`, from a pool
+ * address, alternating TRX and USDT (`amount` base units, default 1,000,000).
+ */
+export interface HistoryOptions {
+  to: string[];
+  every?: number;
+  amount?: number;
+}
+
+/** One transfer the history placed. */
+export interface HistoryTransfer {
+  blockNumber: number;
+  timestampMs: number;
+  txId: string;
+  to: string;
+  type: "trx" | "trc20";
 }
 
 /** What a node serves: its head, its solidified head and its blocks (the simulated node, or one stuck on a dead branch). */
@@ -78,6 +99,8 @@ export class SimChain {
   solidityApi = true;
   /** Added to the wall clock for new blocks and transactions: lets a test pass a transaction's expiration at once. */
   clockOffsetMs = 0;
+  /** The transfers `history` placed in the backlog, oldest first. */
+  readonly history: HistoryTransfer[] = [];
   private readonly canonical: StoredBlock[] = [];
   private readonly archive = new Map<number, StoredBlock>();
   private readonly byId = new Map<string, StoredBlock>();
@@ -105,7 +128,22 @@ export class SimChain {
     }
     const backlog = opts.backlog ?? 0;
     const now = Date.now();
-    for (let i = backlog - 1; i >= 0; i--) this.produce(now - i * 3_000);
+    for (let i = backlog - 1; i >= 0; i--) {
+      const placed = opts.history ? this.placeHistory(opts.history, backlog - 1 - i) : [];
+      const stored = this.produce(now - i * 3_000);
+      const h = stored.block.block_header.raw_data;
+      for (const p of placed) this.history.push({ blockNumber: h.number, timestampMs: h.timestamp, ...p });
+    }
+  }
+
+  /** Queues the history's transfers for backlog block `index` (0 = oldest), when it is one of its blocks. */
+  private placeHistory(h: HistoryOptions, index: number): Omit<HistoryTransfer, "blockNumber" | "timestampMs">[] {
+    const every = h.every ?? 10;
+    if (index % every !== 0 || h.to.length === 0) return [];
+    const type = (index / every) % 2 === 0 ? "trx" : "trc20";
+    const from = addressToBase58(this.pool[index % this.pool.length]!);
+    const ids = this.enqueue(h.to.map((to) => ({ type, from, to, amount: h.amount ?? 1_000_000 })));
+    return ids.map((txId, i) => ({ txId, to: h.to[i]!, type }));
   }
 
   private loadRecorded(): void {

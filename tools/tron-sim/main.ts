@@ -1,6 +1,6 @@
 // `bun tools/tron-sim/main.ts [--port 8090] [--block-ms 3000] [--tx 300] [--pool 2000] [--seed 1] [--backlog 0]
 //   [--no-recorded] [--start 70000000] [--prerender] [--usdt 0.45]
-//   [--solid-lag 19] [--no-solidity]`: a java-tron HTTP API simulator on its own (see README.md).
+//   [--solid-lag 19] [--no-solidity] [--history-to ADDR,... [--history-every 10]]`: a java-tron HTTP API simulator on its own (see README.md).
 import { parseArgs } from "node:util";
 import { MAINNET_MIX, type TxMix } from "./generate.ts";
 import { startTronSim } from "./server.ts";
@@ -27,6 +27,8 @@ const { values } = parseArgs({
     hostname: { type: "string", default: "127.0.0.1" },
     "solid-lag": { type: "string", default: "19" },
     "no-solidity": { type: "boolean", default: false },
+    "history-to": { type: "string" },
+    "history-every": { type: "string", default: "10" },
   },
 });
 
@@ -43,6 +45,7 @@ const sim = startTronSim({
   solidLag: Number(values["solid-lag"]),
   ...(values.usdt ? { mix: mixWithUsdt(Number(values.usdt)) } : {}),
   ...(values.start ? { startNumber: Number(values.start) } : {}),
+  ...(values["history-to"] ? { history: { to: values["history-to"].split(","), every: Number(values["history-every"]) } } : {}),
 });
 if (values["no-solidity"]) sim.chain.solidityApi = false;
 const head = sim.chain.head().block.block_header.raw_data.number;

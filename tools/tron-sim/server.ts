@@ -243,6 +243,8 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
         const limit = Math.min(chain.pool.length, num(p.limit) || 100);
         return Response.json({ addresses: chain.pool.slice(0, limit).map(addressToBase58) });
       }
+      case "GET history":
+        return Response.json({ transfers: chain.history });
       case "POST produce":
         // advanceMs moves the simulator's clock forward first (a test passing transactions' expiration at once).
         if (p.advanceMs !== undefined) chain.clockOffsetMs += Math.max(0, num(p.advanceMs) || 0);
