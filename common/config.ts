@@ -1,4 +1,5 @@
 // One reader of the environment for every service: docs/CONTRACT.md "Running it" lists each variable and its default.
+import { loadBackfillConfig, type BackfillConfig } from "./backfill-config.ts";
 import { INTERNAL_CALLERS, tokenVariable, type InternalCaller } from "./internal-auth.ts";
 import { parseKeyring } from "./keyring.ts";
 import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "./retry-policy.ts";
@@ -137,6 +138,8 @@ export interface Config {
   /** EVENT_RETENTION_DAYS: events (and their attempts) older than this many days go, a whole day at a time. */
   eventRetentionDays: number;
   matcherChains: ChainId[];
+  /** BACKFILL_MAX_BLOCKS, BACKFILL_CONCURRENCY_PER_KEY, BACKFILL_NODE_CONCURRENCY (common/backfill-config.ts). */
+  backfill: BackfillConfig;
   logLevel: string;
 }
 
@@ -241,6 +244,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxAddressesPerSubscription: int(env, "MAX_ADDRESSES_PER_SUBSCRIPTION", 1_000_000),
     eventRetentionDays,
     matcherChains: env.MATCHER_CHAINS ? parseChainList(env.MATCHER_CHAINS) : [...TRON_CHAINS],
+    backfill: loadBackfillConfig(env),
     logLevel: str(env, "LOG_LEVEL", "info"),
   };
 }

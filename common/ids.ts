@@ -3,7 +3,7 @@ import { monotonicFactory } from "ulid";
 
 const nextUlid = monotonicFactory();
 
-export type IdPrefix = "sub" | "evt" | "key" | "att";
+export type IdPrefix = "sub" | "evt" | "key" | "att" | "bf";
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${nextUlid()}`;
@@ -15,6 +15,7 @@ const patterns: Record<IdPrefix, RegExp> = {
   evt: new RegExp(`^evt_${ULID}$`),
   key: new RegExp(`^key_${ULID}$`),
   att: new RegExp(`^att_${ULID}$`),
+  bf: new RegExp(`^bf_${ULID}$`),
 };
 
 /** A malformed id is simply not found (docs/CONTRACT.md): callers turn `false` into 404. */

@@ -22,8 +22,11 @@ export type Envelope = {
   data: Record<string, unknown>;
 };
 
-/** `data` of a transfer event of `kind` (docs/CONTRACT.md "Transfer lifecycle": the final kinds carry more). */
-export function transferData(t: Transfer, kind: string): Record<string, unknown> {
+/**
+ * `data` of a transfer event of `kind` (docs/CONTRACT.md "Transfer lifecycle": the final kinds carry more); `backfill`
+ * is the job that made it, null for the live streams' events.
+ */
+export function transferData(t: Transfer, kind: string, backfill: string | null = null): Record<string, unknown> {
   const a = t.asset;
   const data: Record<string, unknown> = {
     chainId: t.chainId,
@@ -47,6 +50,7 @@ export function transferData(t: Transfer, kind: string): Record<string, unknown>
     fee: t.fee === "" ? "0" : t.fee,
     memo: t.memo ?? null,
     matchedAddresses: t.matchedAddresses.map((m) => ({ chainId: m.chainId, address: m.address, role: m.role })),
+    backfill,
   };
   if (kind === FAILED_KIND) data.reason = t.reason;
   if (kind === CONFIRMED_KIND || kind === FAILED_KIND) data.solidifiedBlockNumber = Number(t.solidifiedBlockNumber);
@@ -89,6 +93,7 @@ export function sampleTransferData(chainId: string, kind: string, at: Date): Rec
     fee: mainnet ? (failed ? "2086320" : "13735500") : "0",
     memo: null,
     matchedAddresses: [{ chainId, address: SAMPLE_TO, role: "to" }],
+    backfill: null,
     test: true,
   };
   if (failed) data.reason = "REVERT";
@@ -99,7 +104,7 @@ export function sampleTransferData(chainId: string, kind: string, at: Date): Rec
 const ENVELOPE_ORDER = ["id", "kind", "date", "subscriptionId", "data"];
 const TRANSFER_ORDER = [
   "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "internalIndex", "from", "to", "amount",
-  "asset", "fee", "memo", "reason", "solidifiedBlockNumber", "matchedAddresses", "test",
+  "asset", "fee", "memo", "reason", "solidifiedBlockNumber", "matchedAddresses", "backfill", "test",
 ];
 const ASSET_ORDER = ["type", "standard", "contract", "tokenId", "symbol", "decimals"];
 

@@ -125,7 +125,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
         txId: t.txId,
         logIndex: t.logIndex,
         internalIndex: t.internalIndex,
-        payload: renderPayload(envelope(id, e.kind, e.subscriptionId, now, transferData(t, e.kind))),
+        payload: renderPayload(envelope(id, e.kind, e.subscriptionId, now, transferData(t, e.kind, e.backfill ?? null))),
         status: "pending",
         nextAttemptAt: new Date(firstDueMs()),
         held: heldReason !== undefined,

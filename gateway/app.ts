@@ -22,6 +22,7 @@ import { createRateLimiter, rateLimitHeaders } from "./rate-limit.ts";
 import { gatewayReadiness } from "./readiness.ts";
 import { pickRequestId, REQUEST_ID_HEADER } from "./request-id.ts";
 import { addressRoutes } from "./routes/addresses.ts";
+import { backfillRoutes } from "./routes/backfills/index.ts";
 import { eventRoutes } from "./routes/events.ts";
 import { operationRoutes } from "./routes/operations.ts";
 import { subscriptionRoutes } from "./routes/subscriptions.ts";
@@ -239,6 +240,7 @@ export function createGatewayApp(opts: GatewayOptions) {
     .use(addressRoutes(deps))
     .use(eventRoutes(deps))
     .use(operationRoutes(deps))
+    .use(backfillRoutes(deps))
     .onStop(() => {
       if (ownsRedis) redis.disconnect();
     });

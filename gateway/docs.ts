@@ -149,6 +149,7 @@ export function openApiDocument(app: AnyElysia): Record<string, unknown> {
       { name: "subscriptions", description: "Webhook subscriptions" },
       { name: "address filters", description: "The TRON addresses a subscription watches" },
       { name: "events", description: "The delivery log: test, list, inspect and retry events" },
+      { name: "backfills", description: "History on demand: past blocks' transfers delivered as the same events" },
       { name: "operations", description: "Health, readiness and metrics (no authentication)" },
       WEBHOOKS_TAG,
     ],

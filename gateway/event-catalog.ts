@@ -50,6 +50,10 @@ const transferFields = {
   }),
   fee: t.String({ description: "The transaction's fee in sun, as a decimal string; \"0\" when none." }),
   memo: Nullable(t.String(), "The transaction's memo (raw_data.data) as UTF-8 text, \"0x...\" hex when it is not valid UTF-8, or null."),
+  backfill: Nullable(
+    t.String(),
+    "The backfill job (bf_...) that made this event from a past block (POST /v1/subscriptions/{id}/backfills); null on every event of the live streams.",
+  ),
   test: t.Optional(t.Literal(true, { description: "Present (true) only on samples sent by POST /v1/subscriptions/{id}/test." })),
 };
 
@@ -118,6 +122,7 @@ const payment = {
   internalIndex: -1,
   fee: "13395900",
   memo: null,
+  backfill: null,
 };
 
 export const EXAMPLE_PAYLOADS: {

@@ -2,7 +2,8 @@
 // readiness checks. `bun run registry` serves it alone (main.ts); `npm start` and the tests run it in-process.
 import { loadAppKeys, loadInternalRoot } from "../common/app-secret.ts";
 import { poolSize } from "../common/db.ts";
-import type { Config } from "../common/config.ts";
+import type { ChainId, Config } from "../common/config.ts";
+import { NodeChainView } from "./backfill-range.ts";
 import type { Keyring } from "../common/keyring.ts";
 import { acceptedCallers, type AcceptedCallers } from "../common/internal-auth.ts";
 import { log } from "../common/logger.ts";
@@ -18,6 +19,8 @@ import { WatchIndex } from "./watch-index.ts";
 export interface RegistryDeps {
   /** DNS resolver for the request-time SSRF check (tests inject a static one). */
   resolver?: Resolver;
+  /** Overrides of config.tronNodeUrls, where backfill ranges are resolved (tests and the demo: tools/tron-sim). */
+  nodeUrls?: Partial<Record<ChainId, string>>;
 }
 
 export interface RegistryHandle extends ServiceHandle {
@@ -66,6 +69,7 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
     checkDestination: async (url) => (await checkDestinationUrl(policy, url)).url.href,
     index: watchIndex,
     addresses,
+    backfill: { chains: new NodeChainView(config, deps.nodeUrls), limits: config.backfill },
     log: log.child({ service: "registry" }),
   };
 

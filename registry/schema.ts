@@ -147,7 +147,51 @@ export const watchIndexPositions = pgTable(
 // Idempotency records of subscription creation and secret rotation, written in the effect's transaction.
 export const idempotencyRecords = idempotencyTable("idempotency_records", "idempotency_records_expires_idx");
 
-export const registrySchema = { apiKeys, brokers, brokerGrants, subscriptions, subscriptionAddresses, idempotencyRecords, watchOutbox, watchIndexPositions };
+// Backfill jobs (docs/CONTRACT.md "Backfills"). The registry creates, lists and cancels them (they belong to a
+// subscription, are canceled in the transaction that disables it and deleted with it by the foreign key); the
+// matcher runs them (matcher/backfill/): it takes a lease on a job, scans its blocks and moves `next_block` and the
+// counts in the transaction that records the blocks' events as accepted.
+export const BACKFILL_STATUSES = ["queued", "running", "completed", "failed", "canceled"] as const;
+export type BackfillStatus = (typeof BACKFILL_STATUSES)[number];
+
+export const backfills = pgTable(
+  "backfills",
+  {
+    id: text("id").primaryKey(),
+    subscriptionId: text("subscription_id")
+      .notNull()
+      .references(() => subscriptions.id, { onDelete: "cascade" }),
+    keyId: text("key_id").notNull(),
+    chainId: text("chain_id").notNull(),
+    status: text("status").$type<BackfillStatus>().notNull(),
+    fromBlock: bigint("from_block", { mode: "number" }).notNull(),
+    toBlock: bigint("to_block", { mode: "number" }).notNull(),
+    /** The chosen subset of the subscription's addresses on the chain; null: all of them. */
+    addresses: text("addresses").array(),
+    addressCount: integer("address_count").notNull(),
+    /** The solidified head when the job was created: the events' solidifiedBlockNumber. */
+    solidifiedHead: bigint("solidified_head", { mode: "number" }).notNull(),
+    /** The checkpoint: the next block to scan (to_block + 1 once every block's events were accepted). */
+    nextBlock: bigint("next_block", { mode: "number" }).notNull(),
+    eventsCreated: bigint("events_created", { mode: "number" }).notNull().default(0),
+    eventsSkipped: bigint("events_skipped", { mode: "number" }).notNull().default(0),
+    error: text("error"),
+    /** Which matcher replica runs it, until when (it renews the lease while it scans). */
+    leaseOwner: text("lease_owner"),
+    leaseUntil: ms("lease_until"),
+    createdAt: ms("created_at").notNull(),
+    startedAt: ms("started_at"),
+    finishedAt: ms("finished_at"),
+  },
+  (t) => [
+    index("backfills_subscription_page_idx").on(t.subscriptionId, t.id.desc()),
+    index("backfills_open_idx").on(t.chainId, t.id).where(sql`${t.status} IN ('queued', 'running')`),
+  ],
+);
+
+export type BackfillRow = typeof backfills.$inferSelect;
+
+export const registrySchema = { apiKeys, brokers, brokerGrants, subscriptions, subscriptionAddresses, idempotencyRecords, watchOutbox, watchIndexPositions, backfills };
 export type RegistrySchema = typeof registrySchema;
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;

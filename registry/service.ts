@@ -51,6 +51,8 @@ import type {
   SubscriptionFields,
 } from "./store.ts";
 import type { OutboxTicket } from "./watch-outbox.ts";
+import { BackfillService } from "../gen/webhooks/registry/v1/backfill_pb.ts";
+import { backfillService, type BackfillContext } from "./backfills.ts";
 
 /** Inlined addresses on GET and rotate (docs/CONTRACT.md "Subscriptions"). */
 export const INLINE_ADDRESSES = 200;
@@ -77,6 +79,8 @@ export interface RegistryContext {
    */
   index: { settle(ticket: OutboxTicket): Promise<void> };
   addresses: AddressRpcs;
+  /** Backfill jobs (registry/backfills.ts): the node their ranges are resolved against, and the limits. */
+  backfill: Pick<BackfillContext, "chains" | "limits">;
   log: Logger;
 }
 
@@ -399,6 +403,7 @@ export function registryRoutes(ctx: RegistryContext): RegisterRoutes {
     router.service(SubscriptionService, instrument(subscriptionService(ctx)));
     router.service(ApiKeyService, instrument(apiKeyService(ctx)));
     router.service(WatchIndexService, instrument(watchIndexService(ctx)));
+    router.service(BackfillService, instrument(backfillService({ store: ctx.store, tokenKeys: ctx.tokenKeys, ...ctx.backfill })));
   };
 }
 

@@ -17,6 +17,7 @@ import { newId } from "../common/ids.ts";
 import type { MatchConditions } from "../common/match-conditions.ts";
 import { databaseUnavailable } from "./metrics.ts";
 import { recordIndexChanges, type OutboxTicket } from "./watch-outbox.ts";
+import { cancelSubscriptionBackfills } from "./backfills.ts";
 import { brokerUrlBinding, subscriptionSecretBinding } from "./sealed-columns.ts";
 import {
   apiKeys,
@@ -414,6 +415,7 @@ export class RegistryStore {
         .set({ ...fields, updatedAt: new Date() })
         .where(and(eq(subscriptions.id, id), eq(subscriptions.keyId, keyId)))
         .returning();
+      if (row && fields.status === "disabled") await cancelSubscriptionBackfills(tx, id, "subscription disabled");
       return row && { row, ticket: await recordIndexChanges(tx, [{ kind: "meta", subscriptionId: id }]) };
     });
   }

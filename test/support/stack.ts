@@ -37,6 +37,8 @@ export interface StackOptions {
   matcher?: Omit<MatcherDeps, "deliverer">;
   /** "server" (default): a leased DB of the shared test Redis; "cluster": a real 3-master Redis Cluster of its own. */
   redisKind?: RedisKind;
+  /** TRON nodes the registry resolves backfill ranges against (default: the matcher's, when given). */
+  nodeUrls?: MatcherDeps["nodeUrls"];
 }
 
 /** The stack's Redis: REDIS_URL, and how to empty it (every master of a cluster) or restart one of its nodes. */
@@ -110,7 +112,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       ...opts.env,
     });
 
-    const registry = await createRegistry(config, { resolver: opts.resolver ?? staticResolver(TEST_HOSTS) });
+    const nodeUrls = opts.nodeUrls ?? opts.matcher?.nodeUrls;
+    const registry = await createRegistry(config, { resolver: opts.resolver ?? staticResolver(TEST_HOSTS), ...(nodeUrls ? { nodeUrls } : {}) });
     cleanups.push(() => registry.close());
     const served: ServedService = await serveService(registry, config.registryPort, config.registryGrpcPort);
     cleanups.push(() => served.stop());
