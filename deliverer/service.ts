@@ -135,6 +135,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
       });
     });
     const idByKey = new Map<string, string>();
+    const insertedIds = new Set<string>();
     let created = 0;
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
       const chunk = rows.slice(i, i + INSERT_CHUNK);
@@ -149,12 +150,16 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
       await afterEffect(() => d.schedule.remove(ids.filter((id) => !out.inserted.has(id))));
       for (const r of chunk) if (r.held && out.inserted.has(r.id!)) eventsHeld.inc({ reason: r.heldReason! });
       for (const [k, v] of out.idByKey) idByKey.set(k, v);
+      for (const id of out.inserted) insertedIds.add(id);
       created += out.inserted.size;
     }
     if (created > 0) d.wake();
+    const eventIds = keyOf.map((k) => (k === undefined ? "" : (idByKey.get(k) ?? "")));
     return create(EnqueueResponseSchema, {
-      eventIds: keyOf.map((k) => (k === undefined ? "" : (idByKey.get(k) ?? ""))),
+      eventIds,
       created,
+      // Only the first input of an identity the call created is "made"; a repeat within the call is a duplicate.
+      made: eventIds.map((id) => insertedIds.delete(id)),
     });
   }
 

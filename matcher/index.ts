@@ -14,6 +14,7 @@ import { refuseEvictingRedis } from "../common/redis-eviction.ts";
 import type { ServiceHandle } from "../common/service.ts";
 import { lookup } from "../common/watch-index.ts";
 import { StreamLink } from "./block-cache.ts";
+import { BackfillScanner } from "./backfill/scanner.ts";
 import { AppliedPositionsReader } from "./index-positions.ts";
 import { acquireChainLease, type ChainLease } from "./lease.ts";
 import type { WatchLookup } from "./match.ts";
@@ -32,6 +33,8 @@ export interface MatcherDeps {
   nodeUrls?: Partial<Record<ChainId, string>>;
   /** Stream tuning (tests, benchmark); `solidified: false` runs the head stream alone (the benchmark's baseline). */
   stream?: { batchSize?: number; concurrency?: number; enqueueEvents?: number; blockIntervalMs?: number; leaseRetryMs?: number; solidified?: boolean };
+  /** History scanner tuning (tests): a job's lease and the polling interval for new jobs (backfill/scanner.ts). */
+  backfill?: { leaseMs?: number; pollMs?: number };
 }
 
 export interface MatcherHandle extends ServiceHandle {
@@ -76,6 +79,9 @@ function progressBoard<P extends { number: number }>(what: string) {
     },
   };
 }
+
+/** The head stream this many blocks behind the node's head: backfills wait (they never slow the live streams). */
+const LIVE_BEHIND_BLOCKS = 2;
 
 /** How often a replica whose node has not answered yet asks it again (besides the stream's own requests). */
 const NODE_PROBE_INTERVAL_MS = 10_000;
@@ -205,6 +211,20 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
         ...(tuning.concurrency !== undefined ? { concurrency: tuning.concurrency } : {}),
         ...(tuning.enqueueEvents !== undefined ? { enqueueEvents: tuning.enqueueEvents } : {}),
       });
+      // Backfill jobs, under the same lease: history waits while the head stream is behind the node's head.
+      const backfills = new BackfillScanner({
+        chainId,
+        client,
+        db,
+        lookup: watchLookup,
+        enqueue: (events) => deliverer.enqueue({ events }),
+        log: chainLog.child({ part: "backfill" }),
+        nodeConcurrency: config.backfill.nodeConcurrency,
+        perKey: config.backfill.concurrencyPerKey,
+        liveBehind: () => link !== undefined && link.head - (heads.get(chainId)?.number ?? link.head) > LIVE_BEHIND_BLOCKS,
+        ...deps.backfill,
+        ...(tuning.enqueueEvents !== undefined ? { enqueueEvents: tuning.enqueueEvents } : {}),
+      });
       const runOne = async (run: () => Promise<void>) => {
         try {
           await run();
@@ -217,6 +237,7 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
           runOne(() => stream.run(lease, both.signal)),
           ...(solid ? [runOne(() => solid.run(lease, both.signal))] : []),
           rematch.run(both.signal),
+          backfills.run(both.signal),
         ]);
       } catch (err) {
         if (err instanceof LeaseLostError) chainLog.warn("lease lost; waiting to re-acquire");

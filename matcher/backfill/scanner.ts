@@ -1,0 +1,231 @@
+// One chain's history scanner: runs the backfill jobs this replica holds (jobs.ts) in one shared pass, oldest block
+// first. A run is up to 100 consecutive blocks that some job still needs, read with one getblockbylimitnext and
+// their transaction infos (each block fetched once however many jobs want it), looked up in the watch index once per
+// block, and matched for each job with the live streams' code (match.ts buildEvents: broadcasted and confirmed for a
+// successful transfer, failed for the rest, as for a solidified block), keeping only the job's subscription and
+// addresses and marking each event with the job's id. The events go to the deliverer in block order (EnqueueBatch),
+// and only once every call was accepted does each job's checkpoint move: a crash scans the run again, and the
+// deliverer's one event per (subscription, kind, transfer) makes that harmless.
+//
+// History never slows the live streams: its node requests are capped per chain (BACKFILL_NODE_CONCURRENCY), and no
+// run starts while the head stream is behind the node's head.
+import { randomUUID } from "node:crypto";
+import type { NewEvent } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
+import type { ChainId } from "../../common/config.ts";
+import type { Logger } from "../../common/logger.ts";
+import type { Watcher } from "../../common/watch-index.ts";
+import { EnqueueBatch } from "../enqueue-batch.ts";
+import { decoded, infosFor, mapLimit, type DecodedBlock } from "../fetch.ts";
+import { BROADCASTED, CONFIRMED, FAILED, buildEvents, succeeded, touchedAddresses, type BlockContext, type WatchLookup } from "../match.ts";
+import type { MatcherDb } from "../store.ts";
+import { sleep, stepRetryDelay } from "../stream.ts";
+import { MAX_BLOCKS_PER_RANGE, type TronClient } from "../tron-client.ts";
+import { advanceJob, claimJobs, failJob, releaseJobs, type BackfillJob } from "./jobs.ts";
+import { blocksScanned, historyRequests } from "./metrics.ts";
+
+export interface EnqueueOutcome {
+  /** Per event: its id (the existing one for a duplicate), "" when its subscription no longer takes events. */
+  eventIds: string[];
+  /** Per event: whether this call created it. */
+  made: boolean[];
+}
+
+export interface BackfillScannerOptions {
+  chainId: ChainId;
+  client: TronClient;
+  db: MatcherDb;
+  lookup: WatchLookup;
+  enqueue: (events: NewEvent[]) => Promise<EnqueueOutcome>;
+  log: Logger;
+  /** BACKFILL_NODE_CONCURRENCY: history requests in flight on this chain. */
+  nodeConcurrency: number;
+  /** BACKFILL_CONCURRENCY_PER_KEY. */
+  perKey: number;
+  /** Whether the live streams are behind the node (then no run starts). */
+  liveBehind: () => boolean;
+  /** A job's lease; renewed every poll. */
+  leaseMs?: number;
+  /** How often jobs are looked for (and leases renewed) while there is nothing to scan. */
+  pollMs?: number;
+  enqueueEvents?: number;
+}
+
+const DEFAULT_LEASE_MS = 30_000;
+const DEFAULT_POLL_MS = 1_000;
+/** Lookups of a run's blocks in flight (Redis, not the node). */
+const LOOKUP_CONCURRENCY = 8;
+
+/** At most `limit` calls of run() at once. */
+class Limiter {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(private readonly limit: number) {}
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.active++;
+    try {
+      return await fn();
+    } finally {
+      this.active--;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
+export class BackfillScanner {
+  /** This replica's name in the jobs' leases. */
+  readonly owner = randomUUID();
+  private jobs: BackfillJob[] = [];
+  private readonly node: Limiter;
+  private readonly leaseMs: number;
+  private lastClaim = 0;
+
+  constructor(private readonly opts: BackfillScannerOptions) {
+    this.node = new Limiter(opts.nodeConcurrency);
+    this.leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    const pollMs = this.opts.pollMs ?? DEFAULT_POLL_MS;
+    let failures = 0;
+    while (!signal.aborted) {
+      try {
+        // Leases are renewed (and new jobs taken) at least every poll, whatever a run takes.
+        if (this.jobs.length === 0 || Date.now() - this.lastClaim >= Math.min(pollMs, this.leaseMs / 3)) await this.claim();
+        if (this.jobs.length === 0 || this.opts.liveBehind()) {
+          await sleep(this.jobs.length === 0 ? pollMs : 200, signal);
+          continue;
+        }
+        await this.step(signal);
+        failures = 0;
+      } catch (err) {
+        if (signal.aborted) break;
+        failures++;
+        const delay = stepRetryDelay(failures);
+        this.opts.log.warn("backfill step failed; retrying", { err, retryInMs: delay });
+        await sleep(delay, signal);
+      }
+    }
+    await releaseJobs(this.opts.db, this.owner).catch(() => {});
+  }
+
+  private async claim(): Promise<void> {
+    this.lastClaim = Date.now();
+    const { db, chainId, perKey, log } = this.opts;
+    const held = new Set(this.jobs.map((j) => j.id));
+    this.jobs = await claimJobs(db, chainId, this.owner, this.leaseMs, perKey);
+    for (const j of this.jobs) if (!held.has(j.id)) log.info("backfill started", { backfill: j.id, from: j.nextBlock, to: j.toBlock });
+  }
+
+  /** The next run: from the lowest block a job needs, up to 100 blocks that some job needs, contiguous. */
+  private nextRun(): { start: number; end: number } | null {
+    const pending = this.jobs.filter((j) => j.nextBlock <= j.toBlock);
+    if (pending.length === 0) return null;
+    const start = Math.min(...pending.map((j) => j.nextBlock));
+    let end = start;
+    while (end + 1 < start + MAX_BLOCKS_PER_RANGE && pending.some((j) => j.nextBlock <= end + 1 && j.toBlock >= end + 1)) end++;
+    return { start, end };
+  }
+
+  private async step(signal: AbortSignal): Promise<void> {
+    const run = this.nextRun();
+    if (!run) {
+      // Every held job is past its range (a checkpoint that completed it was lost): complete them.
+      for (const j of this.jobs) await advanceJob(this.opts.db, j, this.owner, j.toBlock + 1, { created: 0, skipped: 0 });
+      this.jobs = [];
+      return;
+    }
+    const blocks = await this.fetch(run.start, run.end);
+    if (signal.aborted) return;
+    const { chainId, lookup, log } = this.opts;
+    const wanted = (j: BackfillJob, n: number) => n >= j.nextBlock && n <= j.toBlock;
+    const participants = this.jobs.filter((j) => blocks.some((b) => wanted(j, b.number)));
+    // One watch-index lookup per block for every job.
+    const watched = await mapLimit(blocks, LOOKUP_CONCURRENCY, (b) =>
+      b.transfers.length === 0 ? Promise.resolve(new Map<string, Watcher[]>()) : lookup(chainId, touchedAddresses(b.transfers)),
+    );
+    const counts = new Map(participants.map((j) => [j.id, { created: 0, skipped: 0 }]));
+    const out = new EnqueueBatch(
+      async (events) => {
+        const res = await this.opts.enqueue(events);
+        events.forEach((e, i) => {
+          if (res.eventIds[i] === "") return;
+          const c = counts.get(e.backfill!)!;
+          if (res.made[i]) c.created++;
+          else c.skipped++;
+        });
+      },
+      undefined,
+      this.opts.enqueueEvents,
+    );
+    await out.around(async () => {
+      blocks.forEach((b, i) => {
+        for (const job of participants) {
+          if (!wanted(job, b.number)) continue;
+          out.add(jobEvents(chainId, job, b, watched[i]!));
+        }
+      });
+    });
+    for (const job of participants) {
+      const next = Math.min(run.end, job.toBlock) + 1;
+      const c = counts.get(job.id)!;
+      const kept = await advanceJob(this.opts.db, job, this.owner, next, c);
+      job.nextBlock = next;
+      if (!kept) log.info("backfill stopped: canceled, or taken by another replica", { backfill: job.id });
+      else if (next > job.toBlock) log.info("backfill completed", { backfill: job.id, events: c.created });
+    }
+    blocksScanned.inc({ chain: chainId }, blocks.length);
+    this.jobs = this.jobs.filter((j) => j.nextBlock <= j.toBlock);
+  }
+
+  /** Blocks [start, end], decoded, with every request under the chain's history cap. */
+  private async fetch(start: number, end: number): Promise<DecodedBlock[]> {
+    const { client, chainId } = this.opts;
+    const raw = await this.node.run(() => {
+      historyRequests.inc({ chain: chainId, endpoint: "getblockbylimitnext" });
+      return client.getBlockRange(start, end + 1);
+    });
+    if (raw.length === 0 || raw[0]!.block_header.raw_data.number !== start) {
+      // Below the solidified head the node has every block, unless it was pruned: those jobs cannot go on.
+      const head = (await this.node.run(() => client.getNowBlock())).block_header.raw_data.number;
+      if (start <= head) {
+        for (const j of this.jobs.filter((j) => j.nextBlock === start)) {
+          await failJob(this.opts.db, j, this.owner, `the node does not serve block ${start}`);
+        }
+        this.jobs = this.jobs.filter((j) => j.nextBlock !== start);
+      }
+      return [];
+    }
+    return mapLimit(raw, this.opts.nodeConcurrency, (b) =>
+      this.node.run(async () => {
+        historyRequests.inc({ chain: chainId, endpoint: "gettransactioninfobyblocknum" });
+        return decoded(b, await infosFor(client, b));
+      }),
+    );
+  }
+}
+
+/**
+ * A job's events of one block: the live streams' events for a solidified block (broadcasted and confirmed for a
+ * successful transfer, failed with its contractRet for the rest), for the job's subscription and addresses only.
+ */
+export function jobEvents(chainId: ChainId, job: BackfillJob, block: DecodedBlock, watched: Map<string, Watcher[]>): NewEvent[] {
+  const mine = new Map<string, Watcher[]>();
+  for (const [address, watchers] of watched) {
+    if (job.addresses && !job.addresses.has(address)) continue;
+    const own = watchers.filter((w) => w.subscriptionId === job.subscriptionId);
+    if (own.length > 0) mine.set(address, own);
+  }
+  if (mine.size === 0) return [];
+  const ctx: BlockContext = { chainId, number: block.number, blockId: block.blockId, timestampMs: block.timestampMs };
+  const finality = { solidifiedBlockNumber: job.solidifiedHead };
+  const ok = block.transfers.filter(succeeded);
+  const failed = block.transfers.filter((t) => !succeeded(t));
+  const events = [
+    ...buildEvents(ctx, ok, mine, BROADCASTED),
+    ...buildEvents(ctx, ok, mine, CONFIRMED, finality),
+    ...buildEvents(ctx, failed, mine, FAILED, finality),
+  ];
+  for (const e of events) e.backfill = job.id;
+  return events;
+}
