@@ -1,6 +1,7 @@
 // The console's pages. Each renders into `main` from the public API; nothing here knows a secret except the
 // create and rotate answers, which are shown once and never stored.
 import { api, CHAINS, describeDestination, EVENT_KINDS, query, type Attempt, type Destination, type EventView, type Health, type Page, type Subscription } from "./api.ts";
+import { backfillPanel } from "./backfills.ts";
 import { attempt, badge, errorText, field, h, notify, select, svg, time } from "./dom.ts";
 
 export type Render = (main: HTMLElement) => Promise<(() => void) | void>;
@@ -377,6 +378,7 @@ export const subscriptionPage = (id: string): Render => async (main) => {
     });
   });
   const events = eventsPanel(id);
+  const backfills = backfillPanel(id);
   const health = h("div");
   const loadHealth = async () => health.replaceChildren(await healthPanel(id));
   main.replaceChildren(
@@ -387,11 +389,12 @@ export const subscriptionPage = (id: string): Render => async (main) => {
     h("div", { class: "grid" }, edit, health),
     h("section", { class: "panel", "aria-label": "Test events" }, h("h2", {}, "Send a test event"), h("div", { class: "actions" }, ...tests)),
     addressesPanel(sub),
+    backfills.el,
     events.el,
     h("section", { class: "panel" }, recover),
   );
-  await Promise.all([events.refresh(), loadHealth()]);
-  const timer = setInterval(() => void Promise.all([events.refresh(), loadHealth()]).catch((err) => notify(errorText(err), "error")), 2_000);
+  await Promise.all([events.refresh(), loadHealth(), backfills.refresh()]);
+  const timer = setInterval(() => void Promise.all([events.refresh(), loadHealth(), backfills.refresh()]).catch((err) => notify(errorText(err), "error")), 2_000);
   return () => clearInterval(timer);
 };
 

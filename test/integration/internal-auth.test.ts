@@ -4,6 +4,7 @@
 // method's allow-list (PermissionDenied, HTTP 403 / gRPC 7), on a port and in process alike. Health, readiness and
 // metrics stay open; a method listed in a handle's publicMethods skips the check; on an mTLS gRPC port a verified client
 // certificate naming a caller is its credential; a service run alone refuses to start without its credentials.
+import { BackfillService } from "../../gen/webhooks/registry/v1/backfill_pb.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash, randomBytes } from "node:crypto";
 import { join } from "node:path";
@@ -302,7 +303,7 @@ describe("per-caller credentials and allow-lists", () => {
     expect(served.status).toBe(200);
     expect(((await served.json()) as { created: number }).created).toBe(1);
     let checked = 0;
-    for (const service of [SubscriptionService, ApiKeyService, WatchIndexService, DeliveryService] as DescService[]) {
+    for (const service of [SubscriptionService, ApiKeyService, WatchIndexService, BackfillService, DeliveryService] as DescService[]) {
       for (const method of service.methods) {
         if (method.name === "Enqueue" || method.methodKind !== "unary") continue;
         await expectDenied(await call(service, method.name, {}, tokens.matcher), method.name);
@@ -351,7 +352,7 @@ describe("per-caller credentials and allow-lists", () => {
 });
 
 test("every RPC of every service has an allow-list entry, and nothing else does", () => {
-  const methods = [SubscriptionService, ApiKeyService, WatchIndexService, DeliveryService].flatMap((s: DescService) => s.methods.map((m) => `${s.typeName}/${m.name}`));
+  const methods = [SubscriptionService, ApiKeyService, WatchIndexService, BackfillService, DeliveryService].flatMap((s: DescService) => s.methods.map((m) => `${s.typeName}/${m.name}`));
   expect(Object.keys(METHOD_CALLERS).sort()).toEqual(methods.sort());
 });
 

@@ -81,6 +81,7 @@ describe("matcher end to end", () => {
       fee: "268000",
       memo: null,
       matchedAddresses: [{ chainId: "tron:mainnet", address: A, role: "from" }],
+      backfill: null,
     });
     const usdt = byTx.get(block.txIds[1]!)!.data;
     expect(usdt).toMatchObject({ logIndex: 0, from: C, to: A, amount: "2384950100" });

@@ -1,0 +1,74 @@
+// The backfill panel of a subscription's page: start a backfill (chain, since, optional addresses), and each job's
+// progress bar, counts and cancel button, refreshed with the page while any runs.
+import { api, CHAINS, query, type Page } from "./api.ts";
+import { attempt, badge, field, h, notify, select, time } from "./dom.ts";
+
+export interface Backfill {
+  id: string;
+  chainId: string;
+  status: string;
+  fromBlock: number;
+  toBlock: number;
+  addresses: number;
+  progress: { blocksScanned: number; blocksTotal: number; eventsCreated: number; eventsSkipped: number };
+  error: string | null;
+  dateCreated: string;
+  dateFinished: string | null;
+}
+
+const OPEN = ["queued", "running"];
+
+export function backfillPanel(subId: string): { el: HTMLElement; refresh: () => Promise<void> } {
+  const chain = select(CHAINS, "tron:mainnet", { name: "backfill-chain" });
+  const since = h("input", { type: "datetime-local", required: true, name: "backfill-since" });
+  const addresses = h("textarea", { rows: 2, name: "backfill-addresses", placeholder: "Optional: some of the subscription's addresses (T…), one per line" });
+  const rows = h("tbody");
+  const form = h("form", { "aria-label": "Start a backfill" },
+    field("Chain", chain), field("Since", since, "Blocks from this time to the solidified head; at most 30 days."),
+    field("Addresses", addresses, "Empty: all of the subscription's addresses on the chain."),
+    h("button", { type: "submit" }, "Backfill"));
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    void attempt(async () => {
+      const list = addresses.value.split(/[\s,;]+/).filter(Boolean);
+      const job = await api<Backfill>("POST", `/v1/subscriptions/${subId}/backfills`, {
+        chainId: chain.value,
+        since: new Date(since.value).toISOString(),
+        ...(list.length > 0 ? { addresses: list } : {}),
+      });
+      notify(`Backfill ${job.id} queued: blocks ${job.fromBlock} to ${job.toBlock}.`);
+      await refresh();
+    });
+  });
+
+  async function refresh() {
+    const page = await api<Page<Backfill>>("GET", `/v1/subscriptions/${subId}/backfills${query({ limit: 20 })}`);
+    rows.replaceChildren(...page.items.map(row));
+  }
+
+  function row(b: Backfill): HTMLElement {
+    const p = b.progress;
+    const bar = h("progress", { max: Math.max(1, p.blocksTotal), value: p.blocksScanned, "aria-label": `Backfill ${b.id} progress` });
+    const cancel = h("button", { type: "button", class: "small", hidden: !OPEN.includes(b.status) }, "Cancel");
+    cancel.addEventListener("click", () => void attempt(async () => {
+      await api("POST", `/v1/subscriptions/${subId}/backfills/${b.id}/cancel`);
+      notify(`Backfill ${b.id} canceled.`);
+      await refresh();
+    }));
+    return h("tr", { "data-backfill": b.id },
+      h("td", {}, h("code", {}, b.id)),
+      h("td", {}, b.chainId),
+      h("td", {}, badge(b.status), b.error ? ` ${b.error}` : ""),
+      h("td", {}, bar, ` ${p.blocksScanned} / ${p.blocksTotal} blocks`),
+      h("td", {}, `${p.eventsCreated} made, ${p.eventsSkipped} skipped`),
+      h("td", {}, time(b.dateCreated)),
+      h("td", {}, cancel));
+  }
+
+  const el = h("section", { "aria-labelledby": "backfill-h", class: "panel" },
+    h("h2", { id: "backfill-h" }, "Backfills"), form,
+    h("table", { "aria-label": "Backfills" },
+      h("thead", {}, h("tr", {}, ...["Job", "Chain", "Status", "Progress", "Events", "Created", ""].map((c) => h("th", {}, c)))),
+      rows));
+  return { el, refresh };
+}
