@@ -104,7 +104,7 @@ export function sampleTransferData(chainId: string, kind: string, at: Date): Rec
 const ENVELOPE_ORDER = ["id", "kind", "date", "subscriptionId", "data"];
 const TRANSFER_ORDER = [
   "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "internalIndex", "from", "to", "amount",
-  "asset", "fee", "memo", "reason", "solidifiedBlockNumber", "matchedAddresses", "backfill", "test",
+  "asset", "fee", "memo", "reason", "solidifiedBlockNumber", "matchedAddresses", "test",
 ];
 const ASSET_ORDER = ["type", "standard", "contract", "tokenId", "symbol", "decimals"];
 

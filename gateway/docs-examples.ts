@@ -55,9 +55,29 @@ function eventView(kind: keyof typeof EXAMPLE_PAYLOADS, status: "pending" | "del
   };
 }
 
+const BACKFILL_ID = "bf_01JDX5A7C3D4E5F6G7H8J9KMNP";
+
+function backfill(status: "queued" | "running" | "canceled", scanned: number, created: number) {
+  return {
+    id: BACKFILL_ID,
+    subscriptionId: SUB,
+    chainId: "tron:mainnet",
+    status,
+    fromBlock: 50_540_000,
+    toBlock: 50_568_799,
+    addresses: 2,
+    progress: { blocksScanned: scanned, blocksTotal: 28_800, eventsCreated: created, eventsSkipped: created === 0 ? 0 : 4 },
+    error: null,
+    dateCreated: "2026-11-22T03:00:00.000Z",
+    dateStarted: status === "queued" ? null : "2026-11-22T03:00:00.412Z",
+    dateFinished: status === "canceled" ? "2026-11-22T03:02:10.118Z" : null,
+  };
+}
+
 /** Path, header and query parameters by name. */
 export const PARAMETER_EXAMPLES: Record<string, string> = {
   id: SUB,
+  backfillId: BACKFILL_ID,
   eventId: EXAMPLE_PAYLOADS["wallet.transfer.confirmed"].id,
   "idempotency-key": "create-hot-wallet-hooks-1",
 };
@@ -121,6 +141,13 @@ export const OPERATION_EXAMPLES: Record<string, OperationExamples> = {
     request: { since: "2026-11-22T01:00:00.000Z", status: "failed" },
     response: { "202": { recovered: 1250 } },
   },
+  "post /v1/subscriptions/{id}/backfills": {
+    request: { chainId: "tron:mainnet", since: "2026-11-21T03:00:00.000Z", addresses: [WALLET.address, OTHER.address] },
+    response: { "202": backfill("queued", 0, 0) },
+  },
+  "get /v1/subscriptions/{id}/backfills": { response: { "200": { items: [backfill("running", 12_400, 316)] } } },
+  "get /v1/subscriptions/{id}/backfills/{backfillId}": { response: { "200": backfill("running", 12_400, 316) } },
+  "post /v1/subscriptions/{id}/backfills/{backfillId}/cancel": { response: { "200": backfill("canceled", 20_100, 512) } },
   "get /v1/events": {
     response: { "200": { items: [eventView("wallet.transfer.confirmed", "delivered"), eventView("wallet.transfer.broadcasted", "delivered")] } },
   },

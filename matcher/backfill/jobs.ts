@@ -44,13 +44,22 @@ function toJob(r: JobRow): BackfillJob {
 /**
  * Takes the chain's jobs this replica may run now: the ones it holds, then queued ones (or running ones whose lease
  * lapsed: their replica died), oldest first, while their key has fewer than `perKey` jobs under a live lease. One
- * transaction under a per-chain advisory lock, so two replicas never count the same free place twice.
+ * transaction under a per-chain advisory lock, so two replicas never count the same free place twice. `takeOver`:
+ * every running job counts as lapsed — the scanner runs under the chain's lease, so when it starts no other replica
+ * can still be scanning (one that lost the lease can no longer move a checkpoint: the owner changed).
  */
-export async function claimJobs(db: MatcherDb, chainId: string, owner: string, leaseMs: number, perKey: number): Promise<BackfillJob[]> {
+export async function claimJobs(
+  db: MatcherDb,
+  chainId: string,
+  owner: string,
+  leaseMs: number,
+  perKey: number,
+  takeOver = false,
+): Promise<BackfillJob[]> {
   return db.$client.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(hashtext(${"backfill:" + chainId}))`;
     const open = (await tx`
-      SELECT id, key_id, status, lease_owner, lease_until > now() AS live
+      SELECT id, key_id, status, lease_owner, (lease_until > now() AND (NOT ${takeOver} OR lease_owner = ${owner})) AS live
       FROM backfills WHERE chain_id = ${chainId} AND status IN ('queued', 'running') ORDER BY id`) as {
       id: string;
       key_id: string;

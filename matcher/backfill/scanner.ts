@@ -79,6 +79,7 @@ export class BackfillScanner {
   private readonly node: Limiter;
   private readonly leaseMs: number;
   private lastClaim = 0;
+  private claimed = false;
 
   constructor(private readonly opts: BackfillScannerOptions) {
     this.node = new Limiter(opts.nodeConcurrency);
@@ -113,7 +114,8 @@ export class BackfillScanner {
     this.lastClaim = Date.now();
     const { db, chainId, perKey, log } = this.opts;
     const held = new Set(this.jobs.map((j) => j.id));
-    this.jobs = await claimJobs(db, chainId, this.owner, this.leaseMs, perKey);
+    this.jobs = await claimJobs(db, chainId, this.owner, this.leaseMs, perKey, !this.claimed);
+    this.claimed = true;
     for (const j of this.jobs) if (!held.has(j.id)) log.info("backfill started", { backfill: j.id, from: j.nextBlock, to: j.toBlock });
   }
 

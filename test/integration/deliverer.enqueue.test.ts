@@ -70,6 +70,7 @@ describe("Enqueue", () => {
         fee: "0",
         memo: null,
         matchedAddresses: [{ chainId: "tron:nile", address: t1!.to, role: "to" }],
+        backfill: null,
       },
     });
     expect(new Date(payload.date).toISOString()).toBe(payload.date);
@@ -141,7 +142,7 @@ describe("Enqueue", () => {
     expect(failed.data).toMatchObject({ reason: "REVERT", solidifiedBlockNumber: 1050, memo: "invoice 42 ✓" });
     expect(Object.keys(failed.data)).toEqual([
       "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "internalIndex", "from", "to",
-      "amount", "asset", "fee", "memo", "reason", "solidifiedBlockNumber", "matchedAddresses",
+      "amount", "asset", "fee", "memo", "reason", "solidifiedBlockNumber", "matchedAddresses", "backfill",
     ]);
     expect((await data(3)).data).toMatchObject({ internalIndex: 0, logIndex: -1, fee: "433850", memo: null });
     expect((await data(4)).data).toMatchObject({ internalIndex: 2 });

@@ -85,7 +85,7 @@ describe("POST /v1/subscriptions/:id/test", () => {
     expect(data.chainId).toBe("tron:mainnet");
     expect(Object.keys(data)).toEqual([
       "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "internalIndex", "from", "to", "amount",
-      "asset", "fee", "memo", "matchedAddresses", "test",
+      "asset", "fee", "memo", "matchedAddresses", "test", "backfill",
     ]);
     expect(data).toMatchObject({ internalIndex: -1, fee: expect.stringMatching(/^\d+$/), memo: null });
     const nile = await setup("/ev-sample-nile", ["tron:shasta", "tron:nile"]);
@@ -102,7 +102,7 @@ describe("POST /v1/subscriptions/:id/test", () => {
     const c = confirmed.body.payload.data;
     expect(Object.keys(c)).toEqual([
       "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "internalIndex", "from", "to", "amount",
-      "asset", "fee", "memo", "solidifiedBlockNumber", "matchedAddresses", "test",
+      "asset", "fee", "memo", "solidifiedBlockNumber", "matchedAddresses", "test", "backfill",
     ]);
     expect(c).toMatchObject({
       test: true, chainId: "tron:mainnet", logIndex: 0, internalIndex: -1, memo: null, fee: expect.stringMatching(/^\d+$/),
@@ -116,7 +116,7 @@ describe("POST /v1/subscriptions/:id/test", () => {
     const f = failed.body.payload.data;
     expect(Object.keys(f)).toEqual([
       "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "internalIndex", "from", "to", "amount",
-      "asset", "fee", "memo", "reason", "solidifiedBlockNumber", "matchedAddresses", "test",
+      "asset", "fee", "memo", "reason", "solidifiedBlockNumber", "matchedAddresses", "test", "backfill",
     ]);
     // A failed call emits no log: decoded from its call data, so logIndex -1; charged a fee all the same.
     expect(f).toMatchObject({ test: true, reason: "REVERT", logIndex: -1, internalIndex: -1, memo: null });

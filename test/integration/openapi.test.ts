@@ -56,7 +56,7 @@ describe("webhooks section", () => {
     };
     const transfer = [
       "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "from", "to", "amount", "asset",
-      "matchedAddresses", "internalIndex", "fee", "memo",
+      "matchedAddresses", "internalIndex", "fee", "memo", "backfill",
     ];
     const broadcasted = dataOf("wallet.transfer.broadcasted");
     expect(broadcasted.required).toEqual(transfer);
