@@ -241,4 +241,35 @@ describe("backfills run by the matcher", () => {
       sim.setFaults([]);
     }
   });
+
+  test("at most BACKFILL_CONCURRENCY_PER_KEY (2) jobs of a key run at once; disabling the subscription cancels them", async () => {
+    const sim = t.sims[CHAIN]!;
+    const sub = await subscribe("/per-key");
+    sim.setFaults([{ path: "wallet/gettransactioninfobyblocknum", delayMs: 100 }]);
+    try {
+      const jobs: { id: string }[] = [];
+      for (let i = 0; i < 3; i++) jobs.push(await backfill(sub, { fromBlock: START + 1 + i, toBlock: START + 280 }));
+      const statuses = async () => Promise.all(jobs.map(async (j) => (await job(j.id)).status));
+      await until("two jobs running", async () => (await statuses()).filter((s) => s === "running").length === 2, 30_000, 50);
+      for (let i = 0; i < 10; i++) {
+        expect((await statuses()).sort()).toEqual(["queued", "running", "running"]);
+        await Bun.sleep(100);
+      }
+      await t.bed.subscriptions.updateSubscription({
+        keyId: sub.keyId,
+        id: sub.subscriptionId,
+        destination: { type: "https", url: t.bed.receiver.url("/per-key") },
+        events: KINDS,
+        status: "disabled",
+        description: "",
+      });
+      const rows = (await t.bed.sql`SELECT status, error FROM backfills WHERE subscription_id = ${sub.subscriptionId}`) as { status: string; error: string }[];
+      expect(rows).toEqual(jobs.map(() => ({ status: "canceled", error: "subscription disabled" })));
+      const at = await Promise.all(jobs.map(async (j) => (await job(j.id)).next_block));
+      await Bun.sleep(2_000);
+      expect(await Promise.all(jobs.map(async (j) => (await job(j.id)).next_block))).toEqual(at);
+    } finally {
+      sim.setFaults([]);
+    }
+  });
 });
