@@ -6,6 +6,9 @@
 // transfer lifecycle: one USDT transfer going broadcasted → confirmed and one reverted (failed), with the seconds
 // between them; the simulator's solidified head trails its head by DEMO_SOLID_LAG blocks (default 3, so it takes
 // seconds; mainnet's is 19, about a minute). Ctrl-C stops and cleans up.
+// Last, a backfill: the simulator starts with an hour of past blocks holding transfers to a wallet nobody watches yet;
+// a third subscription adds that wallet and asks for its last hour, and the demo shows the job's progress and the
+// past transfers arriving as events marked with the job (data.backfill).
 // DEMO_SECONDS=n stops by itself after n seconds; DEMO_BLOCK_MS changes the block interval.
 import { randomBytes } from "node:crypto";
 import { hexToBase58 } from "../common/tron-address.ts";
@@ -23,6 +26,9 @@ const WATCHED = 5;
 const SOLID_LAG = Number(process.env.DEMO_SOLID_LAG ?? 3);
 const USDT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
 const LIFECYCLE = ["wallet.transfer.broadcasted", "wallet.transfer.confirmed", "wallet.transfer.failed"];
+/** An hour of 3-s blocks before the head, every 60th carrying a transfer to the history wallet. */
+const HISTORY_BLOCKS = 1_200;
+const HISTORY_EVERY = 60;
 
 interface TransferPayload {
   id: string;
@@ -76,7 +82,13 @@ async function main() {
   say(bold("TRON webhooks demo") + dim("  (everything local: throwaway database, simulated TRON node, local HTTPS receiver)"));
   const pki = createTestPki();
   const receiver: Receiver = await startReceiver({ cert: pki.cert, key: pki.key });
-  const sim: TronSim = startTronSim({ blockMs: BLOCK_MS, txPerBlock: 60, poolSize: 150, seed: Date.now() & 0xffff, solidLag: SOLID_LAG });
+  const historyWallet = hexToBase58(`41${randomBytes(20).toString("hex")}`);
+  // The past hour is made with few transactions a block (it is made before the node answers), the live blocks with 60.
+  const sim: TronSim = startTronSim({
+    blockMs: BLOCK_MS, txPerBlock: 5, poolSize: 150, seed: Date.now() & 0xffff, solidLag: SOLID_LAG,
+    backlog: HISTORY_BLOCKS, history: { to: [historyWallet], every: HISTORY_EVERY },
+  });
+  sim.chain.txPerBlock = 60;
   const resolver = staticResolver({ localhost: ["127.0.0.1"] });
   const stack = await startStack({
     env: {
@@ -163,7 +175,9 @@ async function main() {
     say(`   queued for the next block: 25 USDT to ${wallet.slice(0, 8)}… (tx ${paid.slice(0, 10)}…) and a 1 USDT transfer that reverts (tx ${reverted.slice(0, 10)}…)`);
     say(`   expect: broadcasted at once, confirmed ~${(SOLID_LAG * BLOCK_MS) / 1000} s later when the block is solidified; the reverted one only as failed`);
 
-    say(`\n${bold("6.")} Waiting for transfers that touch them (TRX, USDT, TRC-10). Ctrl-C to stop.\n`);
+    await backfillStep(stack, key.key, receiver, historyWallet, sim);
+
+    say(`\n${bold("7.")} Waiting for transfers that touch them (TRX, USDT, TRC-10). Ctrl-C to stop.\n`);
     let shown = 0;
     let lifeShown = 0;
     const broadcastedAt = new Map<string, number>();
@@ -220,6 +234,40 @@ async function main() {
   } catch (err) {
     say(red(`demo failed: ${(err as Error).message}`));
     await stop(1);
+  }
+}
+
+/** A new wallet with an hour of history: a backfill finds its past transfers and delivers them as events. */
+async function backfillStep(stack: Stack, key: string, receiver: Receiver, wallet: string, sim: TronSim): Promise<void> {
+  say(`\n${bold("6.")} History on demand: a wallet with an hour of past transfers (${sim.chain.history.length} in the simulator's last ${HISTORY_BLOCKS} blocks), watched only now:`);
+  const sub = await api(stack, key, "POST", "/v1/subscriptions", {
+    destination: { type: "https", url: receiver.url("/history") },
+    events: ["wallet.transfer.confirmed"],
+    description: "demo backfill",
+  });
+  receiver.setSecrets("/history", [(sub.destination as { secret: string }).secret]);
+  await api(stack, key, "PATCH", `/v1/subscriptions/${sub.id}/filters/addresses`, { add: [{ chainId: "tron:mainnet", address: wallet }] });
+  const since = new Date(Date.now() - 3_600_000).toISOString();
+  let job = await api(stack, key, "POST", `/v1/subscriptions/${sub.id}/backfills`, { chainId: "tron:mainnet", since });
+  say(`   job ${job.id}: blocks ${job.fromBlock} to ${job.toBlock}, ${job.status}`);
+  const started = Date.now();
+  while (job.status === "queued" || job.status === "running") {
+    await Bun.sleep(500);
+    const res = await fetch(`${stack.baseUrl}/v1/subscriptions/${sub.id}/backfills/${job.id}`, { headers: { authorization: `Bearer ${key}` } });
+    job = (await res.json()) as Record<string, unknown>;
+    const p = job.progress as { blocksScanned: number; blocksTotal: number; eventsCreated: number };
+    say(dim(`   ${String(job.status).padEnd(9)} ${p.blocksScanned} / ${p.blocksTotal} blocks, ${p.eventsCreated} events`));
+    if (Date.now() - started > 120_000) break;
+  }
+  const p = job.progress as { eventsCreated: number };
+  const deadline = Date.now() + 10_000;
+  while (receiver.deliveries("/history").length < p.eventsCreated && Date.now() < deadline) await Bun.sleep(100);
+  // Deliveries are independent (no order); shown by block.
+  const found = receiver.deliveries("/history").map((d) => ({ d, e: JSON.parse(d.body) as TransferPayload & { data: { backfill: string } } }));
+  for (const { d, e } of found.sort((x, y) => x.e.data.blockNumber - y.e.data.blockNumber)) {
+    const sig = d.verified ? green("signature ✓") : red("signature ✗");
+    const ago = Math.round((Date.now() - e.data.blockTimestamp) / 60_000);
+    say(`${sig}  ${bold("backfill")}  block ${e.data.blockNumber} (${ago} min ago)  ${formatAmount(e.data.amount, e.data.asset.decimals)} ${e.data.asset.symbol ?? e.data.asset.standard} → ${e.data.to.slice(0, 8)}…  ${dim(`data.backfill ${e.data.backfill}`)}`);
   }
 }
 
