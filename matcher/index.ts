@@ -80,7 +80,7 @@ function progressBoard<P extends { number: number }>(what: string) {
   };
 }
 
-/** The head stream this many blocks behind the node's head: backfills wait (they never slow the live streams). */
+/** A live stream this many blocks behind the node (head, or solidified head): backfills wait (they never slow them). */
 const LIVE_BEHIND_BLOCKS = 2;
 
 /** How often a replica whose node has not answered yet asks it again (besides the stream's own requests). */
@@ -211,7 +211,7 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
         ...(tuning.concurrency !== undefined ? { concurrency: tuning.concurrency } : {}),
         ...(tuning.enqueueEvents !== undefined ? { enqueueEvents: tuning.enqueueEvents } : {}),
       });
-      // Backfill jobs, under the same lease: history waits while the head stream is behind the node's head.
+      // Backfill jobs, under the same lease: history waits while either live stream is behind the node.
       const backfills = new BackfillScanner({
         chainId,
         client,
@@ -221,7 +221,9 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
         log: chainLog.child({ part: "backfill" }),
         nodeConcurrency: config.backfill.nodeConcurrency,
         perKey: config.backfill.concurrencyPerKey,
-        liveBehind: () => link !== undefined && link.head - (heads.get(chainId)?.number ?? link.head) > LIVE_BEHIND_BLOCKS,
+        liveBehind: () =>
+          link !== undefined &&
+          (link.head - (heads.get(chainId)?.number ?? link.head) > LIVE_BEHIND_BLOCKS || link.solidHead - (link.solidNext - 1) > LIVE_BEHIND_BLOCKS),
         ...deps.backfill,
         ...(tuning.enqueueEvents !== undefined ? { enqueueEvents: tuning.enqueueEvents } : {}),
       });

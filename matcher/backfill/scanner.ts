@@ -168,16 +168,19 @@ export class BackfillScanner {
         }
       });
     });
+    const stopped = new Set<string>();
     for (const job of participants) {
       const next = Math.min(run.end, job.toBlock) + 1;
       const c = counts.get(job.id)!;
       const kept = await advanceJob(this.opts.db, job, this.owner, next, c);
       job.nextBlock = next;
-      if (!kept) log.info("backfill stopped: canceled, or taken by another replica", { backfill: job.id });
-      else if (next > job.toBlock) log.info("backfill completed", { backfill: job.id, events: c.created });
+      if (!kept) {
+        stopped.add(job.id);
+        log.info("backfill stopped: canceled, or taken by another replica", { backfill: job.id });
+      } else if (next > job.toBlock) log.info("backfill completed", { backfill: job.id, events: c.created });
     }
     blocksScanned.inc({ chain: chainId }, blocks.length);
-    this.jobs = this.jobs.filter((j) => j.nextBlock <= j.toBlock);
+    this.jobs = this.jobs.filter((j) => j.nextBlock <= j.toBlock && !stopped.has(j.id));
   }
 
   /** Blocks [start, end], decoded, with every request under the chain's history cap. */
