@@ -43,8 +43,8 @@ function toJob(r: JobRow): BackfillJob {
 
 /**
  * Takes the chain's jobs this replica may run now: the ones it holds, then queued ones (or running ones whose lease
- * lapsed: their replica died), oldest first, while their key has fewer than `perKey` jobs under a live lease. One
- * transaction under a per-chain advisory lock, so two replicas never count the same free place twice. `takeOver`:
+ * lapsed: their replica died), oldest first, while their key has fewer than `perKey` jobs under a live lease on any
+ * chain. One transaction under an advisory lock, so two scanners never count the same free place twice. `takeOver`:
  * every running job counts as lapsed — the scanner runs under the chain's lease, so when it starts no other replica
  * can still be scanning (one that lost the lease can no longer move a checkpoint: the owner changed).
  */
@@ -57,7 +57,8 @@ export async function claimJobs(
   takeOver = false,
 ): Promise<BackfillJob[]> {
   return db.$client.begin(async (tx) => {
-    await tx`SELECT pg_advisory_xact_lock(hashtext(${"backfill:" + chainId}))`;
+    // One lock for every chain: a key's places are counted across its chains.
+    await tx`SELECT pg_advisory_xact_lock(hashtext('backfill-claims'))`;
     const open = (await tx`
       SELECT id, key_id, status, lease_owner, (lease_until > now() AND (NOT ${takeOver} OR lease_owner = ${owner})) AS live
       FROM backfills WHERE chain_id = ${chainId} AND status IN ('queued', 'running') ORDER BY id`) as {
@@ -69,6 +70,10 @@ export async function claimJobs(
     }[];
     const running = new Map<string, number>();
     for (const j of open) if (j.status === "running" && j.live) running.set(j.key_id, (running.get(j.key_id) ?? 0) + 1);
+    const elsewhere = (await tx`
+      SELECT key_id, count(*)::int AS n FROM backfills
+      WHERE chain_id <> ${chainId} AND status = 'running' AND lease_until > now() GROUP BY key_id`) as { key_id: string; n: number }[];
+    for (const r of elsewhere) running.set(r.key_id, (running.get(r.key_id) ?? 0) + r.n);
     const take: string[] = [];
     for (const j of open) {
       if (j.status === "running" && j.live) {

@@ -119,14 +119,37 @@ export class BackfillScanner {
     for (const j of this.jobs) if (!held.has(j.id)) log.info("backfill started", { backfill: j.id, from: j.nextBlock, to: j.toBlock });
   }
 
-  /** The next run: from the lowest block a job needs, up to 100 blocks that some job needs, contiguous. */
-  private nextRun(): { start: number; end: number } | null {
-    const pending = this.jobs.filter((j) => j.nextBlock <= j.toBlock);
+  /**
+   * The next run: from the lowest block a job needs (at or after `after`), up to 100 blocks that some job needs,
+   * contiguous.
+   */
+  private nextRun(after = 0): { start: number; end: number } | null {
+    const pending = this.jobs.filter((j) => Math.max(j.nextBlock, after) <= j.toBlock);
     if (pending.length === 0) return null;
-    const start = Math.min(...pending.map((j) => j.nextBlock));
+    const from = (j: BackfillJob) => Math.max(j.nextBlock, after);
+    const start = Math.min(...pending.map(from));
     let end = start;
-    while (end + 1 < start + MAX_BLOCKS_PER_RANGE && pending.some((j) => j.nextBlock <= end + 1 && j.toBlock >= end + 1)) end++;
+    while (end + 1 < start + MAX_BLOCKS_PER_RANGE && pending.some((j) => from(j) <= end + 1 && j.toBlock >= end + 1)) end++;
     return { start, end };
+  }
+
+  /** The run after `run`, fetched while `run` is matched (the node cap still holds: both go through `node`). */
+  private prefetched: { start: number; end: number; blocks: Promise<DecodedBlock[]> } | null = null;
+
+  private blocksOf(run: { start: number; end: number }): Promise<DecodedBlock[]> {
+    const p = this.prefetched;
+    this.prefetched = null;
+    if (p && p.start === run.start && p.end === run.end) return p.blocks;
+    return this.fetch(run.start, run.end);
+  }
+
+  private prefetchAfter(run: { start: number; end: number }): void {
+    const next = this.nextRun(run.end + 1);
+    if (!next) return;
+    const blocks = this.fetch(next.start, next.end);
+    // Observed when used; a failed prefetch is fetched again then.
+    blocks.catch(() => {});
+    this.prefetched = { ...next, blocks };
   }
 
   private async step(signal: AbortSignal): Promise<void> {
@@ -137,8 +160,9 @@ export class BackfillScanner {
       this.jobs = [];
       return;
     }
-    const blocks = await this.fetch(run.start, run.end);
+    const blocks = await this.blocksOf(run);
     if (signal.aborted) return;
+    this.prefetchAfter(run);
     const { chainId, lookup, log } = this.opts;
     const wanted = (j: BackfillJob, n: number) => n >= j.nextBlock && n <= j.toBlock;
     const participants = this.jobs.filter((j) => blocks.some((b) => wanted(j, b.number)));
@@ -161,12 +185,15 @@ export class BackfillScanner {
       this.opts.enqueueEvents,
     );
     await out.around(async () => {
-      blocks.forEach((b, i) => {
+      for (let i = 0; i < blocks.length; i++) {
+        const b = blocks[i]!;
         for (const job of participants) {
           if (!wanted(job, b.number)) continue;
           out.add(jobEvents(chainId, job, b, watched[i]!));
         }
-      });
+        // The live streams share this event loop: let their I/O in between blocks.
+        if (i % 10 === 9) await new Promise<void>((resolve) => setImmediate(resolve));
+      }
     });
     const stopped = new Set<string>();
     for (const job of participants) {
