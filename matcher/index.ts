@@ -80,9 +80,6 @@ function progressBoard<P extends { number: number }>(what: string) {
   };
 }
 
-/** A live stream this many blocks behind the node (head, or solidified head): backfills wait (they never slow them). */
-const LIVE_BEHIND_BLOCKS = 2;
-
 /** How often a replica whose node has not answered yet asks it again (besides the stream's own requests). */
 const NODE_PROBE_INTERVAL_MS = 10_000;
 
@@ -221,9 +218,10 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
         log: chainLog.child({ part: "backfill" }),
         nodeConcurrency: config.backfill.nodeConcurrency,
         perKey: config.backfill.concurrencyPerKey,
-        liveBehind: () =>
-          link !== undefined &&
-          (link.head - (heads.get(chainId)?.number ?? link.head) > LIVE_BEHIND_BLOCKS || link.solidHead - (link.solidNext - 1) > LIVE_BEHIND_BLOCKS),
+        liveLag: () =>
+          link === undefined
+            ? 0
+            : Math.max(link.head - (heads.get(chainId)?.number ?? link.head), link.solidHead - Math.max(0, link.solidNext - 1)),
         ...deps.backfill,
         ...(tuning.enqueueEvents !== undefined ? { enqueueEvents: tuning.enqueueEvents } : {}),
       });

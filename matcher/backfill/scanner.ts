@@ -41,8 +41,8 @@ export interface BackfillScannerOptions {
   nodeConcurrency: number;
   /** BACKFILL_CONCURRENCY_PER_KEY. */
   perKey: number;
-  /** Whether the live streams are behind the node (then no run starts). */
-  liveBehind: () => boolean;
+  /** How many blocks the live streams are behind the node (the larger of the two): no run starts above 2. */
+  liveLag: () => number;
   /** A job's lease; renewed every poll. */
   leaseMs?: number;
   /** How often jobs are looked for (and leases renewed) while there is nothing to scan. */
@@ -52,6 +52,10 @@ export interface BackfillScannerOptions {
 
 const DEFAULT_LEASE_MS = 30_000;
 const DEFAULT_POLL_MS = 1_000;
+/** A live stream this many blocks behind the node: no run starts. */
+const LIVE_BEHIND_BLOCKS = 2;
+/** Within a run, while a live stream has a block to process, matching pauses this long at most (then goes on). */
+const LIVE_PAUSE_MS = 2_000;
 /** Lookups of a run's blocks in flight (Redis, not the node). */
 const LOOKUP_CONCURRENCY = 8;
 
@@ -93,7 +97,7 @@ export class BackfillScanner {
       try {
         // Leases are renewed (and new jobs taken) at least every poll, whatever a run takes.
         if (this.jobs.length === 0 || Date.now() - this.lastClaim >= Math.min(pollMs, this.leaseMs / 3)) await this.claim();
-        if (this.jobs.length === 0 || this.opts.liveBehind()) {
+        if (this.jobs.length === 0 || this.opts.liveLag() > LIVE_BEHIND_BLOCKS) {
           await sleep(this.jobs.length === 0 ? pollMs : 200, signal);
           continue;
         }
@@ -191,8 +195,13 @@ export class BackfillScanner {
           if (!wanted(job, b.number)) continue;
           out.add(jobEvents(chainId, job, b, watched[i]!));
         }
-        // The live streams share this event loop: let their I/O in between blocks.
-        if (i % 10 === 9) await new Promise<void>((resolve) => setImmediate(resolve));
+        // The live streams share this event loop: every 10 blocks, let their I/O in, and while one of them has a new
+        // block to process, wait for it (bounded, so a stream that is stuck does not stop history).
+        if (i % 10 === 9) {
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          const until = Date.now() + LIVE_PAUSE_MS;
+          while (this.opts.liveLag() > 0 && Date.now() < until && !signal.aborted) await sleep(20, signal);
+        }
       }
     });
     const stopped = new Set<string>();

@@ -79,7 +79,7 @@ test("no run while the live streams are behind; at most BACKFILL_NODE_CONCURRENC
     log,
     nodeConcurrency: 2,
     perKey: 2,
-    liveBehind: () => behind,
+    liveLag: () => (behind ? 5 : 0),
     pollMs: 100,
   });
   const stop = new AbortController();
