@@ -1,5 +1,5 @@
 // One reader of the environment for every service: docs/CONTRACT.md "Running it" lists each variable and its default.
-import { INTERNAL_CALLERS, tokenVariable, type InternalCaller } from "./internal-auth.ts";
+import { INTERNAL_CALLERS, tokenVariable, type InternalCaller } from "./internal-callers.ts";
 import { parseKeyring } from "./keyring.ts";
 import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "./retry-policy.ts";
 

@@ -30,8 +30,8 @@ import {
   peerAddress,
   sendInternalToken,
   verifiedClientCertificate,
-  type InternalCaller,
 } from "./internal-auth.ts";
+import type { InternalCaller } from "./internal-callers.ts";
 import { log } from "./logger.ts";
 
 export type RegisterRoutes = (router: ConnectRouter) => void;
