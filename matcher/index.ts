@@ -21,7 +21,8 @@ import * as m from "./metrics.ts";
 import { NodeHealth } from "./node-health.ts";
 import { Rematcher } from "./rematch.ts";
 import { SolidifiedStream, type SolidProgress } from "./solid-stream.ts";
-import { ChainStream, sleep, type Progress } from "./stream.ts";
+import { ChainStream, type Progress } from "./stream.ts";
+import { sleep } from "../common/timing.ts";
 import { LeaseLostError, openMatcherDatabase, type MatcherDb } from "./store.ts";
 import { TronClient, TronNodeError } from "./tron-client.ts";
 

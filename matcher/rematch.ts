@@ -20,7 +20,8 @@ import { matchBroadcasted, matchFinal, type BlockContext, type WatchLookup } fro
 import * as m from "./metrics.ts";
 import { watchRematchRequests } from "./schema.ts";
 import { loadCheckpoint, loadSolidifiedCheckpoint, recentBlocks, recentSolidifiedBlocks, type BlockRef, type MatcherDb } from "./store.ts";
-import { sleep, stepRetryDelay } from "./stream.ts";
+import { stepRetryDelay } from "./stream.ts";
+import { sleep } from "../common/timing.ts";
 import { MAX_BLOCKS_PER_RANGE, type TronClient } from "./tron-client.ts";
 
 /** How often the lease holder looks for requests. */

@@ -29,7 +29,8 @@ import {
   type MatcherDb,
   type PendingDrop,
 } from "./store.ts";
-import { sleep, stepRetryDelay } from "./stream.ts";
+import { stepRetryDelay } from "./stream.ts";
+import { sleep } from "../common/timing.ts";
 import { MAX_BLOCKS_PER_RANGE, lacksSolidityApi, type TronClient } from "./tron-client.ts";
 
 /** What blocks() answers when the node's chain no longer holds the checkpoint's block. */
