@@ -50,7 +50,7 @@ export interface DeliveryServiceDeps {
   wake: () => void;
   /** How long a reservation outlives a crash between the PostgreSQL commit and the schedule update. */
   reserveMs: number;
-  /** Wakes the background purge of deleted subscriptions' events (deliverer/purge.ts). */
+  /** Wakes the background purge of deleted subscriptions' events (deliverer/jobs/event-purge.ts). */
   purge?: () => void;
   /** StreamEvents (deliverer/stream.ts). */
   streamEvents: ServiceImpl<typeof DeliveryService>["streamEvents"];
@@ -290,7 +290,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
         if (target?.exists) return create(DeleteSubscriptionEventsResponseSchema, { deleted: 0n });
         // Recorded first (the events leave GET /v1/events at once), then one short batch here, so a small
         // subscription's events are gone when the call returns; a larger one's rest goes in the background
-        // (deliverer/purge.ts), never in one long statement.
+        // (deliverer/jobs/event-purge.ts), never in one long statement.
         await d.store.requestPurge(req.subscriptionId);
         const { deleted, pendingIds } = await d.store.purgeBatch(req.subscriptionId, PURGE_INLINE_BATCH);
         // The events are gone from PostgreSQL: a schedule entry left behind is dropped when it is claimed.

@@ -289,7 +289,7 @@ function withEventOf<E extends { [K in ViewEventKey]: E[K] }>(e: E) {
   return { ...(Object.fromEntries(VIEW_EVENT_KEYS.map((k) => [k, e[k]])) as { [K in ViewEventKey]: E[K] }), ...viewStateColumns };
 }
 
-/** Leaves out the events of a subscription being purged (deliverer/purge.ts). */
+/** Leaves out the events of a subscription being purged (deliverer/jobs/event-purge.ts). */
 function notPurged(subscriptionId: PgColumn): SQL {
   return sql`NOT EXISTS (SELECT 1 FROM ${eventPurges} p WHERE p.subscription_id = ${subscriptionId})`;
 }
@@ -681,7 +681,7 @@ export class DelivererStore {
 
   /**
    * Marks a subscription's events for deletion: they leave GET /v1/events at once and the purge loop
-   * (deliverer/purge.ts) deletes them in batches. Idempotent.
+   * (deliverer/jobs/event-purge.ts) deletes them in batches. Idempotent.
    */
   async requestPurge(subscriptionId: string): Promise<void> {
     await withDatabase(() =>

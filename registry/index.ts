@@ -1,5 +1,7 @@
 // createRegistry: opens the registry's database (migrations applied) and Redis, and returns its RPC routes and
 // readiness checks. `bun run registry` serves it alone (main.ts); `npm start` and the tests run it in-process.
+import { JobRunner } from "../common/jobs.ts";
+import { idempotencyPurgeJob } from "../common/idempotency-purge.ts";
 import { loadAppKeys, loadInternalRoot } from "../common/app-secret.ts";
 import { poolSize } from "../common/db.ts";
 import type { Config } from "../common/config.ts";
@@ -31,8 +33,6 @@ export interface RegistryHandle extends ServiceHandle {
   watchIndex: WatchIndex;
 }
 
-/** How often expired idempotency records (24 h) are purged. */
-const PURGE_INTERVAL_MS = 10 * 60_000;
 
 export async function createRegistry(config: Config, deps: RegistryDeps = {}): Promise<RegistryHandle> {
   const redis = openRedis(config.redisUrl);
@@ -69,17 +69,8 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
     log: log.child({ service: "registry" }),
   };
 
-  const purge = async () => {
-    try {
-      const n = await store.purgeExpiredIdempotency();
-      if (n > 0) context.log.info("purged expired idempotency records", { count: n });
-    } catch (err) {
-      context.log.warn("idempotency purge failed", { err });
-    }
-  };
-  void purge();
-  const timer = setInterval(purge, PURGE_INTERVAL_MS);
-  timer.unref?.();
+  const jobs = new JobRunner(context.log).add(idempotencyPurgeJob(store, context.log));
+  jobs.start();
 
   return {
     routes: registryRoutes(context),
@@ -98,7 +89,7 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
     context,
     watchIndex,
     async close() {
-      clearInterval(timer);
+      await jobs.stop();
       await watchIndex.stop();
       redis.disconnect();
       await store.close();
