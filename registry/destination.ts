@@ -1,7 +1,7 @@
 // Queue destinations and the brokers they name: pure checks that return the normalized value or throw the public
 // ApiError (invalid_request with detail.param). The HTTPS URL is checked by common/ssrf.ts checkDestinationUrl.
 //
-// Names and keys, decided here (README "Destinations"):
+// Names and keys, decided here (docs/destinations.md):
 // - broker: a registered broker's name, 1 to 64 characters of [A-Za-z0-9._-] starting with a letter or digit.
 // - AMQP exchange: 0 to 255 characters of [A-Za-z0-9._:-] (AMQP 0-9-1's short string, narrowed to RabbitMQ's
 //   exchange-name characters); "" is the default exchange, which routes to the queue named by the routing key.
