@@ -9,7 +9,7 @@ import { operationalResponse } from "../common/http-service.ts";
 import { log } from "../common/logger.ts";
 import { openRedis, type Redis } from "../common/redis.ts";
 import { createAuthenticator, UNAUTHORIZED_HEADERS } from "./auth.ts";
-import { createClientLimiter } from "./client-limit.ts";
+import { clientKey, createClientLimiter } from "./client-limit.ts";
 import { parseJsonBody } from "./body.ts";
 import { beginRequest, pathOf, requestIdOf, stateOf, targetLength } from "./context.ts";
 import { createDeps } from "./deps.ts";
@@ -20,6 +20,7 @@ import { canonicalJson, IDEMPOTENCY_HEADER } from "./idempotency.ts";
 import { countRateLimitFailOpen, observeRequest } from "./metrics.ts";
 import { createRateLimiter, rateLimitHeaders } from "./rate-limit.ts";
 import { gatewayReadiness } from "./readiness.ts";
+import { createRefusalPacer, type RefusalPacerOptions } from "./refusal-pace.ts";
 import { pickRequestId, REQUEST_ID_HEADER } from "./request-id.ts";
 import { addressRoutes } from "./routes/addresses.ts";
 import { eventRoutes } from "./routes/events.ts";
@@ -38,6 +39,8 @@ export interface GatewayOptions {
   redis?: Redis;
   /** How long a resolved API key is trusted before asking the registry again (default 3 s). */
   authCacheMs?: number;
+  /** Bounds of the refusals held until their Retry-After (default 256 per client address, 4,096 in all). */
+  refusalsHeld?: RefusalPacerOptions;
 }
 
 const ReadinessSchema = t.Object({
@@ -74,6 +77,12 @@ function record(request: Request, route: string, status: number): void {
  */
 export const MAX_TARGET_LENGTH = 8192;
 
+/**
+ * Refused unknown-key requests held until their Retry-After, per client address and in all (refusal-pace.ts): one
+ * client's 256 is more than a client's HTTP pool keeps in flight by default (Bun's fetch: 256).
+ */
+const REFUSALS_HELD: RefusalPacerOptions = { perClient: 256, total: 4_096 };
+
 function isV1(path: string): boolean {
   return path === "/v1" || path.startsWith("/v1/");
 }
@@ -108,6 +117,7 @@ export function createGatewayApp(opts: GatewayOptions) {
     cacheMs: opts.authCacheMs,
     lookupLimiter: createClientLimiter({ rps: config.unknownKeyRateLimitRps, burst: config.unknownKeyRateLimitBurst }),
   });
+  const pacer = createRefusalPacer(opts.refusalsHeld ?? REFUSALS_HELD);
   const limiter = createRateLimiter({
     redis,
     prefix: config.redisPrefix,
@@ -141,13 +151,17 @@ export function createGatewayApp(opts: GatewayOptions) {
       if (!isV1(pathOf(request.url))) return;
 
       // Authentication comes before anything else, so an unauthenticated caller learns nothing (not even 404).
+      const address = server?.requestIP(request)?.address;
       try {
-        state.principal = await auth.authenticate(request.headers.get("authorization"), server?.requestIP(request)?.address);
+        state.principal = await auth.authenticate(request.headers.get("authorization"), address);
       } catch (err) {
         const apiErr = err instanceof ApiError ? err : new ApiError("service_unavailable", "Authentication is unavailable.");
+        const headers = authErrorHeaders(apiErr);
+        // A refused lookup is answered after its Retry-After, within the pacer's bounds (refusal-pace.ts).
+        if (headers["retry-after"] !== undefined) await pacer.hold(clientKey(address), Number(headers["retry-after"]) * 1_000);
         // An answer from here skips Elysia's later hooks (onAfterResponse included): record it now.
         record(request, "unauthenticated", apiErr.status);
-        return errorResponse(apiErr, requestId, authErrorHeaders(apiErr));
+        return errorResponse(apiErr, requestId, headers);
       }
 
       const decision = await limiter.take(state.principal.keyId);
