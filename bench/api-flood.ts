@@ -6,13 +6,15 @@
 // then under the flood (which starts half a second before and outlasts the measured phase), so both figures of a
 // round saw the same machine; the medians over the rounds are the result. The stack is the in-process one of the
 // tests with the production limits of unknown-key lookups (10/s, burst 100 per client address).
-// BENCH_SECONDS / the first argument sets each phase's length (default 5 s), BENCH_ROUNDS / the second the rounds (5).
+// BENCH_SECONDS / the first argument sets each phase's length (default 5 s), BENCH_ROUNDS / the second the rounds (5);
+// HELD_PER_CLIENT sets the gateway's bound on refusals held per client (0: none held, every refusal answered at once).
 import { loadavg } from "node:os";
 import { setLogLevel } from "../common/logger.ts";
 import { startStack } from "../test/support/stack.ts";
 import { runJsonChild } from "./child-json.ts";
 
 const FLOOD_CONCURRENCY = Number(process.env.FLOOD_CONCURRENCY ?? 64);
+const HELD_PER_CLIENT = process.env.HELD_PER_CLIENT === undefined ? undefined : Number(process.env.HELD_PER_CLIENT);
 
 interface Measured {
   latencies: number[];
@@ -37,14 +39,18 @@ export default async function bench(): Promise<void> {
   setLogLevel("error");
   const seconds = Number(process.argv[3] ?? process.env.BENCH_SECONDS ?? 5);
   const rounds = Number(process.argv[4] ?? process.env.BENCH_ROUNDS ?? 5);
-  const stack = await startStack({ env: { UNKNOWN_KEY_RATE_LIMIT_RPS: "10", UNKNOWN_KEY_RATE_LIMIT_BURST: "100", LOG_LEVEL: "error" } });
+  const stack = await startStack({
+    env: { UNKNOWN_KEY_RATE_LIMIT_RPS: "10", UNKNOWN_KEY_RATE_LIMIT_BURST: "100", LOG_LEVEL: "error" },
+    refusalsHeld: HELD_PER_CLIENT === undefined ? undefined : { perClient: HELD_PER_CLIENT, total: 4_096 },
+  });
   try {
     const key = await stack.createKey();
     const url = `${stack.baseUrl}/v1/subscriptions`;
     const measure = (ms: number) => runJsonChild<Measured>("valid-client.ts", { url, key: key.key, ms });
 
     await measure(2_000); // warm-up
-    console.log(`valid key, GET /v1/subscriptions one at a time, ${seconds} s per phase, flood ${FLOOD_CONCURRENCY} in flight`);
+    const held = HELD_PER_CLIENT === undefined ? "the gateway's default" : HELD_PER_CLIENT;
+    console.log(`valid key, GET /v1/subscriptions one at a time, ${seconds} s per phase, flood ${FLOOD_CONCURRENCY} in flight, refusals held per client: ${held}`);
     console.log(
       `${"round".padEnd(6)} ${"idle n".padStart(7)} ${"p50".padStart(6)} ${"p99".padStart(7)}   ${"flood n".padStart(7)} ${"p50".padStart(6)} ${"p99".padStart(7)}  ${"ratio".padStart(6)}  flood/s   flood answers; /readyz; load`,
     );

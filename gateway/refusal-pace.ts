@@ -3,7 +3,7 @@
 // within the hold's bounds) is held to one request per connection per delay instead of costing the gateway a refusal
 // as fast as it can send. What is held is bounded per client and in all; past either bound a refusal is answered at
 // once and closes its connection, so the caller pays a new connection for each further request.
-// docs/adr/0007-refusals-are-paced.md has the measurements.
+// docs/adr/0008-refusals-are-paced.md has the measurements.
 
 export interface RefusalPacer {
   /**
