@@ -2,13 +2,19 @@
 // Retry-After delay has passed, so a client that sends again as soon as it is answered (whatever its concurrency,
 // within the hold's bounds) is held to one request per connection per delay instead of costing the gateway a refusal
 // as fast as it can send. What is held is bounded per client and in all; past either bound a refusal is answered at
-// once and closes its connection, so the caller pays a new connection for each further request.
+// once, on its open connection (closing it cost the gateway more in accepts than the answers did).
 // docs/adr/0008-refusals-are-paced.md has the measurements.
+
+/**
+ * The longest hold, whatever Retry-After says (a limit set to a few lookups a minute): well within the server's idle
+ * timeout (Elysia's 30 s), so a held connection is answered, not dropped.
+ */
+export const MAX_HOLD_MS = 10_000;
 
 export interface RefusalPacer {
   /**
-   * Waits `ms` before a refusal to `client` is answered; resolves false at once when the client or the gateway
-   * already holds as many refusals as allowed (then answer with `Connection: close`).
+   * Waits `ms` (at most maxHoldMs) before a refusal to `client` is answered; resolves false at once when the client
+   * or the gateway already holds as many refusals as allowed.
    */
   hold(client: string, ms: number): Promise<boolean>;
   /** Refusals held now (metrics, tests). */
@@ -20,11 +26,14 @@ export interface RefusalPacerOptions {
   perClient: number;
   /** Refusals held at once in all. */
   total: number;
+  /** The longest hold (default MAX_HOLD_MS). */
+  maxHoldMs?: number;
 }
 
 export function createRefusalPacer(opts: RefusalPacerOptions): RefusalPacer {
   const perClient = new Map<string, number>();
   let total = 0;
+  const maxHoldMs = opts.maxHoldMs ?? MAX_HOLD_MS;
   const NOW = Promise.resolve(false);
   return {
     hold(client, ms) {
@@ -32,15 +41,17 @@ export function createRefusalPacer(opts: RefusalPacerOptions): RefusalPacer {
       if (ms <= 0 || mine >= opts.perClient || total >= opts.total) return NOW;
       perClient.set(client, mine + 1);
       total++;
-      return new Promise((resolve) =>
-        setTimeout(() => {
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
           total--;
           const left = (perClient.get(client) ?? 1) - 1;
           if (left > 0) perClient.set(client, left);
           else perClient.delete(client);
           resolve(true);
-        }, ms),
-      );
+        }, Math.min(ms, maxHoldMs));
+        // A held refusal never keeps a stopping process alive.
+        timer.unref();
+      });
     },
     held: () => total,
   };
