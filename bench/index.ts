@@ -26,7 +26,7 @@ import { IORedis, openRedis, type Redis } from "../common/redis.ts";
 import { inProcessTransport } from "../common/rpc.ts";
 import { staticResolver } from "../common/ssrf.ts";
 import { hexToBase58, isBase58Address } from "../common/tron-address.ts";
-import { applyAddresses, beginBuild, dropGeneration, finishBuild, lookup, readState, shardBase, slotOf } from "../common/watch-index.ts";
+import { applyAddresses, beginBuild, dropGeneration, finishBuild, lookup, readState, shardBase, slotOf } from "../common/watch-index/writer.ts";
 import { createRegistry } from "../registry/index.ts";
 import { createTestDatabase } from "../test/support/db.ts";
 import { startPrivateRedis, startRedisCluster } from "../test/support/redis-cluster.ts";

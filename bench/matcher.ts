@@ -63,7 +63,7 @@ import { loadConfig, type Config } from "../common/config.ts";
 import { setLogLevel } from "../common/logger.ts";
 import { networkTransport } from "../common/rpc.ts";
 import { hexToBase58 } from "../common/tron-address.ts";
-import { lookup } from "../common/watch-index.ts";
+import { lookup } from "../common/watch-index/writer.ts";
 import { ApiKeyService, SubscriptionService } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import { createMatcher, type MatcherHandle } from "../matcher/index.ts";
 import { tryAcquireChainLease } from "../matcher/lease.ts";

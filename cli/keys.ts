@@ -8,8 +8,8 @@ import { isId } from "../common/ids.ts";
 import { checkKeyChains } from "../registry/rules.ts";
 import type { ApiKeyRow } from "../registry/schema.ts";
 import type { Changed } from "../registry/store.ts";
-import { POLL_MS } from "../registry/watch-applier.ts";
-import { rowsLeft } from "../registry/watch-outbox.ts";
+import { POLL_MS } from "../registry/watch-index/applier.ts";
+import { rowsLeft } from "../registry/watch-index/outbox.ts";
 import { runCli, UsageError, withSession, type Session } from "./registry-cli.ts";
 
 /** How long a key change waits for a registry to apply it to the watch index: a few of the appliers' polls. */

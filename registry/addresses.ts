@@ -17,9 +17,9 @@ import { isBase58Address } from "../common/tron-address.ts";
 import { subscriptions, type SubscriptionRow } from "./schema.ts";
 import { INLINE_ADDRESSES, notFound, subscriptionMessage, type AddressRpcs } from "./service.ts";
 import type { RegistryStore, RegistryTx } from "./store.ts";
-import type { KeyState } from "./watch-applier.ts";
-import type { WatchIndex } from "./watch-index.ts";
-import { NO_TICKET, pgTextArray, recordIndexChanges, type IndexChange, type OutboxTicket } from "./watch-outbox.ts";
+import type { KeyState } from "./watch-index/applier.ts";
+import type { WatchIndex } from "./watch-index/index.ts";
+import { NO_TICKET, pgTextArray, recordIndexChanges, type IndexChange, type OutboxTicket } from "./watch-index/outbox.ts";
 
 /** Addresses per request: PATCH add and remove together, PUT (docs/CONTRACT.md "Limits"). */
 export const MAX_ADDRESSES_PER_REQUEST = 10_000;

@@ -15,7 +15,7 @@ import { checkDestinationUrl, createSsrfPolicy, type Resolver } from "../common/
 import { registryRoutes, type AddressRpcs, type RegistryContext } from "./service.ts";
 import { openRegistryDatabase, openRegistryReadPool, READ_POOL_SIZE, RegistryStore } from "./store.ts";
 import { addressRpcs } from "./addresses.ts";
-import { WatchIndex } from "./watch-index.ts";
+import { WatchIndex } from "./watch-index/index.ts";
 
 export interface RegistryDeps {
   /** DNS resolver for the request-time SSRF check (tests inject a static one). */

@@ -50,7 +50,7 @@ import type {
   SubscriptionCursor,
   SubscriptionFields,
 } from "./store.ts";
-import type { OutboxTicket } from "./watch-outbox.ts";
+import type { OutboxTicket } from "./watch-index/outbox.ts";
 
 /** Inlined addresses on GET and rotate (docs/CONTRACT.md "Subscriptions"). */
 export const INLINE_ADDRESSES = 200;

@@ -16,7 +16,7 @@ import { guard, openDatabase, openMigratedDatabase, writeTransaction, type Datab
 import { newId } from "../common/ids.ts";
 import type { MatchConditions } from "../common/match-conditions.ts";
 import { databaseUnavailable } from "./metrics.ts";
-import { recordIndexChanges, type OutboxTicket } from "./watch-outbox.ts";
+import { recordIndexChanges, type OutboxTicket } from "./watch-index/outbox.ts";
 import { brokerUrlBinding, subscriptionSecretBinding } from "./sealed-columns.ts";
 import {
   apiKeys,

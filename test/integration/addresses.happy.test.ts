@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import fixtures from "../../fixtures/tron/addresses.json";
 import { hexToBase58 } from "../../common/tron-address.ts";
-import { lookup } from "../../common/watch-index.ts";
+import { lookup } from "../../common/watch-index/writer.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";
 
 const VALID = fixtures.valid as string[];

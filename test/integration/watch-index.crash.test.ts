@@ -11,7 +11,7 @@ import { createClient } from "@connectrpc/connect";
 import { SQL, type Subprocess } from "bun";
 import fixtures from "../../fixtures/tron/addresses.json";
 import { networkTransport } from "../../common/rpc.ts";
-import { lookup, readState } from "../../common/watch-index.ts";
+import { lookup, readState } from "../../common/watch-index/writer.ts";
 import { SubscriptionService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { REDIS_KINDS } from "../support/redis-cluster.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";

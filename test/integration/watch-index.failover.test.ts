@@ -9,8 +9,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { hexToBase58 } from "../../common/tron-address.ts";
-import { readPositions } from "../../common/watch-index.ts";
-import { readAppliedPositions } from "../../common/watch-positions.ts";
+import { readPositions } from "../../common/watch-index/writer.ts";
+import { readAppliedPositions } from "../../common/watch-index/positions.ts";
 import { sendsPerWebhookId } from "../support/delivery.ts";
 import { startRedisPair, type RedisPair } from "../support/redis-replica.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";

@@ -16,7 +16,7 @@ import {
   slotOf,
   sweepDeadHandles,
   WatchIndexNotReadyError,
-} from "../../common/watch-index.ts";
+} from "../../common/watch-index/writer.ts";
 import type { Redis } from "../../common/redis.ts";
 import { defaultMatch, type MatchConditions } from "../../common/match-conditions.ts";
 import { keysEverywhere, openTestRedis, REDIS_KINDS, type TestRedisTarget } from "../support/redis-cluster.ts";

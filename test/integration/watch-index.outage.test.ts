@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { SQL, type Subprocess } from "bun";
 import Redis from "ioredis";
 import fixtures from "../../fixtures/tron/addresses.json";
-import { lookup, readState } from "../../common/watch-index.ts";
+import { lookup, readState } from "../../common/watch-index/writer.ts";
 import { freePorts } from "../support/ports.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";
 import { until } from "../support/wait.ts";

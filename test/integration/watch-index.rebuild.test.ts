@@ -10,7 +10,7 @@ import { SQL } from "bun";
 import fixtures from "../../fixtures/tron/addresses.json";
 import { inProcessTransport } from "../../common/rpc.ts";
 import { hexToBase58 } from "../../common/tron-address.ts";
-import { beginBuild, lookup, readState } from "../../common/watch-index.ts";
+import { beginBuild, lookup, readState } from "../../common/watch-index/writer.ts";
 import { WatchIndexService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { keysEverywhere, REDIS_KINDS } from "../support/redis-cluster.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";

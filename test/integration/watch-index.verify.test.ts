@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { hexToBase58 } from "../../common/tron-address.ts";
-import { dumpChain, verifyShards } from "../../common/watch-index.ts";
+import { dumpChain, verifyShards } from "../../common/watch-index/writer.ts";
 import { indexBehind } from "../../registry/metrics.ts";
 import { REDIS_KINDS } from "../support/redis-cluster.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";

@@ -4,7 +4,7 @@ import type { SQL } from "bun";
 import { TRON_CHAINS } from "../../common/config.ts";
 import type { Redis } from "../../common/redis.ts";
 import { encodeMatch, type MatchConditions } from "../../common/match-conditions.ts";
-import { dumpChain, readState, type Watcher } from "../../common/watch-index.ts";
+import { dumpChain, readState, type Watcher } from "../../common/watch-index/writer.ts";
 
 export type IndexView = Record<string, Record<string, string[]>>;
 

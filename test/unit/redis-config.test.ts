@@ -3,7 +3,7 @@
 import { expect, test } from "bun:test";
 import { loadConfig } from "../../common/config.ts";
 import { parseClusterUrl } from "../../common/redis.ts";
-import { bucketsPerShard, shardBase, slotOf, TOTAL_BUCKETS } from "../../common/watch-index.ts";
+import { bucketsPerShard, shardBase, slotOf, TOTAL_BUCKETS } from "../../common/watch-index/writer.ts";
 import fixtures from "../../fixtures/tron/addresses.json";
 
 test("redis+cluster:// names seed nodes, credentials and TLS; a plain redis:// URL is one server", () => {

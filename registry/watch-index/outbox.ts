@@ -18,8 +18,8 @@
 // A per-chain advisory lock taken by every writer would also give commit order, at the price of serializing all
 // writers of a chain through their COMMIT; the two properties make that unnecessary.
 import { sql } from "drizzle-orm";
-import { TRON_CHAINS } from "../common/config.ts";
-import type { RegistryExecutor } from "./store.ts";
+import { TRON_CHAINS } from "../../common/config.ts";
+import type { RegistryExecutor } from "../store.ts";
 
 /** One change the index must learn. Meta, drop and key changes concern every chain; address changes one. */
 export type IndexChange =

@@ -51,9 +51,9 @@
 // shard not ready, while the shard is below the position PostgreSQL had applied before the lookup, until the registry
 // replays the missing rows (registry/watch-applier.ts replay).
 import { createHash } from "node:crypto";
-import { DEFAULT_WATCH_INDEX_SHARDS } from "./config.ts";
-import { acrossSlots, isCluster, type Redis } from "./redis.ts";
-import { decodeMatch, encodeMatch, type MatchConditions } from "./match-conditions.ts";
+import { DEFAULT_WATCH_INDEX_SHARDS } from "../config.ts";
+import { acrossSlots, isCluster, type Redis } from "../redis.ts";
+import { decodeMatch, encodeMatch, type MatchConditions } from "../match-conditions.ts";
 
 export const DEFAULT_SHARDS = DEFAULT_WATCH_INDEX_SHARDS;
 /**

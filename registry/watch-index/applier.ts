@@ -21,8 +21,8 @@
 // replica, or a rebuild that took them in), bounded; an applier failure after the request committed (Redis down)
 // ends the wait at once. Either way PostgreSQL holds the change and the row stays until it is applied.
 import { sql } from "drizzle-orm";
-import type { Logger } from "../common/logger.ts";
-import type { Redis } from "../common/redis.ts";
+import type { Logger } from "../../common/logger.ts";
+import type { Redis } from "../../common/redis.ts";
 import {
   applyAddresses,
   DEFAULT_SHARDS,
@@ -34,11 +34,11 @@ import {
   shardsOfChange,
   type SubscriptionMeta,
   type WriteTarget,
-} from "../common/watch-index.ts";
-import { allocatePositions, raiseAppliedPositions, readAppliedPositions } from "../common/watch-positions.ts";
-import type { MatchConditions } from "../common/match-conditions.ts";
-import type { RegistryDb } from "./store.ts";
-import { pgTextArray, rowsLeft, type AddressPayload, type OutboxTicket } from "./watch-outbox.ts";
+} from "../../common/watch-index/writer.ts";
+import { allocatePositions, raiseAppliedPositions, readAppliedPositions } from "../../common/watch-index/positions.ts";
+import type { MatchConditions } from "../../common/match-conditions.ts";
+import type { RegistryDb } from "../store.ts";
+import { pgTextArray, rowsLeft, type AddressPayload, type OutboxTicket } from "./outbox.ts";
 
 /** Rows applied per transaction. */
 const BATCH = 200;

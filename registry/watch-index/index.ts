@@ -34,9 +34,9 @@
 // (under an imported snapshot it would only fail on rows changed since): what changed after the snapshot is in the
 // outbox.
 import { sql as dsql } from "drizzle-orm";
-import { TRON_CHAINS, type ChainId } from "../common/config.ts";
-import type { Logger } from "../common/logger.ts";
-import type { Redis } from "../common/redis.ts";
+import { TRON_CHAINS, type ChainId } from "../../common/config.ts";
+import type { Logger } from "../../common/logger.ts";
+import type { Redis } from "../../common/redis.ts";
 import {
   beginBuild,
   DEFAULT_SHARDS,
@@ -50,8 +50,8 @@ import {
   sweepDeadHandles,
   verifyShards,
   type LoadedSubscription,
-} from "../common/watch-index.ts";
-import type { RegistryDb } from "./store.ts";
+} from "../../common/watch-index/writer.ts";
+import type { RegistryDb } from "../store.ts";
 import {
   keyActiveOn,
   OutboxApplier,
@@ -59,10 +59,10 @@ import {
   withTimeout,
   type IndexedSubscription,
   type KeyState,
-} from "./watch-applier.ts";
-import { pgTextArray, type OutboxTicket } from "./watch-outbox.ts";
-import { allocatePositions, PRUNED_SHARD, raiseAppliedPositions, readAppliedPositions } from "../common/watch-positions.ts";
-import { indexBehind } from "./metrics.ts";
+} from "./applier.ts";
+import { pgTextArray, type OutboxTicket } from "./outbox.ts";
+import { allocatePositions, PRUNED_SHARD, raiseAppliedPositions, readAppliedPositions } from "../../common/watch-index/positions.ts";
+import { indexBehind } from "../metrics.ts";
 
 /**
  * How long a request waits for its outbox rows to be applied before it answers anyway: docs/CONTRACT.md "HTTP conventions"

@@ -3,7 +3,7 @@
 // read is under way does not take that read's answer (it may predate a change the lookup must see) but the next one,
 // started as soon as the current one ends. Concurrent lookups of a chain (a catch-up batch, both streams) therefore
 // share at most two reads in flight, each a primary-key read of WATCH_INDEX_SHARDS + 1 rows.
-import { readAppliedPositions, type SqlExecutor } from "../common/watch-positions.ts";
+import { readAppliedPositions, type SqlExecutor } from "./positions.ts";
 
 interface ChainReads {
   current: Promise<readonly number[]> | undefined;
