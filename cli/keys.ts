@@ -9,7 +9,7 @@ import { checkKeyChains } from "../registry/rules.ts";
 import type { ApiKeyRow } from "../registry/schema.ts";
 import type { Changed } from "../registry/store.ts";
 import { POLL_MS } from "../registry/watch-index/applier.ts";
-import { rowsLeft } from "../registry/watch-index/outbox.ts";
+import { untilApplied } from "../registry/watch-index/settle.ts";
 import { runCli, UsageError, withSession, type Session } from "./registry-cli.ts";
 
 /** How long a key change waits for a registry to apply it to the watch index: a few of the appliers' polls. */
@@ -46,20 +46,15 @@ function describeKey(row: ApiKeyRow): string {
 
 /**
  * Revocation and chain changes reach the watch index through the outbox rows committed with them
- * (registry/watch-outbox.ts); a running registry's applier takes them up within its poll interval, so the command
+ * (registry/watch-index/outbox.ts); a running registry's applier takes them up within its poll interval, so the command
  * waits for that (bounded) and says so when no registry took them: the first one that starts applies them. This CLI
  * never touches Redis.
  */
 async function changeKey<T>(session: Session, change: () => Promise<Changed<T> | undefined>): Promise<T | undefined> {
   const done = await change();
   if (!done) return undefined;
-  const until = Date.now() + APPLY_WAIT_MS;
-  while ((await rowsLeft(session.store.db, done.ticket.ids)).size > 0) {
-    if (Date.now() > until) {
-      console.error("note: no running registry has applied this to the watch index yet; the next one to run will");
-      break;
-    }
-    await Bun.sleep(50);
+  if (!(await untilApplied(session.store.db, done.ticket.ids, { budgetMs: APPLY_WAIT_MS, askEvery: 1 }))) {
+    console.error("note: no running registry has applied this to the watch index yet; the next one to run will");
   }
   return done.row;
 }

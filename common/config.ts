@@ -58,18 +58,18 @@ export interface Config {
   /** Prefix of every Redis key (Cluster hash tags are added per key where needed). */
   redisPrefix: string;
   /**
-   * WATCH_INDEX_SHARDS: how many hash tags (Cluster slots) one chain's watch index spreads over (common/watch-index.ts).
+   * WATCH_INDEX_SHARDS: how many hash tags (Cluster slots) one chain's watch index spreads over (common/watch-index/layout.ts).
    * Every service must use the same value; a change is a new index, rebuilt by the registry from PostgreSQL.
    */
   watchIndexShards: number;
   /**
    * WATCH_OUTBOX_RETENTION_MS: how long applied watch-index outbox rows are kept, so a Redis that lost recent writes
-   * (failover to a lagging replica) is replayed to rather than rebuilt (registry/watch-applier.ts replay).
+   * (failover to a lagging replica) is replayed to rather than rebuilt (registry/watch-index/applier.ts replay).
    */
   watchOutboxRetentionMs: number;
   /**
    * WATCH_INDEX_VERIFY_MS: how often the registry checks each shard of the watch index against the counts its writers
-   * keep, and repairs (rebuilds) a chain whose index lost keys outside them (registry/watch-index.ts verify).
+   * keep, and repairs (rebuilds) a chain whose index lost keys outside them (registry/watch-index/upkeep.ts verify).
    */
   watchIndexVerifyMs: number;
   port: number;

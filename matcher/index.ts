@@ -12,9 +12,8 @@ import { log as rootLog } from "../common/logger.ts";
 import { openRedis, type Redis } from "../common/redis.ts";
 import { refuseEvictingRedis } from "../common/redis-eviction.ts";
 import type { ServiceHandle } from "../common/service.ts";
-import { lookup } from "../common/watch-index/writer.ts";
+import { WatchIndexReader } from "../common/watch-index/reader.ts";
 import { StreamLink } from "./block-cache.ts";
-import { AppliedPositionsReader } from "../common/watch-index/applied-positions.ts";
 import { acquireChainLease, type ChainLease } from "./lease.ts";
 import type { WatchLookup } from "./match.ts";
 import * as m from "./metrics.ts";
@@ -106,11 +105,9 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
     m.lagSeconds.set({ chain }, Number.NaN);
   }
 
-  // Every lookup compares Redis with what PostgreSQL says was applied before it (matcher/index-positions.ts): a Redis
-  // that lost applied changes (a failover to a lagging replica) is waited for until the registry replayed them.
-  const applied = new AppliedPositionsReader(db, config.watchIndexShards);
-  const watchLookup: WatchLookup = (chainId, addresses) =>
-    lookup(redis, config.redisPrefix, chainId, addresses, { shards: config.watchIndexShards, minPositions: () => applied.read(chainId) });
+  // Lookups wait for Redis to hold what PostgreSQL says was applied before them (common/watch-index/README.md).
+  const index = new WatchIndexReader(redis, db, { prefix: config.redisPrefix, shards: config.watchIndexShards });
+  const watchLookup: WatchLookup = (chainId, addresses) => index.lookup(chainId, addresses);
   const enqueue = async (events: NewEvent[]) => {
     await deliverer.enqueue({ events });
   };

@@ -7,7 +7,7 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { AssetSchema, NewEventSchema, type Asset, type NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { ChainId } from "../common/config.ts";
-import type { Watcher } from "../common/watch-index/writer.ts";
+import type { Watcher } from "../common/watch-index/reader.ts";
 import type { DecodedTransfer } from "./decode.ts";
 import { rolePasses } from "./conditions.ts";
 import { knownToken } from "./tokens.ts";

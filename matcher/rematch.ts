@@ -1,5 +1,5 @@
 // Re-matching after a repair of the watch index. When the registry finds the index lost keys outside its writers
-// (registry/watch-index.ts verify) or lost its state and rebuilds it, blocks the streams processed meanwhile were
+// (registry/watch-index/upkeep.ts verify) or lost its state and rebuilds it, blocks the streams processed meanwhile were
 // matched against a partial index and missed the addresses it lacked. The registry then files a request
 // (watch_rematch_requests) holding both streams' checkpoints at the index's last clean check; the chain's lease
 // holder re-reads the blocks after them up to its current checkpoints from the node and runs them through the same

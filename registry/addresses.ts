@@ -1,8 +1,8 @@
 // Address filters (docs/CONTRACT.md "Address filters"): PATCH (per-item results), PUT (all or nothing), the keyset list,
 // and the watch-index rebuild RPC. Each change runs in one transaction under the subscription's row lock (so
 // concurrent PATCHes of one subscription serialize), in bulk SQL (unnest of arrays, never one INSERT per address).
-// Its index change is one outbox row per chain in the same transaction (registry/watch-outbox.ts), and the answer
-// waits until the applier wrote it to Redis (registry/watch-index.ts), so a 200 means the matcher matches them.
+// Its index change is one outbox row per chain in the same transaction (registry/watch-index/outbox.ts), and the answer
+// waits until the applier wrote it to Redis (registry/watch-index/), so a 200 means the matcher matches them.
 import { create } from "@bufbuild/protobuf";
 import { eq, sql as dsql } from "drizzle-orm";
 import type { AddressEntry } from "../gen/webhooks/registry/v1/registry_pb.ts";
@@ -163,7 +163,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
   }
 
   /**
-   * The outbox rows of one subscription's net change (registry/watch-outbox.ts), one row per chain however many
+   * The outbox rows of one subscription's net change (registry/watch-index/outbox.ts), one row per chain however many
    * addresses: inserted last in the transaction, under the subscription's row lock. An entry both removed and added
    * is present afterwards, so it is not removed from the index.
    */

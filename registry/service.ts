@@ -73,7 +73,7 @@ export interface RegistryContext {
   checkDestination(url: string): Promise<string>;
   /**
    * The watch index: a change that touched it waits (bounded) until its outbox rows are applied, so the answer means
-   * the matcher sees it (registry/watch-index.ts).
+   * the matcher sees it (registry/watch-index/settle.ts).
    */
   index: { settle(ticket: OutboxTicket): Promise<void> };
   addresses: AddressRpcs;

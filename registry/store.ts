@@ -117,7 +117,7 @@ export interface SubscriptionCursor {
   id: string;
 }
 
-/** A committed change and the watch index's outbox rows it left (what the caller waits on: registry/watch-index.ts). */
+/** A committed change and the watch index's outbox rows it left (what the caller waits on: registry/watch-index/settle.ts). */
 export interface Changed<T> {
   row: T;
   ticket: OutboxTicket;

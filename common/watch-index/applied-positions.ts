@@ -1,8 +1,5 @@
-// The matcher's read of PostgreSQL's applied watch-index positions (common/watch-positions.ts), once per block lookup
-// and shared: a lookup must compare Redis with positions read no earlier than itself, so a lookup that arrives while a
-// read is under way does not take that read's answer (it may predate a change the lookup must see) but the next one,
-// started as soon as the current one ends. Concurrent lookups of a chain (a catch-up batch, both streams) therefore
-// share at most two reads in flight, each a primary-key read of WATCH_INDEX_SHARDS + 1 rows.
+// The matcher's shared read of the applied positions (positions.ts): a lookup takes a read started no earlier than
+// itself, so concurrent lookups of a chain share at most two reads in flight (README.md "Lookups").
 import { readAppliedPositions, type SqlExecutor } from "./positions.ts";
 
 interface ChainReads {

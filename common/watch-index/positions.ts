@@ -1,9 +1,5 @@
-// Where PostgreSQL says each shard of a chain's watch index stands: the position of the last outbox row applied to
-// it (table watch_index_positions, written by the registry's applier and rebuild in the transaction that marks the
-// rows applied). Redis keeps the same number in each shard's state key (common/watch-index.ts), written by the
-// script that applies the change, so a Redis that lost writes (a failover to a lagging replica) shows a lower number
-// than PostgreSQL. The registry replays to it (registry/watch-applier.ts replay); the matcher's lookups wait for that
-// (LookupOptions.minPositions). Both services read this one query.
+// Where PostgreSQL says each shard of a chain's index stands (table watch_index_positions): the registry writes it,
+// the matcher's lookups wait for Redis to reach it (README.md "Positions").
 import { sql, type SQL } from "drizzle-orm";
 
 /** The row of watch_index_positions that holds a chain's pruned mark (applied rows up to it are deleted). */

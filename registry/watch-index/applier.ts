@@ -1,44 +1,23 @@
-// The applier of the watch index's outbox (rows written by registry/watch-outbox.ts): one loop per chain reads the
-// chain's pending rows in id order, writes them to Redis through common/watch-index.ts and marks them applied, batch
-// by batch. Each applied row gets a position (a sequence, increasing in the order the chain's rows reach Redis): the
-// script that writes the row's change to a shard also records the position in the shard's state key, and the batch's
-// transaction records, per shard, the last position applied there (common/watch-positions.ts). Applied rows are kept
-// for WATCH_OUTBOX_RETENTION_MS: a Redis found behind those positions is replayed to (replay below).
-//
-// One applier per chain across all registry replicas: each batch runs in a transaction that first takes
-// pg_try_advisory_xact_lock(hashtext('watch-outbox'), hashtext(chain)); a replica that does not get it leaves the
-// batch to the one that has it. The rebuild (registry/watch-index.ts) holds the same lock while it copies
-// PostgreSQL, so nothing is applied to a chain while its new generation is built.
-//
-// A batch's rows are marked applied in the transaction that read them, after their Redis writes: a crash or a Redis
-// failure in between rolls the marks back and the whole batch is applied again, in the same order, later, with new
-// positions (a retried batch never reuses the positions of an attempt that may have reached Redis). Applying a batch
-// twice ends in the same state as once: an address row adds and removes its subscription's handle (the last row
-// touching an address decides), meta and key rows write the state PostgreSQL holds when they are applied, and a drop
-// row comes after every other row of its subscription (rows of a deleted subscription are skipped: its state is gone).
-//
-// A request that changed the index waits (settle) until its rows are applied by an applier (this process, another
-// replica, or a rebuild that took them in), bounded; an applier failure after the request committed (Redis down)
-// ends the wait at once. Either way PostgreSQL holds the change and the row stays until it is applied.
+// The outbox's applier: one loop per chain applies its pending rows to Redis in id order under the chain lock, gives
+// each a position, and marks them applied; replay re-applies kept rows to shards a Redis lost (README.md "Applier").
 import { sql } from "drizzle-orm";
 import type { Logger } from "../../common/logger.ts";
-import type { Redis } from "../../common/redis.ts";
+import { readPositions } from "../../common/watch-index/generations.ts";
+import type { SubscriptionMeta, WatchIndexHandle } from "../../common/watch-index/layout.ts";
+import { allocatePositions, raiseAppliedPositions, readAppliedPositions } from "../../common/watch-index/positions.ts";
 import {
   applyAddresses,
-  DEFAULT_SHARDS,
   dropSubscription,
   raisePositions,
-  readPositions,
   setKeyState,
   setSubscriptionMeta,
-  shardsOfChange,
-  type SubscriptionMeta,
-  type WriteTarget,
+  type WriteAt,
 } from "../../common/watch-index/writer.ts";
-import { allocatePositions, raiseAppliedPositions, readAppliedPositions } from "../../common/watch-index/positions.ts";
 import type { MatchConditions } from "../../common/match-conditions.ts";
 import type { RegistryDb } from "../store.ts";
-import { pgTextArray, rowsLeft, type AddressPayload, type OutboxTicket } from "./outbox.ts";
+import { tryChainLock } from "./chain-lock.ts";
+import { pgTextArray, type AddressPayload, type OutboxTicket } from "./outbox.ts";
+import { untilApplied } from "./settle.ts";
 
 /** Rows applied per transaction. */
 const BATCH = 200;
@@ -80,9 +59,6 @@ export function withTimeout<T>(p: Promise<T>, ms = REDIS_TIMEOUT_MS): Promise<T>
   p.catch(() => {});
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
-
-/** The lock of a chain's applier (and of its rebuild), as SQL arguments of the two-int advisory lock functions. */
-const applierLock = (chainId: string) => sql`hashtext('watch-outbox'), hashtext(${chainId})`;
 
 /** A row of the batch statement: the outbox row and its subject's state (null when it is gone). */
 interface BatchRow {
@@ -130,8 +106,6 @@ type Executor = Parameters<Parameters<RegistryDb["transaction"]>[0]>[0];
 
 export interface ApplierOptions {
   pollMs?: number;
-  /** WATCH_INDEX_SHARDS (config.watchIndexShards); omitted: DEFAULT_SHARDS. */
-  shards?: number;
   /** A write found no generation of the chain (never built, or Redis emptied): it needs a rebuild. */
   onMissing?: (chainId: string) => void;
 }
@@ -151,8 +125,8 @@ export class OutboxApplier {
 
   constructor(
     private readonly db: RegistryDb,
-    private readonly redis: Redis,
-    private readonly prefix: string,
+    /** The chain's index (one handle per chain, shared with the rebuild and the upkeep). */
+    private readonly index: (chainId: string) => WatchIndexHandle,
     private readonly log: Logger,
     private readonly chains: readonly string[],
     private readonly opts: ApplierOptions = {},
@@ -205,23 +179,13 @@ export class OutboxApplier {
         ),
     );
     for (const chainId of ticket.chains) this.kick(chainId);
-    const deadline = Date.now() + budgetMs;
-    const all = Promise.all(done);
     try {
-      let checks = 0;
-      while (pending.size > 0) {
-        const left = deadline - Date.now();
-        if (left <= 0) return false;
-        await Promise.race([all, Bun.sleep(Math.min(left, 50))]);
-        if (pending.size === 0) break;
-        if (ticket.chains.some((c, i) => (this.failures.get(c) ?? 0) > failuresAtStart[i]!)) return false;
-        // Another replica (or a rebuild elsewhere) may have applied them: ask PostgreSQL now and then.
-        if (++checks % 4 === 0) {
-          const still = await rowsLeft(this.db, [...pending]);
-          for (const id of [...pending]) if (!still.has(id)) pending.delete(id);
-        }
-      }
-      return true;
+      return await untilApplied(this.db, ticket.ids, {
+        budgetMs,
+        askEvery: 4,
+        local: { pending, done: Promise.all(done) },
+        givenUp: () => ticket.chains.some((c, i) => (this.failures.get(c) ?? 0) > failuresAtStart[i]!),
+      });
     } finally {
       for (const id of ticket.ids) {
         this.waiters.delete(id);
@@ -272,7 +236,7 @@ export class OutboxApplier {
    * One batch in one transaction: the chain's lock; its first pending rows with the state PostgreSQL holds now for them
    * (meta and key rows are applied from it, address rows carry it along) in one statement; their positions; then the
    * Redis writes; then the marks and the shards' positions. The waiters of the rows are let go as soon as Redis holds
-   * them, before the marks commit: should that fail, the rows are applied again, which changes nothing (see the header).
+   * them, before the marks commit: should that fail, the rows are applied again, which changes nothing (README.md "Applier").
    */
   private applyBatch(chainId: string): Promise<BatchResult> {
     return this.db.transaction(async (tx): Promise<BatchResult> => {
@@ -282,7 +246,7 @@ export class OutboxApplier {
       // The lock first, in its own statement: the rows are then read with a snapshot taken while it is held. Read in
       // the same statement, they would come from a snapshot taken before the lock was granted, and could include
       // rows another replica applied in between (and re-apply them over its newer writes).
-      if (!(await this.lock(tx, chainId))) return { status: "busy" };
+      if (!(await tryChainLock(tx, chainId))) return { status: "busy" };
       const rows = await selectRows(
         tx,
         cached,
@@ -312,11 +276,6 @@ export class OutboxApplier {
     });
   }
 
-  private async lock(tx: Executor, chainId: string): Promise<boolean> {
-    const [lock] = (await tx.execute(sql`SELECT pg_try_advisory_xact_lock(${applierLock(chainId)}) AS ok`)) as unknown as { ok: boolean }[];
-    return lock?.ok === true;
-  }
-
   /**
    * Writes one row's change to Redis at `position` (on `onlyShards` if given). Returns whether every shard it wrote
    * had a generation, and the shards it touched (none for a row whose subject is gone).
@@ -324,12 +283,11 @@ export class OutboxApplier {
   private async applyRow(
     chainId: string,
     row: BatchRow,
-    at: { position: number; onlyShards?: ReadonlySet<number> },
+    at: WriteAt & { position: number },
     known: ReadonlyMap<number, AddressPayload> = new Map(),
   ): Promise<{ wrote: boolean; touched: number[] }> {
-    const shards = this.opts.shards ?? DEFAULT_SHARDS;
-    const target: WriteTarget = { prefix: this.prefix, shards, chainId, ...at };
-    const every = Array.from({ length: shards }, (_, i) => i);
+    const index = this.index(chainId);
+    const every = index.all.map((s) => s.shard);
     const within = (list: number[]) => (at.onlyShards ? list.filter((s) => at.onlyShards!.has(s)) : list);
     // The subscription (or key) as PostgreSQL holds it now; absent: deleted since, and its drop row follows.
     const sub: (IndexedSubscription & KeyState) | null =
@@ -341,22 +299,22 @@ export class OutboxApplier {
       const payload = known.get(Number(row.id)) ?? { add: row.add ?? [], remove: row.remove ?? [] };
       const size = payload.add.length + payload.remove.length;
       const wrote = await withTimeout(
-        applyAddresses(this.redis, target, subscriptionMeta(sub), keyActiveOn(sub, chainId), payload),
+        applyAddresses(index, subscriptionMeta(sub), keyActiveOn(sub, chainId), payload, at),
         REDIS_TIMEOUT_MS + Math.ceil(size / 10),
       );
-      return { wrote, touched: within(shardsOfChange(payload, shards)) };
+      return { wrote, touched: within(index.shardsOfChange(payload)) };
     }
     if (row.kind === "meta") {
       if (!sub) return { wrote: true, touched: [] };
-      return { wrote: await withTimeout(setSubscriptionMeta(this.redis, target, subscriptionMeta(sub))), touched: within(every) };
+      return { wrote: await withTimeout(setSubscriptionMeta(index, subscriptionMeta(sub), at)), touched: within(every) };
     }
     if (row.kind === "drop") {
-      return { wrote: await withTimeout(dropSubscription(this.redis, target, row.subscriptionId!)), touched: within(every) };
+      return { wrote: await withTimeout(dropSubscription(index, row.subscriptionId!, at)), touched: within(every) };
     }
     if (row.kind === "key") {
       if (row.foundKeyId === null) return { wrote: true, touched: [] };
       const active = keyActiveOn({ chains: row.chains!, revoked: row.revoked! }, chainId);
-      return { wrote: await withTimeout(setKeyState(this.redis, target, row.keyId!, active)), touched: within(every) };
+      return { wrote: await withTimeout(setKeyState(index, row.keyId!, active, at)), touched: within(every) };
     }
     this.log.error("watch index outbox: unknown row kind; dropped", { chainId, id: row.id, kind: row.kind });
     return { wrote: true, touched: [] };
@@ -371,12 +329,12 @@ export class OutboxApplier {
    * already gone (WATCH_OUTBOX_RETENTION_MS) make it "pruned": the caller rebuilds the chain.
    */
   replay(chainId: string): Promise<ReplayResult> {
-    const shards = this.opts.shards ?? DEFAULT_SHARDS;
+    const index = this.index(chainId);
     return this.db.transaction(async (tx): Promise<ReplayResult> => {
-      if (!(await this.lock(tx, chainId))) return { status: "busy" };
+      if (!(await tryChainLock(tx, chainId))) return { status: "busy" };
       // Both read under the lock: nothing is applied to the chain meanwhile.
-      const applied = await readAppliedPositions(tx, chainId, shards);
-      const inRedis = await withTimeout(readPositions(this.redis, this.prefix, chainId, shards));
+      const applied = await readAppliedPositions(tx, chainId, index.shards);
+      const inRedis = await withTimeout(readPositions(index));
       const behind = new Map<number, number>();
       inRedis.forEach((r, shard) => {
         if (r.served && r.position < applied.shards[shard]!) behind.set(shard, r.position);
@@ -406,7 +364,7 @@ export class OutboxApplier {
         after = { position: Number(last.appliedPosition), id: Number(last.id) };
       }
       for (const shard of lost) {
-        await withTimeout(raisePositions(this.redis, { prefix: this.prefix, shards, chainId, position: applied.shards[shard]!, onlyShards: new Set([shard]) }));
+        await withTimeout(raisePositions(index, { position: applied.shards[shard]!, onlyShards: new Set([shard]) }));
       }
       return { status: "replayed", shards: lost, rows: replayed };
     });

@@ -1,22 +1,5 @@
-// The writer half of the watch index's transactional outbox (table watch_outbox, registry/schema.ts): a registry
-// change that the Redis watch index must learn inserts its index change here, in the SAME transaction as the change
-// itself. So the index change exists exactly when the change committed: a crash after COMMIT leaves the row for the
-// applier (registry/watch-applier.ts), a rollback takes the row with it, and Redis never holds anything PostgreSQL
-// did not commit. Rows name what changed; the applier writes them to Redis in id order and marks them applied.
-//
-// Order. A bigserial id is taken before COMMIT, so ids of concurrent transactions can become visible out of order
-// (id 7 commits after id 8). The applier does not need a global commit order, only these two properties, which hold
-// without serializing every writer of a chain behind one lock:
-//   1. The rows of ONE subscription are in commit order. Every change of a subscription (PATCH, PUT of addresses,
-//      PUT of the subscription, DELETE) holds the subscription's row lock (FOR UPDATE, UPDATE or DELETE of its row)
-//      when it inserts its outbox row, and keeps it until COMMIT; the next writer of that subscription gets its row
-//      lock, and so its id, only after that COMMIT. So a visible row of a subscription implies every earlier row of
-//      it is visible too, and the applier, reading by id, applies them in the order they committed.
-//   2. Rows of different subscriptions commute in Redis: each touches its own subscriber handle in the address
-//      fields; "meta" and "key" rows carry no values at all and are applied from the state PostgreSQL holds when the
-//      applier reads them (the latest committed one), so applying them late, early or twice gives the same result.
-// A per-chain advisory lock taken by every writer would also give commit order, at the price of serializing all
-// writers of a chain through their COMMIT; the two properties make that unnecessary.
+// The outbox's writer: a change the index must learn inserts its rows in the change's own transaction, under the
+// subscription's row lock, so a row exists exactly when the change committed (README.md "Outbox").
 import { sql } from "drizzle-orm";
 import { TRON_CHAINS } from "../../common/config.ts";
 import type { RegistryExecutor } from "../store.ts";
@@ -75,7 +58,7 @@ function rowsOf(change: IndexChange, chains: readonly string[]): OutboxRowInit[]
 
 /**
  * Inserts the outbox rows of `changes` inside the caller's transaction (which must hold the row lock of every
- * subscription it names: see the header). One statement for all rows; an address change of 10,000 entries is one row
+ * subscription it names: README.md "Outbox"). One statement for all rows; an address change of 10,000 entries is one row
  * whose arrays travel as one parameter each.
  */
 export async function recordIndexChanges(tx: RegistryExecutor, changes: readonly IndexChange[], chains: readonly string[] = TRON_CHAINS): Promise<OutboxTicket> {

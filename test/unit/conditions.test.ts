@@ -3,7 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { DEFAULT_MATCH, decodeMatch, defaultMatch, encodeMatch, type AssetCondition, type MatchConditions, type MatchDirection } from "../../common/match-conditions.ts";
-import type { Watcher } from "../../common/watch-index/writer.ts";
+import type { Watcher } from "../../common/watch-index/reader.ts";
 import { passingRoles, rolePasses, type Role } from "../../matcher/conditions.ts";
 import type { DecodedTransfer } from "../../matcher/decode.ts";
 import { BROADCASTED, buildEvents } from "../../matcher/match.ts";
