@@ -1,5 +1,4 @@
-// The matcher's shared read of the applied positions (positions.ts): a lookup takes a read started no earlier than
-// itself, so concurrent lookups of a chain share at most two reads in flight (README.md "Lookups").
+// The matcher's shared reads of PostgreSQL's applied positions, never older than the lookup (README.md "Lookups").
 import { readAppliedPositions, type SqlExecutor } from "./positions.ts";
 
 interface ChainReads {

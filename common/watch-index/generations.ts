@@ -1,5 +1,4 @@
-// A chain's state over its shards and the life of its generations: build, swap, drop, sweep, and the checks the
-// registry's upkeep runs (README.md "Generations").
+// A chain's state and the life of its generations: build, swap, drop, sweep, verify (README.md "Generations").
 import { acrossSlots } from "../redis.ts";
 import { bucketsPerShard, type WatchIndexHandle } from "./layout.ts";
 import { run, runAll } from "./scripts.ts";

@@ -1,5 +1,4 @@
-// Where the watch index keeps what in Redis, and the per-chain handle every other part takes: the key layout has this
-// one home (README.md "Layout").
+// The index's key layout, in this one home, and the per-chain handle every part takes (README.md "Layout").
 import { DEFAULT_WATCH_INDEX_SHARDS } from "../config.ts";
 import type { Redis } from "../redis.ts";
 import { decodeMatch, encodeMatch, type MatchConditions } from "../match-conditions.ts";

@@ -1,5 +1,4 @@
-// Where PostgreSQL says each shard of a chain's index stands (table watch_index_positions): the registry writes it,
-// the matcher's lookups wait for Redis to reach it (README.md "Positions").
+// Where PostgreSQL says each shard stands (watch_index_positions), for both services (README.md "Positions").
 import { sql, type SQL } from "drizzle-orm";
 
 /** The row of watch_index_positions that holds a chain's pruned mark (applied rows up to it are deleted). */

@@ -1,5 +1,4 @@
-// The matcher's side of the watch index: which of a block's addresses are watched, never answering "not watched"
-// for a shard that is rebuilding or behind PostgreSQL (README.md "Lookups"). The matcher imports only this module.
+// Lookups, never "not watched" for a shard rebuilding or behind PostgreSQL; all the matcher imports (README.md).
 import type { Redis } from "../redis.ts";
 import { AppliedPositionsReader } from "./applied-positions.ts";
 import { decodeMeta, DEFAULT_SHARDS, watchIndexHandle, type Watcher, type WatchIndexHandle } from "./layout.ts";

@@ -1,5 +1,4 @@
-// The index's Lua scripts (scripts/*.lua), read once at module load, and how they are sent: EVALSHA, with EVAL once
-// for a node that has not cached one (README.md "Scripts").
+// The Lua scripts (scripts/*.lua), read once at load, and how they are sent to each shard (README.md "Scripts").
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";

@@ -1,5 +1,4 @@
-// The registry's writes into a chain's index: one atomic script per shard (and slice), never ahead of PostgreSQL
-// (README.md "Writer"; only registry/watch-index/ calls these).
+// The registry's writes: one atomic script per shard and slice, never ahead of PostgreSQL (README.md "Writer").
 import { encodeMeta, type AddressChange, type SubscriptionMeta, type WatchIndexHandle } from "./layout.ts";
 import { run, runAll, type Arg, type ScriptCall, type ScriptName } from "./scripts.ts";
 

@@ -1,5 +1,4 @@
-// The outbox's applier: one loop per chain applies its pending rows to Redis in id order under the chain lock, gives
-// each a position, and marks them applied; replay re-applies kept rows to shards a Redis lost (README.md "Applier").
+// Applies each chain's outbox rows to Redis in order, with positions; replays what a Redis lost (README.md "Applier").
 import { sql } from "drizzle-orm";
 import type { Logger } from "../../common/logger.ts";
 import { readPositions } from "../../common/watch-index/generations.ts";

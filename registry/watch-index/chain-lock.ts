@@ -1,5 +1,4 @@
-// One PostgreSQL advisory lock per chain, across every registry replica: its applier batches, replays, prunes and
-// rebuilds each hold it, so nothing is applied to a chain while another of them runs (README.md "Chain lock").
+// One advisory lock per chain, so one applier, replay, prune or rebuild runs on it at a time (README.md "Chain lock").
 import type { SQL } from "bun";
 import { sql } from "drizzle-orm";
 import type { SqlExecutor } from "../../common/watch-index/positions.ts";

@@ -1,5 +1,4 @@
-// The registry's watch index: the outbox applier, the rebuild and the upkeep of every chain, behind one object the
-// registry starts and stops (README.md holds the protocol).
+// The registry's watch index: applier, rebuild and upkeep behind the one object it starts and stops (README.md).
 import { TRON_CHAINS, type ChainId } from "../../common/config.ts";
 import type { Logger } from "../../common/logger.ts";
 import type { Redis } from "../../common/redis.ts";

@@ -1,5 +1,4 @@
-// The outbox's writer: a change the index must learn inserts its rows in the change's own transaction, under the
-// subscription's row lock, so a row exists exactly when the change committed (README.md "Outbox").
+// Outbox rows written in the change's own transaction, so one exists exactly when the change committed (README.md).
 import { sql } from "drizzle-orm";
 import { TRON_CHAINS } from "../../common/config.ts";
 import type { RegistryExecutor } from "../store.ts";

@@ -1,5 +1,4 @@
-// The rebuild of chains from PostgreSQL: under the chains' locks, a new generation copied as of one snapshot, the
-// outbox rows that snapshot covers taken in, then swapped in (README.md "Rebuild").
+// Rebuilds chains from one PostgreSQL snapshot under their locks, taking in the rows it covers (README.md "Rebuild").
 import { sql as dsql } from "drizzle-orm";
 import type { Logger } from "../../common/logger.ts";
 import { beginBuild, dropGeneration, finishBuild, readState } from "../../common/watch-index/generations.ts";

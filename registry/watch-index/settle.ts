@@ -1,5 +1,4 @@
-// "Wait until my outbox rows are applied", bounded: a request that changed the index and the keys CLI both wait
-// with this one loop (README.md "Settle").
+// The one bounded "wait until my outbox rows are applied", for requests and the keys CLI (README.md "Settle").
 import type { RegistryExecutor } from "../store.ts";
 import { rowsLeft } from "./outbox.ts";
 

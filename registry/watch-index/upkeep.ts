@@ -1,5 +1,4 @@
-// The upkeep that keeps each chain's index whole: rebuilds what is missing, replays what a Redis lost, verifies,
-// prunes and sweeps, and asks the matcher to re-match after a repair lookups did not wait for (README.md "Upkeep").
+// Keeps every chain whole: rebuild, replay, verify, re-match, prune, sweep (README.md "Upkeep").
 import { sql as dsql } from "drizzle-orm";
 import type { Logger } from "../../common/logger.ts";
 import { markStale, readPositions, readState, sweepDeadHandles, verifyShards } from "../../common/watch-index/generations.ts";
