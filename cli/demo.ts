@@ -8,6 +8,7 @@
 // seconds; mainnet's is 19, about a minute). Ctrl-C stops and cleans up.
 // DEMO_SECONDS=n stops by itself after n seconds; DEMO_BLOCK_MS changes the block interval.
 import { randomBytes } from "node:crypto";
+import { BROADCASTED, CONFIRMED, TRANSFER_KINDS } from "../common/contract/index.ts";
 import { hexToBase58 } from "../common/tron-address.ts";
 import { staticResolver } from "../common/ssrf.ts";
 import { setLogLevel } from "../common/logger.ts";
@@ -22,7 +23,6 @@ const SECONDS = process.env.DEMO_SECONDS ? Number(process.env.DEMO_SECONDS) : un
 const WATCHED = 5;
 const SOLID_LAG = Number(process.env.DEMO_SOLID_LAG ?? 3);
 const USDT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
-const LIFECYCLE = ["wallet.transfer.broadcasted", "wallet.transfer.confirmed", "wallet.transfer.failed"];
 
 interface TransferPayload {
   id: string;
@@ -116,7 +116,7 @@ async function main() {
     say(`\n${bold("3.")} A subscription to the receiver:`);
     const sub = await api(stack, key.key, "POST", "/v1/subscriptions", {
       destination: { type: "https", url: receiver.url("/webhooks") },
-      events: ["wallet.transfer.broadcasted"],
+      events: [BROADCASTED],
       description: "demo",
     });
     const secret = (sub.destination as { secret: string }).secret;
@@ -136,7 +136,7 @@ async function main() {
       say(dim(`   (broker ${nats.broker} registered as \`bun run brokers add ${nats.broker} nats://127.0.0.1:4222\` does)`));
       const natsSub = await api(stack, key.key, "POST", "/v1/subscriptions", {
         destination: { type: "nats", broker: nats.broker, subject: nats.subject },
-        events: ["wallet.transfer.broadcasted"],
+        events: [BROADCASTED],
         description: "demo over NATS",
       });
       await api(stack, key.key, "PATCH", `/v1/subscriptions/${natsSub.id}/filters/addresses`, {
@@ -150,7 +150,7 @@ async function main() {
     say(`\n${bold("5.")} The lifecycle: a second subscription to all three transfer kinds, watching a new wallet:`);
     const life = await api(stack, key.key, "POST", "/v1/subscriptions", {
       destination: { type: "https", url: receiver.url("/lifecycle") },
-      events: LIFECYCLE,
+      events: TRANSFER_KINDS,
       description: "demo lifecycle",
     });
     receiver.setSecrets("/lifecycle", [(life.destination as { secret: string }).secret]);
@@ -177,13 +177,13 @@ async function main() {
         const sig = d.verified ? green("signature ✓") : red("signature ✗");
         const which = p.data.txId === paid ? "25 USDT" : p.data.txId === reverted ? "1 USDT (reverting)" : p.data.txId.slice(0, 10);
         const afterBlock = ((d.receivedAt - p.data.blockTimestamp) / 1000).toFixed(1);
-        if (p.kind === "wallet.transfer.broadcasted") {
+        if (p.kind === BROADCASTED) {
           broadcastedAt.set(p.data.txId, d.receivedAt);
           say(`${sig}  ${bold("lifecycle")}  ${which}: ${bold("broadcasted")} in block ${p.data.blockNumber}, ${afterBlock} s after the block`);
         } else {
           const since = broadcastedAt.get(p.data.txId);
           const gap = since === undefined ? `${afterBlock} s after its block` : `${((d.receivedAt - since) / 1000).toFixed(1)} s after broadcasted`;
-          const what = p.kind === "wallet.transfer.confirmed" ? green("confirmed") : red(`failed (reason ${p.data.reason})`);
+          const what = p.kind === CONFIRMED ? green("confirmed") : red(`failed (reason ${p.data.reason})`);
           say(`${sig}  ${bold("lifecycle")}  ${which}: ${what}, ${gap} (solidified head ${p.data.solidifiedBlockNumber})`);
         }
       }

@@ -2,8 +2,7 @@
 // service needed). Migrations run first. `create` prints the key id on a line of its own and the key alone on the
 // last line of stdout; the key is shown once and only its SHA-256 is stored.
 import { parseArgs } from "node:util";
-import { TRON_CHAINS } from "../common/config.ts";
-import { ApiError } from "../common/errors.ts";
+import { ApiError, TRON_CHAINS } from "../common/contract/index.ts";
 import { isId } from "../common/ids.ts";
 import { checkKeyChains } from "../registry/rules.ts";
 import type { ApiKeyRow } from "../registry/schema.ts";

@@ -4,7 +4,7 @@
 import { loadAppKeys } from "../common/app-secret.ts";
 import { loadConfig, type Config } from "../common/config.ts";
 import { ensureDatabase } from "../common/db.ts";
-import { ApiError } from "../common/errors.ts";
+import { ApiError } from "../common/contract/index.ts";
 import type { Keyring } from "../common/keyring.ts";
 import { openRegistryDatabase, RegistryStore } from "../registry/store.ts";
 

@@ -1,14 +1,8 @@
 // One reader of the environment for every service: docs/CONTRACT.md "Running it" lists each variable and its default.
+import { TRON_CHAINS, isChainId, type ChainId } from "./contract/index.ts";
 import { INTERNAL_CALLERS, tokenVariable, type InternalCaller } from "./internal-callers.ts";
 import { parseKeyring } from "./keyring.ts";
 import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "./retry-policy.ts";
-
-export const TRON_CHAINS = ["tron:mainnet", "tron:nile", "tron:shasta"] as const;
-export type ChainId = (typeof TRON_CHAINS)[number];
-
-export function isChainId(value: string): value is ChainId {
-  return (TRON_CHAINS as readonly string[]).includes(value);
-}
 
 /** Parses "tron:mainnet,tron:nile" (the form of `keys create --chains` and MATCHER_CHAINS). */
 function parseChainList(text: string): ChainId[] {

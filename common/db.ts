@@ -6,7 +6,7 @@ import { sql } from "drizzle-orm";
 import { drizzle, type BunSQLDatabase } from "drizzle-orm/bun-sql";
 import { migrate } from "drizzle-orm/bun-sql/migrator";
 import { COMMIT_SETTLE_MS, DB_CONNECT_TIMEOUT_MS, STORE_DEADLINE_MS } from "./deadlines.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "./contract/index.ts";
 import { log } from "./logger.ts";
 import { postgresReachable } from "./reachability.ts";
 import { orAfter, withTimeout } from "./timing.ts";

@@ -4,7 +4,7 @@ import { fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufb
 import { and, eq, getTableName, lt, sql } from "drizzle-orm";
 import { index, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "./contract/index.ts";
 import { rowBinding, type Keyring } from "./keyring.ts";
 import type { Executor } from "./pg-executor.ts";
 import type { SealedColumn } from "./reseal.ts";

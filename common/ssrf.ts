@@ -2,7 +2,7 @@
 // the deliverer on every attempt (resolve once, judge every address, connect to the judged one).
 import { Resolver as DnsResolver } from "node:dns/promises";
 import ipaddr from "ipaddr.js";
-import { ApiError } from "./errors.ts";
+import { ApiError, MAX_URL_LENGTH } from "./contract/index.ts";
 import { withTimeout } from "./timing.ts";
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
@@ -254,7 +254,6 @@ function stripBrackets(host: string): string {
 // ---------------------------------------------------------------------------------------------------------------
 // Destinations
 
-const MAX_URL_LENGTH = 2048;
 const URL_PARAM = "/destination/url";
 
 /** Said with every ssrf_blocked answer: the one way to reach a non-public destination on purpose. */

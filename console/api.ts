@@ -122,6 +122,3 @@ export interface Page<T> {
   items: T[];
   nextPageToken?: string | null;
 }
-
-export const EVENT_KINDS = ["wallet.transfer.broadcasted", "wallet.transfer.confirmed", "wallet.transfer.failed", "service.ping"];
-export const CHAINS = ["tron:mainnet", "tron:nile", "tron:shasta"];

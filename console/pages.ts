@@ -1,6 +1,15 @@
 // The console's pages. Each renders into `main` from the public API; nothing here knows a secret except the
 // create and rotate answers, which are shown once and never stored.
-import { api, CHAINS, describeDestination, EVENT_KINDS, query, type Attempt, type Destination, type EventView, type Health, type Page, type Subscription } from "./api.ts";
+import {
+  BROADCASTED,
+  DEFAULT_PAGE_LIMIT,
+  EVENT_KINDS,
+  MAX_ADDRESSES_PER_REQUEST,
+  MAX_DESCRIPTION_LENGTH,
+  MAX_PAGE_LIMIT,
+  TRON_CHAINS,
+} from "../common/contract/index.ts";
+import { api, describeDestination, query, type Attempt, type Destination, type EventView, type Health, type Page, type Subscription } from "./api.ts";
 import { attempt, badge, errorText, field, h, notify, select, svg, time } from "./dom.ts";
 
 export type Render = (main: HTMLElement) => Promise<(() => void) | void>;
@@ -70,14 +79,14 @@ function destinationChooser(initial?: Destination): { el: HTMLElement; value: ()
 
 export const subscriptionsPage: Render = async (main) => {
   const destination = destinationChooser();
-  const description = h("input", { type: "text", maxlength: 512 });
-  const kinds = eventsChooser(["wallet.transfer.broadcasted"]);
+  const description = h("input", { type: "text", maxlength: MAX_DESCRIPTION_LENGTH });
+  const kinds = eventsChooser([BROADCASTED]);
   const created = h("div");
   const list = h("tbody");
   const more = h("button", { type: "button", hidden: true }, "More");
   let token: string | undefined;
   async function load(reset: boolean) {
-    const page = await api<Page<Subscription>>("GET", `/v1/subscriptions${query({ limit: 50, nextPageToken: reset ? undefined : token })}`);
+    const page = await api<Page<Subscription>>("GET", `/v1/subscriptions${query({ limit: DEFAULT_PAGE_LIMIT, nextPageToken: reset ? undefined : token })}`);
     if (reset) list.replaceChildren();
     for (const s of page.items) {
       list.append(
@@ -177,14 +186,14 @@ async function healthPanel(subId: string): Promise<HTMLElement> {
 
 function addressesPanel(sub: Subscription): HTMLElement {
   const text = h("textarea", { rows: 6, placeholder: "One address per line (T…); commas and spaces also separate" });
-  const chain = select(CHAINS, "tron:mainnet");
+  const chain = select([...TRON_CHAINS], "tron:mainnet");
   const results = h("div", { "aria-live": "polite" });
   const list = h("ul", { class: "addresses" });
   const more = h("button", { type: "button", hidden: true }, "More addresses");
   let token: string | undefined;
   async function load(reset: boolean) {
     const page = await api<Page<{ chainId: string; address: string }>>(
-      "GET", `/v1/subscriptions/${sub.id}/filters/addresses${query({ limit: 200, nextPageToken: reset ? undefined : token })}`);
+      "GET", `/v1/subscriptions/${sub.id}/filters/addresses${query({ limit: MAX_PAGE_LIMIT, nextPageToken: reset ? undefined : token })}`);
     if (reset) list.replaceChildren();
     for (const a of page.items) {
       const remove = h("button", { type: "button", class: "small", "aria-label": `Remove ${a.address}` }, "Remove");
@@ -198,7 +207,7 @@ function addressesPanel(sub: Subscription): HTMLElement {
     more.hidden = !token;
   }
   more.addEventListener("click", () => void attempt(() => load(false)));
-  const form = h("form", { "aria-label": "Add addresses" }, field("Addresses to add", text, "Paste thousands at once; sent in requests of 10,000."), field("Chain", chain),
+  const form = h("form", { "aria-label": "Add addresses" }, field("Addresses to add", text, `Paste thousands at once; sent in requests of ${MAX_ADDRESSES_PER_REQUEST.toLocaleString("en-US")}.`), field("Chain", chain),
     h("button", { type: "submit" }, "Add addresses"));
   form.addEventListener("submit", (e) => {
     e.preventDefault();
@@ -206,9 +215,9 @@ function addressesPanel(sub: Subscription): HTMLElement {
       const entries = text.value.split(/[\s,;]+/).filter(Boolean).map((address) => ({ chainId: chain.value, address }));
       let added = 0;
       const skipped: { input: { address: string }; reason: string }[] = [];
-      for (let i = 0; i < entries.length; i += 10_000) {
+      for (let i = 0; i < entries.length; i += MAX_ADDRESSES_PER_REQUEST) {
         const res = await api<{ results: { added: unknown[]; skipped: { input: { address: string }; reason: string }[] } }>(
-          "PATCH", `/v1/subscriptions/${sub.id}/filters/addresses`, { add: entries.slice(i, i + 10_000) });
+          "PATCH", `/v1/subscriptions/${sub.id}/filters/addresses`, { add: entries.slice(i, i + MAX_ADDRESSES_PER_REQUEST) });
         added += res.results.added.length;
         skipped.push(...res.results.skipped);
       }
@@ -228,7 +237,7 @@ function addressesPanel(sub: Subscription): HTMLElement {
 function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () => Promise<void> } {
   const status = select(["", "pending", "delivered", "failed"], "", { name: "status" });
   const kind = select(["", ...EVENT_KINDS], "", { name: "kind" });
-  const chain = select(["", ...CHAINS], "", { name: "chainId" });
+  const chain = select(["", ...TRON_CHAINS], "", { name: "chainId" });
   const txId = h("input", { type: "text", name: "txId", autocomplete: "off" });
   const address = h("input", { type: "text", name: "address", autocomplete: "off" });
   const since = h("input", { type: "datetime-local", name: "since" });
@@ -241,7 +250,7 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
   const filters = () => ({
     subscriptionId: subId ?? subscription.value.trim(), status: status.value, kind: kind.value, chainId: chain.value, txId: txId.value.trim(),
     address: address.value.trim(), since: since.value ? new Date(since.value).toISOString() : undefined,
-    until: until.value ? new Date(until.value).toISOString() : undefined, limit: 50,
+    until: until.value ? new Date(until.value).toISOString() : undefined, limit: DEFAULT_PAGE_LIMIT,
   });
   async function showDetail(e: EventView) {
     open = e.id;
@@ -318,7 +327,7 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
 export const subscriptionPage = (id: string): Render => async (main) => {
   const sub = await api<Subscription>("GET", `/v1/subscriptions/${id}`);
   const destination = destinationChooser(sub.destination);
-  const description = h("input", { type: "text", maxlength: 512, value: sub.description });
+  const description = h("input", { type: "text", maxlength: MAX_DESCRIPTION_LENGTH, value: sub.description });
   const kinds = eventsChooser(sub.events);
   const secretArea = h("div");
   // The destination as the form holds it (its stored value until edited): saving, enabling or disabling never turns

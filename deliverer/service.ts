@@ -13,10 +13,18 @@ import {
   type EventResponse,
 } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { IdempotencyResultSchema } from "../gen/webhooks/common/v1/error_pb.ts";
-import { isChainId } from "../common/config.ts";
-import { ApiError } from "../common/errors.ts";
+import {
+  ApiError,
+  FAILED,
+  PING,
+  TRANSFER_KINDS,
+  invalidRequest,
+  isChainId,
+  isTransferKind,
+  notFound,
+} from "../common/contract/index.ts";
 import { firstDelay } from "../common/retry-policy.ts";
-import { afterEffect, beforeEffect, eventCursor, invalid, isPageCursor, notFound } from "./rpc-helpers.ts";
+import { afterEffect, beforeEffect, eventCursor, isPageCursor } from "./rpc-helpers.ts";
 import { operationHandlers } from "./operations.ts";
 import { isId, newId } from "../common/ids.ts";
 import type { TokenKeys } from "../common/keyring.ts";
@@ -28,11 +36,7 @@ import { transferKey, type DelivererStore } from "./store.ts";
 import { holdReason, type TargetCache } from "./targets.ts";
 import { eventsHeld } from "./metrics.ts";
 import {
-  FAILED_KIND,
-  PING_KIND,
-  TRANSFER_KINDS,
   envelope,
-  isTransferKind,
   renderPayload,
   sampleTransferData,
   toEventView,
@@ -91,11 +95,11 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
 
   async function enqueue(req: EnqueueRequest) {
     req.events.forEach((e, i) => {
-      if (!isId("sub", e.subscriptionId)) throw invalid(`/events/${i}/subscriptionId`, "subscription_id is not a subscription id.");
-      if (!isTransferKind(e.kind)) throw invalid(`/events/${i}/kind`, `Only ${TRANSFER_KINDS.join(", ")} events are enqueued.`);
+      if (!isId("sub", e.subscriptionId)) throw invalidRequest("subscription_id is not a subscription id.", `/events/${i}/subscriptionId`);
+      if (!isTransferKind(e.kind)) throw invalidRequest(`Only ${TRANSFER_KINDS.join(", ")} events are enqueued.`, `/events/${i}/kind`);
       const t = e.transfer;
-      if (!t || !isChainId(t.chainId) || t.txId === "") throw invalid(`/events/${i}/transfer`, "transfer needs a known chain and a txId.");
-      if (e.kind === FAILED_KIND && t.reason === "") throw invalid(`/events/${i}/transfer/reason`, "A failed transfer needs its reason.");
+      if (!t || !isChainId(t.chainId) || t.txId === "") throw invalidRequest("transfer needs a known chain and a txId.", `/events/${i}/transfer`);
+      if (e.kind === FAILED && t.reason === "") throw invalidRequest("A failed transfer needs its reason.", `/events/${i}/transfer/reason`);
     });
     // No events for a subscription that is gone, disabled or whose key is revoked (docs/CONTRACT.md). One whose
     // secret cannot be read gets its events, held (out of the schedule) until the secret reads again: the block
@@ -186,10 +190,10 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
 
       async createTestEvent(req) {
         if (!isId("sub", req.subscriptionId)) throw notFound("subscription");
-        const kind = req.kind === "" ? PING_KIND : req.kind;
+        const kind = req.kind === "" ? PING : req.kind;
         const transfer = isTransferKind(kind);
-        if (kind !== PING_KIND && !transfer) {
-          throw new ApiError("unsupported_event", `Test events are ${[PING_KIND, ...TRANSFER_KINDS].join(", ")}.`, { event: req.kind });
+        if (kind !== PING && !transfer) {
+          throw new ApiError("unsupported_event", `Test events are ${[PING, ...TRANSFER_KINDS].join(", ")}.`, { event: req.kind });
         }
         let scheduled: string | undefined;
         const out = await d.store.idempotent(
@@ -236,7 +240,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
         let status: EventStatus | undefined;
         if (req.status !== "") {
           if (!(EVENT_STATUSES as readonly string[]).includes(req.status)) {
-            throw invalid("status", `status must be one of ${EVENT_STATUSES.join(", ")}.`);
+            throw invalidRequest(`status must be one of ${EVENT_STATUSES.join(", ")}.`, "status");
           }
           status = req.status as EventStatus;
         }
@@ -249,15 +253,15 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
       },
 
       async getEvent(req) {
-        if (!isId("sub", req.subscriptionId) || !isId("evt", req.eventId)) throw notFound();
+        if (!isId("sub", req.subscriptionId) || !isId("evt", req.eventId)) throw notFound("event");
         await ownedTarget(req.keyId, req.subscriptionId);
         const row = await d.store.getEvent(req.subscriptionId, req.eventId);
-        if (!row) throw notFound();
+        if (!row) throw notFound("event");
         return create(EventResponseSchema, { event: toEventView(row) });
       },
 
       async retryEvent(req) {
-        if (!isId("sub", req.subscriptionId) || !isId("evt", req.eventId)) throw notFound();
+        if (!isId("sub", req.subscriptionId) || !isId("evt", req.eventId)) throw notFound("event");
         await ownedTarget(req.keyId, req.subscriptionId);
         let scheduled: string | undefined;
         const out = await d.store.idempotent(
@@ -267,7 +271,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
           req.idempotency,
           async (tx) => {
             const row = await d.store.lockEvent(tx, req.subscriptionId, req.eventId);
-            if (!row) throw notFound();
+            if (!row) throw notFound("event");
             if (row.status === "pending") {
               throw new ApiError("event_not_retryable", "The event is still pending; only delivered or failed events can be retried.");
             }

@@ -11,8 +11,8 @@
 // gateway does; checked again every `authRecheckMs` while the stream lasts, so a revoked key's stream ends.
 import { create } from "@bufbuild/protobuf";
 import { createClient, type HandlerContext, type Transport } from "@connectrpc/connect";
-import { isChainId } from "../common/config.ts";
-import { ApiError, toConnectError } from "../common/errors.ts";
+import { ApiError, invalidRequest, isChainId } from "../common/contract/index.ts";
+import { toConnectError } from "../common/rpc-errors.ts";
 import { isId } from "../common/ids.ts";
 import { bearerToken } from "../common/internal-auth.ts";
 import { StreamEventsResponseSchema, type StreamEventsRequest, type StreamEventsResponse } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
@@ -69,7 +69,7 @@ export function parseCursor(cursor: string): StreamPosition {
   if (cursor === "") return START;
   const m = CURSOR.exec(cursor);
   const seq = m ? Number(m[2]) : NaN;
-  if (!m || !Number.isSafeInteger(seq)) throw new ApiError("invalid_request", "cursor is not a cursor this stream gave.", { param: "cursor" });
+  if (!m || !Number.isSafeInteger(seq)) throw invalidRequest("cursor is not a cursor this stream gave.", "cursor");
   return { xid: m[1]!, seq };
 }
 

@@ -4,7 +4,7 @@
 import type { Transport } from "@connectrpc/connect";
 import { Elysia, t, ValidationError, type AnyElysia } from "elysia";
 import type { Config } from "../common/config.ts";
-import { ApiError } from "../common/errors.ts";
+import { ApiError, internalError, invalidRequest, MAX_TARGET_LENGTH, notFound } from "../common/contract/index.ts";
 import { operationalResponse } from "../common/http-service.ts";
 import { log } from "../common/logger.ts";
 import { openRedis, type Redis } from "../common/redis.ts";
@@ -15,7 +15,7 @@ import { beginRequest, pathOf, requestIdOf, stateOf, targetLength } from "./cont
 import { createDeps } from "./deps.ts";
 import { consolePlugin } from "./console.ts";
 import { docsPlugin } from "./docs.ts";
-import { createMethodIndex, errorResponse, fromValidationError, methodNotAllowed, notFound } from "./errors.ts";
+import { createMethodIndex, errorResponse, fromValidationError, methodNotAllowed } from "./errors.ts";
 import { canonicalJson, IDEMPOTENCY_HEADER } from "./idempotency.ts";
 import { countRateLimitFailOpen, observeRequest } from "./metrics.ts";
 import { createRateLimiter, rateLimitHeaders } from "./rate-limit.ts";
@@ -69,13 +69,6 @@ function record(request: Request, route: string, status: number): void {
     keyId: state?.principal?.keyId,
   });
 }
-
-/**
- * Longest request target (path and query) the gateway serves. No route needs more than a few hundred characters
- * (the longest is a page token); beyond this the answer is 414 in the error contract. Bun's own header limit
- * (`--max-http-header-size`, 16 KiB, request line included) stops anything longer still, with its bare 431.
- */
-export const MAX_TARGET_LENGTH = 8192;
 
 /**
  * Refused unknown-key requests held until their Retry-After, per client address and in all (refusal-pace.ts): one
@@ -208,10 +201,10 @@ export function createGatewayApp(opts: GatewayOptions) {
           apiErr = notFound();
         }
       } else if (code === "PARSE") {
-        apiErr = new ApiError("invalid_request", "The request body is not valid JSON.", { param: "/" });
+        apiErr = invalidRequest("The request body is not valid JSON.", "/");
       } else {
         gatewayLog.error("unhandled gateway error", { requestId, method: request.method, path: pathOf(request.url), err: error });
-        apiErr = new ApiError("internal_error", "An unexpected error occurred.");
+        apiErr = internalError();
       }
       if (apiErr.code === "not_found" && !extra.allow) {
         // A literal path that shares its shape with a parameter route (GET …/events/recover reaches GET

@@ -1,7 +1,7 @@
 // The error answers of the OpenAPI document: for each operation and status, the codes it can give, each with an
 // example body in the one error shape (docs/CONTRACT.md "HTTP conventions"). Codes and statuses come from
-// common/errors.ts, so a code that is renamed or moved to another status fails the type check or the document test.
-import { ERROR_STATUS, type ErrorCode, type ErrorDetail } from "../common/errors.ts";
+// common/contract/errors.ts, so a code renamed or moved to another status fails the type check or the document test.
+import { ERROR_STATUS, type ErrorCode, type ErrorDetail } from "../common/contract/index.ts";
 import { SSRF_ALLOW_HINT } from "../common/ssrf.ts";
 
 const REQUEST_ID = "7f1c2d3e-4b5a-4c6d-8e9f-0a1b2c3d4e5f";

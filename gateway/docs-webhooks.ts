@@ -6,14 +6,13 @@ import {
   ConfirmedDataSchema,
   DELIVERY_HEADERS,
   EVENT_DESCRIPTIONS,
-  EVENT_KINDS,
   FailedDataSchema,
   GUARANTEES,
   PingDataSchema,
   VERIFY_EXAMPLE,
   exampleDelivery,
-  type EventKind,
 } from "./event-catalog.ts";
+import { EVENT_KINDS, type EventKind } from "../common/contract/index.ts";
 import { DEFAULT_RETRY_SCHEDULE, JITTER_FRACTION, RETRY_AFTER_MAX_FACTOR, describeSchedule, parseRetrySchedule } from "../common/retry-policy.ts";
 
 /** A TypeBox schema as plain JSON Schema (TypeBox's symbol keys dropped). */

@@ -7,9 +7,9 @@ import { Elysia, type AnyElysia, type TSchema } from "elysia";
 import { errorResponsesFor } from "./docs-errors.ts";
 import { OPERATION_EXAMPLES, PARAMETER_EXAMPLES } from "./docs-examples.ts";
 import { plainSchema, webhooksSection, WEBHOOK_PAYLOAD_REFS, WEBHOOK_SCHEMAS, WEBHOOKS_TAG } from "./docs-webhooks.ts";
-import { notFound } from "./errors.ts";
 import { ErrorBodySchema } from "./schemas.ts";
-import { DEFAULT_PAGE_LIMIT, PAGE_LIMIT_DESCRIPTION } from "../common/page-token.ts";
+import { PAGE_LIMIT_DESCRIPTION } from "../common/page-token.ts";
+import { DEFAULT_PAGE_LIMIT, notFound } from "../common/contract/index.ts";
 
 const OPENAPI_VERSION = "3.1.0";
 const ASSET_BASE = "/docs/assets";

@@ -2,6 +2,7 @@
 // one payload schema per event kind (docs/CONTRACT.md "Events and delivery" and "Transfer lifecycle"), when each fires,
 // the guarantees a receiver can build on, the delivery headers and a full example of each, signed for real.
 import { t, type Static, type TSchema } from "elysia";
+import type { EventKind } from "../common/contract/index.ts";
 import { renderPayload } from "../deliverer/payload.ts";
 import { deliveryHeaders } from "../deliverer/sign.ts";
 
@@ -74,14 +75,6 @@ export type BroadcastedData = Static<typeof BroadcastedDataSchema>;
 export type ConfirmedData = Static<typeof ConfirmedDataSchema>;
 export type FailedData = Static<typeof FailedDataSchema>;
 export type PingData = Static<typeof PingDataSchema>;
-
-export const EVENT_KINDS = [
-  "wallet.transfer.broadcasted",
-  "wallet.transfer.confirmed",
-  "wallet.transfer.failed",
-  "service.ping",
-] as const;
-export type EventKind = (typeof EVENT_KINDS)[number];
 
 export interface Envelope<D> {
   id: string;

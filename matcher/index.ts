@@ -6,7 +6,8 @@
 import { createClient, type Transport } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
 import { DeliveryService, type NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
-import type { ChainId, Config } from "../common/config.ts";
+import type { ChainId } from "../common/contract/index.ts";
+import type { Config } from "../common/config.ts";
 import { PROBE_DEADLINE_MS } from "../common/deadlines.ts";
 import { log as rootLog } from "../common/logger.ts";
 import { openRedis, type Redis } from "../common/redis.ts";

@@ -12,7 +12,7 @@
 // a re-match never makes an event for a block the streams did not accept. Older blocks are logged as not re-matched.
 import { and, asc, eq, inArray, isNull, lt } from "drizzle-orm";
 import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
-import type { ChainId } from "../common/config.ts";
+import type { ChainId } from "../common/contract/index.ts";
 import type { Logger } from "../common/logger.ts";
 import { EnqueueBatch } from "./enqueue-batch.ts";
 import { fetchDecodedRange, mapLimit, type DecodedBlock } from "./fetch.ts";

@@ -7,7 +7,7 @@
 // into the chain's block cache for the solidified stream (solid-stream.ts); a block processed above the solidified
 // head keeps its transfers with its id, so a fork that replaces it turns them into pending drops (store.ts).
 import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
-import type { ChainId } from "../common/config.ts";
+import type { ChainId } from "../common/contract/index.ts";
 import type { Logger } from "../common/logger.ts";
 import { sleep } from "../common/timing.ts";
 import { EnqueueBatch } from "./enqueue-batch.ts";

@@ -7,22 +7,27 @@ import { create } from "@bufbuild/protobuf";
 import { eq, sql as dsql } from "drizzle-orm";
 import type { AddressEntry } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import { PatchAddressesResponseSchema, SubscriptionResponseSchema } from "../gen/webhooks/registry/v1/registry_pb.ts";
-import { isChainId, TRON_CHAINS } from "../common/config.ts";
+import {
+  ApiError,
+  INLINE_ADDRESSES,
+  invalidRequest,
+  isChainId,
+  MAX_ADDRESSES_PER_REQUEST,
+  notFound,
+  TRON_CHAINS,
+} from "../common/contract/index.ts";
 import { ADDRESS_CHANGE_BUDGET_MS, storeDeadline } from "../common/deadlines.ts";
-import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
 import type { TokenKeys } from "../common/keyring.ts";
 import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import { isBase58Address } from "../common/tron-address.ts";
 import { subscriptions, type SubscriptionRow } from "./schema.ts";
-import { INLINE_ADDRESSES, notFound, subscriptionMessage, type AddressRpcs } from "./service.ts";
+import { subscriptionMessage, type AddressRpcs } from "./service.ts";
 import type { RegistryStore, RegistryTx } from "./store.ts";
 import type { KeyState } from "./watch-index/applier.ts";
 import type { WatchIndex } from "./watch-index/index.ts";
 import { NO_TICKET, pgTextArray, recordIndexChanges, type IndexChange, type OutboxTicket } from "./watch-index/outbox.ts";
 
-/** Addresses per request: PATCH add and remove together, PUT (docs/CONTRACT.md "Limits"). */
-export const MAX_ADDRESSES_PER_REQUEST = 10_000;
 /** A change of 10,000 addresses against a large subscription may take longer than a plain store call. */
 const CHANGE_DEADLINE_MS = storeDeadline(ADDRESS_CHANGE_BUDGET_MS);
 /** Additions validated per slice while PostgreSQL inserts the previous one. */
@@ -119,7 +124,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
 
   async function lockSubscription(tx: RegistryTx, keyId: string, id: string): Promise<SubscriptionRow> {
     const row = await store.findSubscription(tx, keyId, id, true);
-    if (!row) throw notFound();
+    if (!row) throw notFound("subscription");
     return row;
   }
 
@@ -196,13 +201,13 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
 
   return {
     async patchAddresses(req) {
-      if (!isId("sub", req.id)) throw notFound();
+      if (!isId("sub", req.id)) throw notFound("subscription");
       if (req.add.length === 0 && req.remove.length === 0) {
-        throw new ApiError("invalid_request", "add or remove must list at least one address entry.", { param: "/add" });
+        throw invalidRequest("add or remove must list at least one address entry.", "/add");
       }
       const total = req.add.length + req.remove.length;
       // A missing subscription is 404 whatever the body says.
-      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
+      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound("subscription");
       if (total > MAX_ADDRESSES_PER_REQUEST) {
         throw limitExceeded(`A request may carry at most ${MAX_ADDRESSES_PER_REQUEST} address entries (add and remove together).`, {
           limit: MAX_ADDRESSES_PER_REQUEST,
@@ -296,8 +301,8 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
     },
 
     async replaceAddresses(req) {
-      if (!isId("sub", req.id)) throw notFound();
-      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
+      if (!isId("sub", req.id)) throw notFound("subscription");
+      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound("subscription");
       if (req.addresses.length > MAX_ADDRESSES_PER_REQUEST) {
         throw limitExceeded(`A request may carry at most ${MAX_ADDRESSES_PER_REQUEST} address entries.`, {
           limit: MAX_ADDRESSES_PER_REQUEST,
@@ -372,9 +377,9 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
     },
 
     async listAddresses(req) {
-      if (!isId("sub", req.id)) throw notFound();
+      if (!isId("sub", req.id)) throw notFound("subscription");
       const limit = pageLimit(req.limit);
-      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
+      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound("subscription");
       const scope = addressesScope(req.keyId, req.id);
       const cursor = decodePageToken(deps.tokenKeys, scope, req.pageToken, isCursor);
       const after = cursor?.s ?? 0;

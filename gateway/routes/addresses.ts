@@ -3,7 +3,7 @@
 // chains, limits, page tokens) is the registry's (registry/addresses.ts).
 import { Elysia, t } from "elysia";
 import { ADDRESS_CHANGE_BUDGET_MS, writeRpcDeadline } from "../../common/deadlines.ts";
-import { ApiError } from "../../common/errors.ts";
+import { ApiError, internalError, invalidRequest } from "../../common/contract/index.ts";
 import type { SkippedAddress, Subscription } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { principalOf } from "../context.ts";
 import { RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
@@ -58,7 +58,7 @@ const AddressPageSchema = t.Object(
 );
 
 function shapeError(message: string, param: string): ApiError {
-  return new ApiError("invalid_request", message, { param });
+  return invalidRequest(message, param);
 }
 
 // The top-level shape is checked before the schema so `param` names the field that is wrong (the schema's own first
@@ -80,7 +80,7 @@ function checkReplaceShape(body: unknown): void {
 type SkippedReason = "not_found" | "invalid_address" | "invalid_chain" | "chain_not_enabled";
 
 function present(s: Subscription | undefined): Subscription {
-  if (!s) throw new ApiError("internal_error", "An unexpected error occurred.");
+  if (!s) throw internalError();
   return s;
 }
 
@@ -105,7 +105,7 @@ export function addressRoutes(deps: GatewayDeps) {
         const add = body.add ?? [];
         const remove = body.remove ?? [];
         if (add.length === 0 && remove.length === 0) {
-          throw new ApiError("invalid_request", "add or remove must list at least one address entry.", { param: "/add" });
+          throw invalidRequest("add or remove must list at least one address entry.", "/add");
         }
         const res = await rpc(() => subs.patchAddresses({ keyId, id, add, remove }, CHANGE_OPTIONS));
         return {

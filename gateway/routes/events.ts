@@ -3,13 +3,12 @@
 // idempotency records of test and retry. JSON ⇄ RPC only; the rules are the deliverer's.
 import { createClient, type Client } from "@connectrpc/connect";
 import { Elysia, t, type Static } from "elysia";
-import { ApiError } from "../../common/errors.ts";
+import { ApiError, internalError, notFound } from "../../common/contract/index.ts";
 import { isId } from "../../common/ids.ts";
 import { HOLD_REASONS, isHoldReason } from "../../common/hold-reasons.ts";
 import { DeliveryService, type EventView } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { principalOf } from "../context.ts";
 import { RPC_OPTIONS, WRITE_RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
-import { notFound } from "../errors.ts";
 import { idempotencyFor, replayHeaders } from "../idempotency.ts";
 import { isoTime } from "../render.ts";
 import { IdempotencyHeaders, InputObject, PageQuery, SubscriptionIdParams, errorResponses } from "../schemas.ts";
@@ -97,7 +96,7 @@ function eventHead(e: EventView): EventHead {
  */
 export function eventJson(e: EventView | undefined): string {
   // An empty payload would splice into invalid JSON: the deliverer always sends one, so its absence is a fault.
-  if (!e || e.payloadJson === "") throw new ApiError("internal_error", "An unexpected error occurred.");
+  if (!e || e.payloadJson === "") throw internalError();
   const head = JSON.stringify(eventHead(e));
   return `${head.slice(0, -1)},"payload":${e.payloadJson},"dateCreated":"${isoTime(e.dateCreatedMs)}"}`;
 }

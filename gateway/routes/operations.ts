@@ -1,7 +1,7 @@
 // Delivery operations: an event's attempts, recover since a time, the event search across all of the key's
 // subscriptions (GET /v1/events) and a subscription's health. JSON ⇄ RPC only; the rules are the deliverer's.
 import { Elysia, t, type Static } from "elysia";
-import { ApiError } from "../../common/errors.ts";
+import { ApiError, invalidRequest } from "../../common/contract/index.ts";
 import type { Attempt, HealthResponse, WindowStats } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { principalOf } from "../context.ts";
 import { RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
@@ -101,7 +101,7 @@ type HealthJson = Static<typeof HealthSchema>;
 /** An ISO 8601 time of a request, as Unix ms; anything else is invalid_request at `param`. */
 export function parseTime(value: string, param: string): bigint {
   const ms = /^\d{4}-\d{2}-\d{2}T/.test(value) ? Date.parse(value) : Number.NaN;
-  if (Number.isNaN(ms)) throw new ApiError("invalid_request", `${param.replace(/^\//, "")} must be an ISO 8601 time.`, { param });
+  if (Number.isNaN(ms)) throw invalidRequest(`${param.replace(/^\//, "")} must be an ISO 8601 time.`, param);
   return BigInt(ms);
 }
 

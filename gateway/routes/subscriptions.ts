@@ -4,12 +4,11 @@ import { createClient } from "@connectrpc/connect";
 import { Elysia, t, type Static } from "elysia";
 import { log } from "../../common/logger.ts";
 import { DeliveryService } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
-import { ApiError } from "../../common/errors.ts";
+import { ApiError, internalError, notFound } from "../../common/contract/index.ts";
 import { isId } from "../../common/ids.ts";
 import { queryPageLimit } from "../../common/page-token.ts";
 import { principalOf } from "../context.ts";
 import { RPC_OPTIONS, WRITE_RPC_OPTIONS, rpc, type GatewayDeps } from "../deps.ts";
-import { notFound } from "../errors.ts";
 import { idempotencyFor, replayHeaders } from "../idempotency.ts";
 import { matchRequest, renderSubscription, type SubscriptionJson } from "../render.ts";
 import {
@@ -38,7 +37,7 @@ export function subscriptionId(id: string): string {
 
 function present(s: Subscription | undefined): Subscription {
   // The registry always answers with the subscription; its absence is a broken dependency, not the caller's fault.
-  if (!s) throw new ApiError("internal_error", "An unexpected error occurred.");
+  if (!s) throw internalError();
   return s;
 }
 

@@ -1,5 +1,5 @@
 // The registry's watch index: applier, rebuild and upkeep behind the one object it starts and stops (README.md).
-import { TRON_CHAINS, type ChainId } from "../../common/config.ts";
+import { TRON_CHAINS, type ChainId } from "../../common/contract/index.ts";
 import type { Logger } from "../../common/logger.ts";
 import type { Redis } from "../../common/redis.ts";
 import { DEFAULT_SHARDS, watchIndexHandle, type WatchIndexHandle } from "../../common/watch-index/layout.ts";

@@ -1,7 +1,7 @@
 // The matcher's test bed: the delivery bed (real registry, deliverer and verifying HTTPS receiver on a fresh
 // database and Redis DB) plus one tools/tron-sim node per chain and the real matcher reading them. Nothing is
 // mocked; the simulator is the TRON node.
-import type { ChainId } from "../../common/config.ts";
+import type { ChainId } from "../../common/contract/index.ts";
 import { loadConfig } from "../../common/config.ts";
 import { inProcessTransport } from "../../common/rpc.ts";
 import type { MessageInitShape } from "@bufbuild/protobuf";

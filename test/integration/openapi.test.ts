@@ -6,9 +6,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Webhook } from "standardwebhooks";
-import { ERROR_STATUS, type ErrorCode } from "../../common/errors.ts";
+import { ERROR_STATUS, EVENT_KINDS, type ErrorCode } from "../../common/contract/index.ts";
 import { signatureHeader } from "../../deliverer/sign.ts";
-import { EVENT_KINDS, EXAMPLE_PAYLOADS, EXAMPLE_SECRET, VERIFY_EXAMPLE } from "../../gateway/event-catalog.ts";
+import { EXAMPLE_PAYLOADS, EXAMPLE_SECRET, VERIFY_EXAMPLE } from "../../gateway/event-catalog.ts";
 import { startStack, type Stack } from "../support/stack.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");

@@ -1,7 +1,7 @@
 // The watch index as PostgreSQL says it should be, and as Redis holds it, in one comparable form:
 // chain → address → sorted "subscriptionId active events match" strings. Used by the watch-index tests.
 import type { SQL } from "bun";
-import { TRON_CHAINS } from "../../common/config.ts";
+import { TRON_CHAINS } from "../../common/contract/index.ts";
 import type { Redis } from "../../common/redis.ts";
 import { encodeMatch, type MatchConditions } from "../../common/match-conditions.ts";
 import { dumpChain } from "../../common/watch-index/dump.ts";

@@ -6,7 +6,8 @@ import { DEFAULT_MATCH, decodeMatch, defaultMatch, encodeMatch, type AssetCondit
 import type { Watcher } from "../../common/watch-index/reader.ts";
 import { passingRoles, rolePasses, type Role } from "../../matcher/conditions.ts";
 import type { DecodedTransfer } from "../../matcher/decode.ts";
-import { BROADCASTED, buildEvents } from "../../matcher/match.ts";
+import { BROADCASTED } from "../../common/contract/index.ts";
+import { buildEvents } from "../../matcher/match.ts";
 
 const USDT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
 const OTHER_TOKEN = "TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8";
