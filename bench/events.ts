@@ -45,7 +45,7 @@
 // (deliverer/prepared.ts), which halved the stack's CPU per request (GET one event 439 → 189 µs, txId 406 → 212,
 // a rare address 513 → 227, at 1,000,000 rows). Before that a 50-event page spent about as much in the gateway's
 // rendering (JSON.parse of each payload, Elysia's check of the page, JSON.stringify again) as in the deliverer; the
-// gateway splices the payload JSON into the answer (gateway/routes/events.ts eventJson), and the payload is stored as
+// gateway splices the payload JSON into the answer (gateway/routes/events/view.ts eventJson), and the payload is stored as
 // that JSON (deliverer/schema.ts), so nothing parses or serializes it on the way. Drizzle's row mapping (mapResultRow:
 // each field's kind and decoder looked up again for every value) was 29% of the stack's samples on the busy-address
 // phase; a mapper made once per shape (prepared.ts) took the stack's CPU per 50-event page from 1,049 to 737 µs

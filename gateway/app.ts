@@ -1,6 +1,6 @@
 // The public HTTP API. Order of work per request, cheapest and most telling first: request id → (under /v1)
-// authentication (a lookup of an unknown key limited per client address first) → rate limit → body (size, media type, JSON) → schema → route → RPC. Each route file is one
-// Elysia plugin; this file wires them and the cross-cutting hooks.
+// authentication (a lookup of an unknown key limited per client address first) → rate limit → body (size, media type, JSON) → schema → route → RPC. Each operation's file is one
+// Elysia plugin (gateway/routes/); this file wires them and the cross-cutting hooks.
 import type { Transport } from "@connectrpc/connect";
 import { Elysia, t, ValidationError, type AnyElysia } from "elysia";
 import type { Config } from "../common/config.ts";
@@ -22,10 +22,7 @@ import { createRateLimiter, rateLimitHeaders } from "./rate-limit.ts";
 import { gatewayReadiness } from "./readiness.ts";
 import { createRefusalPacer, type RefusalPacerOptions } from "./refusal-pace.ts";
 import { pickRequestId, REQUEST_ID_HEADER } from "./request-id.ts";
-import { addressRoutes } from "./routes/addresses.ts";
-import { eventRoutes } from "./routes/events.ts";
-import { operationRoutes } from "./routes/operations.ts";
-import { subscriptionRoutes } from "./routes/subscriptions.ts";
+import { apiRoutes } from "./routes/index.ts";
 
 const gatewayLog = log.child({ service: "gateway" });
 
@@ -241,11 +238,8 @@ export function createGatewayApp(opts: GatewayOptions) {
       response: { 200: t.String({ description: "Prometheus text exposition format." }) },
       detail: { summary: "Prometheus metrics", tags: ["operations"], security: [] },
     })
-    // Resources, one plugin per route file.
-    .use(subscriptionRoutes(deps))
-    .use(addressRoutes(deps))
-    .use(eventRoutes(deps))
-    .use(operationRoutes(deps))
+    // The /v1 operations, one file each (gateway/routes/).
+    .use(apiRoutes(deps))
     .onStop(() => {
       if (ownsRedis) redis.disconnect();
     });

@@ -5,8 +5,9 @@ import { dirname, join } from "node:path";
 import { toOpenAPISchema, unwrapSchema } from "@elysiajs/openapi/openapi";
 import { Elysia, type AnyElysia, type TSchema } from "elysia";
 import { errorResponsesFor } from "./docs-errors.ts";
-import { OPERATION_EXAMPLES, PARAMETER_EXAMPLES } from "./docs-examples.ts";
+import { PARAMETER_EXAMPLES } from "./docs-examples.ts";
 import { plainSchema, webhooksSection, WEBHOOK_PAYLOAD_REFS, WEBHOOK_SCHEMAS, WEBHOOKS_TAG } from "./docs-webhooks.ts";
+import { operationOf } from "./routes/index.ts";
 import { ErrorBodySchema } from "./schemas.ts";
 import { PAGE_LIMIT_DESCRIPTION } from "../common/page-token.ts";
 import { DEFAULT_PAGE_LIMIT, notFound } from "../common/contract/index.ts";
@@ -81,7 +82,8 @@ function enrich(key: string, op: Operation): void {
     const example = PARAMETER_EXAMPLES[p.name];
     if (example !== undefined) p.example = example;
   }
-  const examples = OPERATION_EXAMPLES[key];
+  const operation = operationOf(key);
+  const examples = operation?.examples;
   const requestJson = op.requestBody?.content?.["application/json"];
   if (requestJson && examples?.request !== undefined) requestJson.example = examples.request;
   const responses = (op.responses ??= {});
@@ -97,7 +99,7 @@ function enrich(key: string, op: Operation): void {
     const example = examples?.response?.[status];
     if (json && example !== undefined) json.example = example;
   }
-  if (key.includes(" /v1/")) Object.assign(responses, errorResponsesFor(key, ERROR_REF, declaredErrors));
+  if (key.includes(" /v1/")) Object.assign(responses, errorResponsesFor(operation?.errors, ERROR_REF, declaredErrors));
 }
 
 /** The event log's `payload` is one of the webhook payloads: point every EventView at their schemas. */
