@@ -1,14 +1,13 @@
 // GET /v1/subscriptions/:id/filters/addresses: the watched addresses in order of addition, a page at a time.
 import { Elysia, t } from "elysia";
 import { queryPageLimit } from "../../../common/page-token.ts";
-import { principalOf } from "../../context.ts";
 import { RPC_OPTIONS, rpc } from "../../deps.ts";
 import { PAGE } from "../../docs-errors.ts";
 import { OTHER, WALLET } from "../../docs-examples.ts";
 import { renderAddress } from "../../render.ts";
 import { AddressEntrySchema, PageQuery, SubscriptionIdParams, errorResponses } from "../../schemas.ts";
 import { SECURITY, operationKey, type Operation } from "../operation.ts";
-import { subscriptionId } from "../subscriptions/shared.ts";
+import { subscriptionRef } from "../subscriptions/shared.ts";
 import { PATH, TAGS } from "./shared.ts";
 
 const AddressPageSchema = t.Object(
@@ -27,8 +26,7 @@ export const listAddresses: Operation = {
     new Elysia({ name: listAddresses.key }).get(
       PATH,
       async ({ params, query, request }) => {
-        const { keyId } = principalOf(request);
-        const id = subscriptionId(params.id);
+        const { keyId, id } = subscriptionRef(request, params.id);
         const res = await rpc(() =>
           deps.subscriptions.listAddresses(
             { keyId, id, limit: queryPageLimit(query.limit), pageToken: query.nextPageToken ?? "" },

@@ -2,14 +2,13 @@
 import { Elysia, t, type Static } from "elysia";
 import { MAX_ADDRESSES_PER_REQUEST, invalidRequest } from "../../../common/contract/index.ts";
 import type { SkippedAddress } from "../../../gen/webhooks/registry/v1/registry_pb.ts";
-import { principalOf } from "../../context.ts";
 import { rpc } from "../../deps.ts";
 import { BODY } from "../../docs-errors.ts";
 import { OTHER, UPDATED, WALLET, exampleSubscription } from "../../docs-examples.ts";
 import { renderAddress, renderSubscription, type AddressJson } from "../../render.ts";
 import { AddressEntrySchema, InputObject, SubscriptionIdParams, SubscriptionSchema, errorResponses } from "../../schemas.ts";
 import { SECURITY, operationKey, type Operation } from "../operation.ts";
-import { present, subscriptionId } from "../subscriptions/shared.ts";
+import { present, subscriptionRef } from "../subscriptions/shared.ts";
 import { AddressEntryInput, CHANGE_OPTIONS, PATH, TAGS } from "./shared.ts";
 
 const PatchInput = InputObject({
@@ -77,8 +76,7 @@ export const patchAddresses: Operation = {
     new Elysia({ name: patchAddresses.key }).patch(
       PATH,
       async ({ params, body, request }) => {
-        const { keyId } = principalOf(request);
-        const id = subscriptionId(params.id);
+        const { keyId, id } = subscriptionRef(request, params.id);
         const add = body.add ?? [];
         const remove = body.remove ?? [];
         if (add.length === 0 && remove.length === 0) {

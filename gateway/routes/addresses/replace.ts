@@ -1,14 +1,13 @@
 // PUT /v1/subscriptions/:id/filters/addresses: replace the whole list, all or nothing.
 import { Elysia, t } from "elysia";
 import { INLINE_ADDRESSES, invalidRequest } from "../../../common/contract/index.ts";
-import { principalOf } from "../../context.ts";
 import { rpc } from "../../deps.ts";
 import { BODY } from "../../docs-errors.ts";
 import { OTHER, UPDATED, WALLET, exampleSubscription } from "../../docs-examples.ts";
 import { renderSubscription } from "../../render.ts";
 import { SubscriptionIdParams, SubscriptionSchema, errorResponses } from "../../schemas.ts";
 import { SECURITY, operationKey, type Operation } from "../operation.ts";
-import { present, subscriptionId } from "../subscriptions/shared.ts";
+import { present, subscriptionRef } from "../subscriptions/shared.ts";
 import { AddressEntryInput, CHANGE_OPTIONS, PATH, TAGS } from "./shared.ts";
 
 const ReplaceInput = t.Array(AddressEntryInput, {
@@ -31,8 +30,7 @@ export const replaceAddresses: Operation = {
     new Elysia({ name: replaceAddresses.key }).put(
       PATH,
       async ({ params, body, request }) => {
-        const { keyId } = principalOf(request);
-        const id = subscriptionId(params.id);
+        const { keyId, id } = subscriptionRef(request, params.id);
         const res = await rpc(() => deps.subscriptions.replaceAddresses({ keyId, id, addresses: body }, CHANGE_OPTIONS));
         return renderSubscription(present(res.subscription), "detailed");
       },

@@ -3,9 +3,8 @@
 import { createClient, type Client } from "@connectrpc/connect";
 import { serviceUnavailable } from "../../../common/contract/index.ts";
 import { DeliveryService } from "../../../gen/webhooks/delivery/v1/delivery_pb.ts";
-import { principalOf } from "../../context.ts";
 import { RPC_OPTIONS, rpc, type GatewayDeps } from "../../deps.ts";
-import { subscriptionId } from "../subscriptions/shared.ts";
+import { subscriptionRef } from "../subscriptions/shared.ts";
 
 export function deliveryAccess(deps: GatewayDeps) {
   let client: Client<typeof DeliveryService> | undefined;
@@ -16,8 +15,7 @@ export function deliveryAccess(deps: GatewayDeps) {
 
   /** The key owns the subscription (else not_found, as for any foreign resource). */
   async function owned(request: Request, rawId: string): Promise<{ keyId: string; subscriptionId: string }> {
-    const { keyId } = principalOf(request);
-    const id = subscriptionId(rawId);
+    const { keyId, id } = subscriptionRef(request, rawId);
     await rpc(() => deps.subscriptions.getSubscription({ keyId, id }, RPC_OPTIONS));
     return { keyId, subscriptionId: id };
   }

@@ -3,11 +3,10 @@ import { createClient } from "@connectrpc/connect";
 import { Elysia, t } from "elysia";
 import { log } from "../../../common/logger.ts";
 import { DeliveryService } from "../../../gen/webhooks/delivery/v1/delivery_pb.ts";
-import { principalOf } from "../../context.ts";
 import { RPC_OPTIONS, WRITE_RPC_OPTIONS, rpc, type GatewayDeps } from "../../deps.ts";
 import { SubscriptionIdParams, errorResponses } from "../../schemas.ts";
 import { SECURITY, operationKey, type Operation } from "../operation.ts";
-import { TAGS, subscriptionId } from "./shared.ts";
+import { TAGS, subscriptionRef } from "./shared.ts";
 
 const PATH = "/v1/subscriptions/:id";
 
@@ -32,8 +31,7 @@ export const deleteSubscription: Operation = {
     new Elysia({ name: deleteSubscription.key }).delete(
       PATH,
       async ({ params, request, set }) => {
-        const { keyId } = principalOf(request);
-        const id = subscriptionId(params.id);
+        const { keyId, id } = subscriptionRef(request, params.id);
         await rpc(() => deps.subscriptions.deleteSubscription({ keyId, id }, WRITE_RPC_OPTIONS));
         await deleteEvents(deps, id);
         set.status = 204;

@@ -1,13 +1,12 @@
 // GET /v1/subscriptions/:id: one subscription with its first addresses inlined.
 import { Elysia } from "elysia";
 import { INLINE_ADDRESSES } from "../../../common/contract/index.ts";
-import { principalOf } from "../../context.ts";
 import { RPC_OPTIONS, rpc } from "../../deps.ts";
 import { WALLET, exampleSubscription } from "../../docs-examples.ts";
 import { renderSubscription } from "../../render.ts";
 import { SubscriptionIdParams, SubscriptionSchema, errorResponses } from "../../schemas.ts";
 import { SECURITY, operationKey, type Operation } from "../operation.ts";
-import { TAGS, present, subscriptionId } from "./shared.ts";
+import { TAGS, present, subscriptionRef } from "./shared.ts";
 
 const PATH = "/v1/subscriptions/:id";
 
@@ -19,8 +18,7 @@ export const getSubscription: Operation = {
     new Elysia({ name: getSubscription.key }).get(
       PATH,
       async ({ params, request }) => {
-        const { keyId } = principalOf(request);
-        const id = subscriptionId(params.id);
+        const { keyId, id } = subscriptionRef(request, params.id);
         const res = await rpc(() => deps.subscriptions.getSubscription({ keyId, id }, RPC_OPTIONS));
         return renderSubscription(present(res.subscription), "detailed");
       },

@@ -1,13 +1,12 @@
 // PUT /v1/subscriptions/:id: replace destination, events, status, description and match conditions.
 import { Elysia } from "elysia";
-import { principalOf } from "../../context.ts";
 import { WRITE_RPC_OPTIONS, rpc } from "../../deps.ts";
 import { BODY, URL_POLICY } from "../../docs-errors.ts";
 import { CREATE_BODY, UPDATED, exampleSubscription } from "../../docs-examples.ts";
 import { renderSubscription } from "../../render.ts";
 import { SubscriptionIdParams, SubscriptionSchema, errorResponses } from "../../schemas.ts";
 import { SECURITY, operationKey, type Operation } from "../operation.ts";
-import { SubscriptionBody, TAGS, present, subscriptionFields, subscriptionId } from "./shared.ts";
+import { SubscriptionBody, TAGS, present, subscriptionFields, subscriptionRef } from "./shared.ts";
 
 const PATH = "/v1/subscriptions/:id";
 
@@ -22,8 +21,7 @@ export const replaceSubscription: Operation = {
     new Elysia({ name: replaceSubscription.key }).put(
       PATH,
       async ({ params, body, request }) => {
-        const { keyId } = principalOf(request);
-        const id = subscriptionId(params.id);
+        const { keyId, id } = subscriptionRef(request, params.id);
         const res = await rpc(() =>
           deps.subscriptions.updateSubscription({ keyId, id, ...subscriptionFields(body, "enabled") }, WRITE_RPC_OPTIONS),
         );

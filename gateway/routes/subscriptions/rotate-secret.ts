@@ -1,7 +1,6 @@
 // POST /v1/subscriptions/:id/secrets/rotate: a new signing secret, the previous one signing on for a grace period.
 import { Elysia, t } from "elysia";
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS } from "../../../common/contract/index.ts";
-import { principalOf } from "../../context.ts";
 import { WRITE_RPC_OPTIONS, rpc } from "../../deps.ts";
 import { BODY, IDEMPOTENT } from "../../docs-errors.ts";
 import { UPDATED, WALLET, exampleSubscription } from "../../docs-examples.ts";
@@ -9,7 +8,7 @@ import { idempotencyFor, replayHeaders } from "../../idempotency.ts";
 import { renderSubscription } from "../../render.ts";
 import { IdempotencyHeaders, InputObject, SubscriptionIdParams, SubscriptionSchema, errorResponses } from "../../schemas.ts";
 import { SECURITY, operationKey, type Operation } from "../operation.ts";
-import { TAGS, present, subscriptionId } from "./shared.ts";
+import { TAGS, present, subscriptionRef } from "./shared.ts";
 
 const PATH = "/v1/subscriptions/:id/secrets/rotate";
 
@@ -39,8 +38,7 @@ export const rotateSecret: Operation = {
     new Elysia({ name: rotateSecret.key }).post(
       PATH,
       async ({ params, body, request, set }) => {
-        const { keyId } = principalOf(request);
-        const id = subscriptionId(params.id);
+        const { keyId, id } = subscriptionRef(request, params.id);
         const idempotency = idempotencyFor(request, `/v1/subscriptions/${id}/secrets/rotate`);
         const res = await rpc(() =>
           deps.subscriptions.rotateSecret(

@@ -5,6 +5,7 @@ import { t, type Static } from "elysia";
 import { MAX_DESCRIPTION_LENGTH, internalError, notFound } from "../../../common/contract/index.ts";
 import { isId } from "../../../common/ids.ts";
 import type { Subscription } from "../../../gen/webhooks/registry/v1/registry_pb.ts";
+import { principalOf } from "../../context.ts";
 import { matchRequest } from "../../render.ts";
 import { DestinationInput, EventsInput, InputObject, MatchInput, StatusInput } from "../../schemas.ts";
 
@@ -14,6 +15,12 @@ export const TAGS = ["subscriptions"];
 export function subscriptionId(id: string): string {
   if (!isId("sub", id)) throw notFound();
   return id;
+}
+
+/** The caller's key and the subscription the path names. */
+export function subscriptionRef(request: Request, rawId: string): { keyId: string; id: string } {
+  const { keyId } = principalOf(request);
+  return { keyId, id: subscriptionId(rawId) };
 }
 
 export function present(s: Subscription | undefined): Subscription {
