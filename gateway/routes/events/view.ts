@@ -71,9 +71,8 @@ function eventHead(e: EventView): EventHead {
 
 /**
  * An event view (EventViewSchema) as JSON text. The payload is spliced in as the deliverer's text ("the webhook
- * payload JSON exactly as delivered", delivery.proto) instead of parsed here only to be serialized again: for a page
- * of 50 transfer views that round trip cost ~290 µs against ~40 µs for the text (2026-11-24, best of seven runs in
- * one process), before Elysia's check of the parsed page. The text equals JSON.stringify of the view object.
+ * payload JSON exactly as delivered", delivery.proto) instead of parsed here only to be serialized again
+ * (docs/adr/0003-payload-stored-as-text.md). The text equals JSON.stringify of the view object.
  */
 export function eventJson(e: EventView | undefined): string {
   // An empty payload would splice into invalid JSON: the deliverer always sends one, so its absence is a fault.
