@@ -21,7 +21,8 @@ import { createRoutingSender } from "./senders.ts";
 import { DeliveryService } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { deliveryRoutes } from "./service.ts";
 import { StreamWaker, streamEventsHandler, type StreamOptions } from "./stream.ts";
-import { DelivererStore, openDelivererDatabase, openPlannedReads, PLANNED_READS_POOL_SIZE } from "./store.ts";
+import { openDelivererDatabase, openPlannedReads, PLANNED_READS_POOL_SIZE } from "./db/connection.ts";
+import { DelivererStore } from "./db/store.ts";
 import { TargetCache } from "./targets.ts";
 import { DeliveryWorker, type WorkerOptions } from "./worker.ts";
 

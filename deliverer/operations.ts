@@ -34,8 +34,8 @@ import { decodePageToken, encodePageToken, pageLimit, pageOf, type PageScope } f
 import { toEventView } from "./payload.ts";
 import { afterEffect, beforeEffect, eventCursor, isPageCursor, scheduleUnavailable } from "./rpc-helpers.ts";
 import { EVENT_STATUSES, type AttemptRow, type EventStatus } from "./schema.ts";
-import type { DeliveryServiceDeps } from "./service.ts";
-import type { EventSearch, PageCursor } from "./store.ts";
+import type { DeliveryServiceDeps } from "./service-deps.ts";
+import type { EventSearch, PageCursor } from "./db/types.ts";
 
 /**
  * Events re-queued per statement: each batch is one short UPDATE, so no transaction lasts long. While a batch runs,

@@ -9,7 +9,7 @@
 // a short lock_timeout, so a long read never queues the events' reads and writes behind it; the step that gave up is
 // retried by a later pass (PartitionPass.complete false).
 import type { Logger } from "../common/logger.ts";
-import type { DelivererDb } from "./store.ts";
+import type { DelivererDb } from "./db/connection.ts";
 
 export const PARTITIONED_TABLES = ["events", "event_deliveries", "delivery_attempts"] as const;
 type Partitioned = (typeof PARTITIONED_TABLES)[number];

@@ -1,7 +1,7 @@
 // What the DeliveryService handlers share: the two ways a schedule write around a PostgreSQL effect can fail.
 import { ApiError, serviceUnavailable } from "../common/contract/index.ts";
 import { log } from "../common/logger.ts";
-import type { PageCursor } from "./store.ts";
+import type { PageCursor } from "./db/types.ts";
 
 /** The schedule (Redis) could not be written before the effect: nothing was done. */
 export function scheduleUnavailable(): ApiError {

@@ -2,7 +2,7 @@
 // gateway checks that the API key owns the subscription, and so does every handler here (ownedTarget, against the
 // registry's record), so a caller naming another key's subscription finds nothing. Handlers throw ApiError.
 import { create } from "@bufbuild/protobuf";
-import { type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
+import type { ConnectRouter } from "@connectrpc/connect";
 import {
   DeliveryService,
   DeleteSubscriptionEventsResponseSchema,
@@ -27,13 +27,11 @@ import { firstDelay } from "../common/retry-policy.ts";
 import { afterEffect, beforeEffect, eventCursor, isPageCursor } from "./rpc-helpers.ts";
 import { operationHandlers } from "./operations.ts";
 import { isId, newId } from "../common/ids.ts";
-import type { TokenKeys } from "../common/keyring.ts";
 import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
-import type { Schedule } from "./schedule.ts";
 import { EVENT_STATUSES, type EventStatus, type NewEventRow } from "./schema.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
-import { transferKey, type DelivererStore } from "./store.ts";
-import { holdReason, type TargetCache } from "./targets.ts";
+import { transferKey } from "./db/enqueue.ts";
+import { holdReason } from "./targets.ts";
 import { eventsHeld } from "./metrics.ts";
 import {
   envelope,
@@ -42,23 +40,7 @@ import {
   toEventView,
   transferData,
 } from "./payload.ts";
-
-export interface DeliveryServiceDeps {
-  store: DelivererStore;
-  schedule: Schedule;
-  targets: TargetCache;
-  retrySchedule: number[];
-  /** Sign (the first) and verify (any) page tokens: APP_SECRET's keyring. */
-  tokenKeys: TokenKeys;
-  /** Tells the local worker that something is due now. */
-  wake: () => void;
-  /** How long a reservation outlives a crash between the PostgreSQL commit and the schedule update. */
-  reserveMs: number;
-  /** Wakes the background purge of deleted subscriptions' events (deliverer/jobs/event-purge.ts). */
-  purge?: () => void;
-  /** StreamEvents (deliverer/stream.ts). */
-  streamEvents: ServiceImpl<typeof DeliveryService>["streamEvents"];
-}
+import type { DeliveryServiceDeps } from "./service-deps.ts";
 
 /** Events a DeleteSubscriptionEvents call deletes itself before leaving the rest to the background purge. */
 const PURGE_INLINE_BATCH = 1_000;

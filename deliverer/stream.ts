@@ -18,7 +18,8 @@ import { bearerToken } from "../common/internal-auth.ts";
 import { StreamEventsResponseSchema, type StreamEventsRequest, type StreamEventsResponse } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { ApiKeyService } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import { toEventView } from "./payload.ts";
-import type { DelivererStore, StreamFilter, StreamPosition, StreamRow } from "./store.ts";
+import type { DelivererStore } from "./db/store.ts";
+import type { StreamFilter, StreamPosition, StreamRow } from "./db/types.ts";
 
 export interface StreamOptions {
   /** Poll interval for events made elsewhere (default 200 ms). */

@@ -5,7 +5,7 @@
 import type { Job } from "../../common/jobs.ts";
 import type { Logger } from "../../common/logger.ts";
 import type { Schedule } from "../schedule.ts";
-import type { DelivererStore } from "../store.ts";
+import type { DelivererStore } from "../db/store.ts";
 
 export interface PurgeOptions {
   /** Events deleted per statement. */

@@ -9,7 +9,7 @@ import { ulid } from "ulid";
 import { and, desc, eq, inArray } from "drizzle-orm";
 import { JobRunner } from "../../common/jobs.ts";
 import { eventPurgeJob } from "../../deliverer/jobs/event-purge.ts";
-import { eventViewColumns } from "../../deliverer/store.ts";
+import { eventViewColumns } from "../../deliverer/db/event-pages.ts";
 import { SEARCH_REFS_PER_REQUEST } from "../../common/event-search.ts";
 import { eventDeliveries, events } from "../../deliverer/schema.ts";
 import { log } from "../../common/logger.ts";
