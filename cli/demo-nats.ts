@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Webhook } from "standardwebhooks";
-import type { RegistryStore } from "../registry/store.ts";
+import type { RegistryStore } from "../registry/db/store.ts";
 
 export const DEMO_NATS_URL = "nats://127.0.0.1:4222";
 

@@ -6,7 +6,7 @@ import { ApiError, TRON_CHAINS } from "../common/contract/index.ts";
 import { isId } from "../common/ids.ts";
 import { checkKeyChains } from "../registry/rules.ts";
 import type { ApiKeyRow } from "../registry/schema.ts";
-import type { Changed } from "../registry/store.ts";
+import type { Changed } from "../registry/db/types.ts";
 import { POLL_MS } from "../registry/watch-index/applier.ts";
 import { untilApplied } from "../registry/watch-index/settle.ts";
 import { runCli, UsageError, withSession, type Session } from "./registry-cli.ts";

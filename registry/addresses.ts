@@ -23,7 +23,8 @@ import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/pa
 import { isBase58Address } from "../common/tron-address.ts";
 import { subscriptions, type SubscriptionRow } from "./schema.ts";
 import { subscriptionMessage, type AddressRpcs } from "./service.ts";
-import type { RegistryStore, RegistryTx } from "./store.ts";
+import type { RegistryTx } from "./db/connection.ts";
+import type { RegistryStore } from "./db/store.ts";
 import type { KeyState } from "./watch-index/applier.ts";
 import type { WatchIndex } from "./watch-index/index.ts";
 import { NO_TICKET, pgTextArray, recordIndexChanges, type IndexChange, type OutboxTicket } from "./watch-index/outbox.ts";

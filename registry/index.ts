@@ -13,7 +13,8 @@ import { openRedis, type Redis } from "../common/redis.ts";
 import type { ServiceHandle } from "../common/service.ts";
 import { checkDestinationUrl, createSsrfPolicy, type Resolver } from "../common/ssrf.ts";
 import { registryRoutes, type AddressRpcs, type RegistryContext } from "./service.ts";
-import { openRegistryDatabase, openRegistryReadPool, READ_POOL_SIZE, RegistryStore } from "./store.ts";
+import { openRegistryDatabase, openRegistryReadPool, READ_POOL_SIZE } from "./db/connection.ts";
+import { RegistryStore } from "./db/store.ts";
 import { addressRpcs } from "./addresses.ts";
 import { WatchIndex } from "./watch-index/index.ts";
 

@@ -41,15 +41,9 @@ import {
 import { idempotentReplays, instrument, unreadableTargets } from "./metrics.ts";
 import type { ApiKeyRow, SubscriptionRow } from "./schema.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
-import type {
-  AddressRef,
-  Changed,
-  DestinationFields,
-  RegistryStore,
-  RegistryExecutor,
-  SubscriptionCursor,
-  SubscriptionFields,
-} from "./store.ts";
+import type { RegistryExecutor } from "./db/connection.ts";
+import type { RegistryStore } from "./db/store.ts";
+import type { AddressRef, Changed, DestinationFields, SubscriptionCursor, SubscriptionFields } from "./db/types.ts";
 import type { OutboxTicket } from "./watch-index/outbox.ts";
 
 /** The address RPCs and the watch-index rebuild, implemented in registry/addresses.ts. */

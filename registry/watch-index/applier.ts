@@ -13,7 +13,7 @@ import {
   type WriteAt,
 } from "../../common/watch-index/writer.ts";
 import type { MatchConditions } from "../../common/match-conditions.ts";
-import type { RegistryDb } from "../store.ts";
+import type { RegistryDb } from "../db/connection.ts";
 import { tryChainLock } from "./chain-lock.ts";
 import { pgTextArray, type AddressPayload, type OutboxTicket } from "./outbox.ts";
 import { untilApplied } from "./settle.ts";

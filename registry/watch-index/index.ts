@@ -3,7 +3,7 @@ import { TRON_CHAINS, type ChainId } from "../../common/contract/index.ts";
 import type { Logger } from "../../common/logger.ts";
 import type { Redis } from "../../common/redis.ts";
 import { DEFAULT_SHARDS, watchIndexHandle, type WatchIndexHandle } from "../../common/watch-index/layout.ts";
-import type { RegistryDb } from "../store.ts";
+import type { RegistryDb } from "../db/connection.ts";
 import { OutboxApplier } from "./applier.ts";
 import type { OutboxTicket } from "./outbox.ts";
 import { rebuildChains, type RebuildResult } from "./rebuild.ts";

@@ -1,7 +1,7 @@
 // Outbox rows written in the change's own transaction, so one exists exactly when the change committed (README.md).
 import { sql } from "drizzle-orm";
 import { TRON_CHAINS } from "../../common/contract/index.ts";
-import type { RegistryExecutor } from "../store.ts";
+import type { RegistryExecutor } from "../db/connection.ts";
 
 /** One change the index must learn. Meta, drop and key changes concern every chain; address changes one. */
 export type IndexChange =

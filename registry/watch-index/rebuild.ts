@@ -5,7 +5,7 @@ import { beginBuild, dropGeneration, finishBuild, readState } from "../../common
 import type { WatchIndexHandle } from "../../common/watch-index/layout.ts";
 import { allocatePositions, raiseAppliedPositions } from "../../common/watch-index/positions.ts";
 import { loadSubscriptions, setKeyState, type LoadedSubscription } from "../../common/watch-index/writer.ts";
-import type { RegistryDb } from "../store.ts";
+import type { RegistryDb } from "../db/connection.ts";
 import { keyActiveOn, subscriptionMeta, type IndexedSubscription, type KeyState, type OutboxApplier } from "./applier.ts";
 import { holdChainLock, releaseChainLock } from "./chain-lock.ts";
 import { pgTextArray } from "./outbox.ts";

@@ -1,5 +1,5 @@
 // The one bounded "wait until my outbox rows are applied", for requests and the keys CLI (README.md "Settle").
-import type { RegistryExecutor } from "../store.ts";
+import type { RegistryExecutor } from "../db/connection.ts";
 import { rowsLeft } from "./outbox.ts";
 
 /** How often the wait looks again. */

@@ -5,7 +5,7 @@ import { markStale, readPositions, readState, sweepDeadHandles, verifyShards } f
 import type { WatchIndexHandle } from "../../common/watch-index/layout.ts";
 import { PRUNED_SHARD, raiseAppliedPositions, readAppliedPositions } from "../../common/watch-index/positions.ts";
 import { indexBehind } from "../metrics.ts";
-import type { RegistryDb } from "../store.ts";
+import type { RegistryDb } from "../db/connection.ts";
 import { withTimeout, type OutboxApplier } from "./applier.ts";
 import { chainFree, tryChainLock } from "./chain-lock.ts";
 import type { RebuildResult } from "./rebuild.ts";

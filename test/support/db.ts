@@ -70,7 +70,7 @@ function migratedTemplate(): Promise<string> {
 
 async function migrate(url: string): Promise<void> {
   // Imported here: only the migrated databases need the services' migration sets.
-  const { openRegistryDatabase } = await import("../../registry/store.ts");
+  const { openRegistryDatabase } = await import("../../registry/db/connection.ts");
   const { openDelivererDatabase } = await import("../../deliverer/db/connection.ts");
   const { openMatcherDatabase } = await import("../../matcher/store.ts");
   for (const open of [openRegistryDatabase, openDelivererDatabase, openMatcherDatabase]) {
