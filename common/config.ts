@@ -2,6 +2,7 @@
 import { TRON_CHAINS, isChainId, type ChainId } from "./contract/index.ts";
 import { INTERNAL_CALLERS, tokenVariable, type InternalCaller } from "./internal-callers.ts";
 import { parseKeyring } from "./keyring.ts";
+import { quotaDefaults, type QuotaLimits } from "./quotas.ts";
 import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "./retry-policy.ts";
 
 /** Parses "tron:mainnet,tron:nile" (the form of `keys create --chains` and MATCHER_CHAINS). */
@@ -128,6 +129,8 @@ export interface Config {
   /** MATCHER_CONFIRMATIONS: finality = head − this many blocks, instead of the node's solidified head. */
   matcherConfirmations: number | undefined;
   maxAddressesPerSubscription: number;
+  /** The operator's default quotas per API key (QUOTA_*; common/quotas.ts); a key's overrides win. */
+  quotas: QuotaLimits;
   /** EVENT_RETENTION_DAYS: events (and their attempts) older than this many days go, a whole day at a time. */
   eventRetentionDays: number;
   matcherChains: ChainId[];
@@ -233,6 +236,7 @@ export function loadConfig(env: Env = process.env): Config {
     matcherPollMs: env.MATCHER_POLL_MS ? int(env, "MATCHER_POLL_MS", 0) : undefined,
     matcherConfirmations: env.MATCHER_CONFIRMATIONS ? int(env, "MATCHER_CONFIRMATIONS", 19) : undefined,
     maxAddressesPerSubscription: int(env, "MAX_ADDRESSES_PER_SUBSCRIPTION", 1_000_000),
+    quotas: quotaDefaults(env),
     eventRetentionDays,
     matcherChains: env.MATCHER_CHAINS ? parseChainList(env.MATCHER_CHAINS) : [...TRON_CHAINS],
     logLevel: str(env, "LOG_LEVEL", "info"),

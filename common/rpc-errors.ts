@@ -25,7 +25,8 @@ export function toConnectError(err: ApiError): ConnectError {
     message: err.message,
     detailJson: err.detail === null ? "" : JSON.stringify(err.detail),
   });
-  return new ConnectError(err.message, CONNECT_CODE[err.status] ?? Code.Unknown, undefined, [
+  const code = err.code === "quota_exceeded" ? Code.ResourceExhausted : (CONNECT_CODE[err.status] ?? Code.Unknown);
+  return new ConnectError(err.message, code, undefined, [
     { desc: ErrorInfoSchema, value: info },
   ]);
 }

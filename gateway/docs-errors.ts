@@ -47,6 +47,7 @@ const EXAMPLES: Record<ErrorCode, { message: string; detail: ErrorDetail }> = {
     detail: { limit: MAX_ADDRESSES_PER_REQUEST, count: MAX_ADDRESSES_PER_REQUEST + 1 },
   },
   unauthorized: { message: "A valid API key is required.", detail: null },
+  quota_exceeded: { message: "This API key's subscriptions quota is 10000.", detail: { quota: "subscriptions", limit: 10000 } },
   not_found: { message: notFound().message, detail: null },
   method_not_allowed: { message: "This path accepts GET, PUT, DELETE only.", detail: null },
   idempotency_in_flight: { message: "A request with this Idempotency-Key is still being processed; retry shortly.", detail: null },

@@ -22,6 +22,8 @@ import type { TokenKeys } from "../common/keyring.ts";
 import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import { isBase58Address } from "../common/tron-address.ts";
 import { subscriptions, type SubscriptionRow } from "./schema.ts";
+import { checkAddressQuota } from "./quotas.ts";
+import type { QuotaLimits } from "../common/quotas.ts";
 import { subscriptionMessage, type AddressRpcs } from "./service.ts";
 import type { RegistryTx } from "./db/connection.ts";
 import type { RegistryStore } from "./db/store.ts";
@@ -111,6 +113,8 @@ export interface AddressDeps {
   index: WatchIndex;
   tokenKeys: TokenKeys;
   maxPerSubscription: number;
+  /** The operator's default quotas; the key's total of address entries is checked against its own (registry/quotas.ts). */
+  quotas: QuotaLimits;
 }
 
 export function addressRpcs(deps: AddressDeps): AddressRpcs {
@@ -282,6 +286,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
                 count,
               });
             }
+            if (count > row.addressCount) await checkAddressQuota(tx, req.keyId, row.id, count, deps.quotas);
             let current = row;
             let ticket = NO_TICKET;
             if (removed.length > 0 || added.length > 0) {
@@ -361,6 +366,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             let current = row;
             let ticket = NO_TICKET;
             await Promise.all(steps);
+            if (wanted.length > row.addressCount) await checkAddressQuota(tx, req.keyId, row.id, wanted.length, deps.quotas);
             if (!same) {
               // Only the difference goes to the index: entries in both lists keep their place there.
               const oldSet = new EntrySet(old);

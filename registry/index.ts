@@ -59,6 +59,7 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
     index: watchIndex,
     tokenKeys: keyring.tokenKeys,
     maxPerSubscription: config.maxAddressesPerSubscription,
+    quotas: config.quotas,
   });
   watchIndex.start();
   const context: RegistryContext = {
@@ -67,6 +68,7 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
     checkDestination: async (url) => (await checkDestinationUrl(policy, url)).url.href,
     index: watchIndex,
     addresses,
+    quotas: config.quotas,
     log: log.child({ service: "registry" }),
   };
 

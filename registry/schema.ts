@@ -15,6 +15,11 @@ export const apiKeys = pgTable("api_keys", {
   chains: text("chains").array().notNull(),
   createdAt: ms("created_at").notNull().defaultNow(),
   revokedAt: ms("revoked_at"),
+  // The key's own quotas (`bun run keys quotas`); null: the operator's default (common/quotas.ts).
+  quotaSubscriptions: integer("quota_subscriptions"),
+  quotaAddresses: integer("quota_addresses"),
+  quotaDeliveries: integer("quota_deliveries"),
+  quotaStreams: integer("quota_streams"),
 });
 
 // Message brokers registered by the operator (`bun run brokers`): queue destinations name one, never a host, so the

@@ -27,6 +27,8 @@ import type { TokenKeys } from "../common/keyring.ts";
 import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import type { RegisterRoutes } from "../common/rpc.ts";
 import { checkGrant, type QueueTarget } from "./broker-grants.ts";
+import { checkSubscriptionQuota, quotasMessage } from "./quotas.ts";
+import type { QuotaLimits } from "../common/quotas.ts";
 import { checkDestinationType, checkExchange, checkRoutingKey, checkSubject, isBrokerName, type DestinationType } from "./destination.ts";
 import {
   checkDescription,
@@ -68,6 +70,8 @@ export interface RegistryContext {
    */
   index: { settle(ticket: OutboxTicket): Promise<void> };
   addresses: AddressRpcs;
+  /** The operator's default quotas (QUOTA_*); a key's own overrides win (registry/quotas.ts). */
+  quotas: QuotaLimits;
   log: Logger;
 }
 
@@ -125,6 +129,7 @@ function apiKeyMessage(row: ApiKeyRow): MessageInitShape<typeof ApiKeySchema> {
     chains: row.chains,
     dateCreatedMs: BigInt(row.createdAt.getTime()),
     dateRevokedMs: row.revokedAt ? BigInt(row.revokedAt.getTime()) : 0n,
+    quotas: quotasMessage(row),
   };
 }
 
@@ -239,6 +244,7 @@ function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Subscript
         const fields = await checkSubscriptionFields(ctx, req);
         const secret = generateSigningSecret();
         return async (tx) => {
+          await checkSubscriptionQuota(tx, req.keyId, ctx.quotas);
           const row = await store.insertSubscription(tx, { keyId: req.keyId, ...fields, secret });
           return { row, view: { secret, addresses: [], hasMore: false } };
         };
@@ -327,6 +333,7 @@ function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Subscript
           destination: destinationMessage(t.subscription),
           brokerUrl: credentials.ok ? credentials.brokerUrl : "",
           holdReason,
+          keyDeliveriesQuota: t.key.quotaDeliveries ?? undefined,
         };
       });
       return { targets };

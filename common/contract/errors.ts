@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   chain_not_enabled: 400,
   addresses_limit_exceeded: 400,
   unauthorized: 401,
+  quota_exceeded: 403,
   not_found: 404,
   method_not_allowed: 405,
   idempotency_in_flight: 409,

@@ -2,6 +2,8 @@
 // and their chains set; a change the watch index must follow leaves its outbox row in the same transaction.
 import { asc, eq, sql } from "drizzle-orm";
 import { newId } from "../../common/ids.ts";
+import type { QuotaOverrides } from "../../common/quotas.ts";
+import { overrideColumns } from "../quotas.ts";
 import { lookupHash, mintApiKey } from "../api-keys/mint.ts";
 import { apiKeys, type ApiKeyRow } from "../schema.ts";
 import { recordIndexChanges } from "../watch-index/outbox.ts";
@@ -43,6 +45,11 @@ export class ApiKeys {
 
   getApiKey(id: string): Promise<ApiKeyRow | undefined> {
     return this.s.run(async (db) => (await db.select().from(apiKeys).where(eq(apiKeys.id, id)))[0]);
+  }
+
+  /** Replaces the key's quota overrides (registry/quotas.ts); undefined when the key does not exist. */
+  setApiKeyQuotas(id: string, overrides: QuotaOverrides): Promise<ApiKeyRow | undefined> {
+    return this.s.run(async (db) => (await db.update(apiKeys).set(overrideColumns(overrides)).where(eq(apiKeys.id, id)).returning())[0]);
   }
 
   /** The key whose hash matches, revoked or not; undefined for a malformed or unknown secret. */

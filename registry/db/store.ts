@@ -9,6 +9,7 @@ import { STORE_DEADLINE_MS } from "../../common/deadlines.ts";
 import { guard, writeTransaction } from "../../common/db.ts";
 import type { IdempotentOutcome } from "../../common/idempotency.ts";
 import type { Keyring } from "../../common/keyring.ts";
+import type { QuotaOverrides } from "../../common/quotas.ts";
 import type { IdempotencyRequest } from "../../gen/webhooks/common/v1/error_pb.ts";
 import { deliveryCredentials } from "../delivery-credentials.ts";
 import { databaseUnavailable } from "../metrics.ts";
@@ -113,6 +114,10 @@ export class RegistryStore implements RegistryAccess {
 
   getApiKey(id: string): Promise<ApiKeyRow | undefined> {
     return this.apiKeys.getApiKey(id);
+  }
+
+  setApiKeyQuotas(id: string, overrides: QuotaOverrides): Promise<ApiKeyRow | undefined> {
+    return this.apiKeys.setApiKeyQuotas(id, overrides);
   }
 
   findApiKeyBySecret(secret: string): Promise<ApiKeyRow | undefined> {

@@ -58,7 +58,7 @@ function renderSkipped(s: SkippedAddress): { input: AddressJson; reason: Skipped
 
 export const patchAddresses: Operation = {
   key: operationKey("patch", PATH),
-  errors: [...BODY, "addresses_limit_exceeded", "not_found"],
+  errors: [...BODY, "addresses_limit_exceeded", "quota_exceeded", "not_found"],
   examples: {
     request: { add: [WALLET], remove: [OTHER] },
     response: {
@@ -96,7 +96,7 @@ export const patchAddresses: Operation = {
         params: SubscriptionIdParams,
         transform: ({ body }) => checkPatchShape(body),
         body: PatchInput,
-        response: { 200: PatchResultSchema, ...errorResponses(400, 401, 404, 413, 415, 429, 503) },
+        response: { 200: PatchResultSchema, ...errorResponses(400, 401, 403, 404, 413, 415, 429, 503) },
         detail: {
           summary: "Add and remove watched addresses",
           description:

@@ -21,7 +21,7 @@ function checkReplaceShape(body: unknown): void {
 
 export const replaceAddresses: Operation = {
   key: operationKey("put", PATH),
-  errors: [...BODY, "invalid_address", "invalid_chain", "chain_not_enabled", "addresses_limit_exceeded", "not_found"],
+  errors: [...BODY, "invalid_address", "invalid_chain", "chain_not_enabled", "addresses_limit_exceeded", "quota_exceeded", "not_found"],
   examples: {
     request: [WALLET, OTHER],
     response: { "200": exampleSubscription({ addresses: [WALLET, OTHER], hasMore: false, updated: UPDATED }) },
@@ -38,7 +38,7 @@ export const replaceAddresses: Operation = {
         params: SubscriptionIdParams,
         transform: ({ body }) => checkReplaceShape(body),
         body: ReplaceInput,
-        response: { 200: SubscriptionSchema, ...errorResponses(400, 401, 404, 413, 415, 429, 503) },
+        response: { 200: SubscriptionSchema, ...errorResponses(400, 401, 403, 404, 413, 415, 429, 503) },
         detail: {
           summary: "Replace the whole address list",
           description:

@@ -14,7 +14,7 @@ const PATH = "/v1/subscriptions";
 
 export const createSubscription: Operation = {
   key: operationKey("post", PATH),
-  errors: [...BODY, ...URL_POLICY, ...IDEMPOTENT],
+  errors: [...BODY, ...URL_POLICY, ...IDEMPOTENT, "quota_exceeded"],
   examples: { request: CREATE_BODY, response: { "201": exampleSubscription({ secret: true, hasMore: false }) } },
   route: (deps) =>
     new Elysia({ name: createSubscription.key }).post(
@@ -32,7 +32,7 @@ export const createSubscription: Operation = {
       {
         body: SubscriptionBody,
         headers: IdempotencyHeaders,
-        response: { 201: SubscriptionSchema, ...errorResponses(400, 401, 409, 413, 415, 429, 503) },
+        response: { 201: SubscriptionSchema, ...errorResponses(400, 401, 403, 409, 413, 415, 429, 503) },
         detail: {
           summary: "Create a subscription",
           description: "Returns the subscription with its signing secret (shown here and after rotation only).",
