@@ -19,6 +19,7 @@ import { createMethodIndex, errorResponse, fromValidationError, methodNotAllowed
 import { canonicalJson, IDEMPOTENCY_HEADER } from "./idempotency.ts";
 import { countRateLimitFailOpen, observeRequest } from "./metrics.ts";
 import { createRateLimiter, rateLimitHeaders } from "./rate-limit.ts";
+import { requestCost } from "./request-cost.ts";
 import { gatewayReadiness } from "./readiness.ts";
 import { createRefusalPacer, type RefusalPacerOptions } from "./refusal-pace.ts";
 import { pickRequestId, REQUEST_ID_HEADER } from "./request-id.ts";
@@ -154,7 +155,7 @@ export function createGatewayApp(opts: GatewayOptions) {
         return errorResponse(apiErr, requestId, headers);
       }
 
-      const decision = await limiter.take(state.principal.keyId);
+      const decision = await limiter.take(state.principal.keyId, requestCost(request.method, pathOf(request.url), request.headers));
       if (decision === undefined) {
         countRateLimitFailOpen();
         return;

@@ -1,6 +1,6 @@
 // Per-key quotas through the HTTP API (issue 30, item 4): the operator's defaults (QUOTA_*), a key's own overrides,
 // 403 quota_exceeded with {quota, limit} and nothing applied, concurrent writes of one key never passing the cap
-// together.
+// together; and the rate limit weighing a request by its cost (RateLimit-Remaining falls by the cost).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { hexToBase58 } from "../../common/tron-address.ts";
@@ -14,6 +14,9 @@ beforeAll(async () => {
     env: {
       QUOTA_SUBSCRIPTIONS: "3",
       QUOTA_ADDRESSES: "50",
+      // Nothing refills while a slow machine runs the file: every token a request takes shows in RateLimit-Remaining.
+      RATE_LIMIT_RPS: "0.001",
+      RATE_LIMIT_BURST: "1000",
     },
   });
   base = env.stack.baseUrl;
@@ -112,5 +115,26 @@ describe("addresses", () => {
     const sub = await subscription(key);
     const over = await call<{ detail: unknown }>(base, key, "PATCH", `/v1/subscriptions/${sub}/filters/addresses`, { add: generated(6) });
     expect([over.status, over.body.detail]).toEqual([403, { quota: "addresses", limit: 5 }]);
+  });
+});
+
+describe("rate limit cost", () => {
+  const remaining = (r: { headers: Headers }) => Number(r.headers.get("ratelimit-remaining"));
+
+  test("a plain request takes 1 token, a recover 20, a body 1 more per started 64 KiB beyond the first", async () => {
+    const { key } = await env.stack.createKey();
+    const sub = await subscription(key);
+    const r0 = remaining(await call(base, key, "GET", "/v1/subscriptions"));
+    const r1 = remaining(await call(base, key, "GET", "/v1/subscriptions"));
+    expect(r0 - r1).toBe(1);
+    const recover = await call(base, key, "POST", `/v1/subscriptions/${sub}/events/recover`, { since: new Date(Date.now() - 60_000).toISOString() });
+    expect(recover.status).toBe(202);
+    expect(r1 - remaining(recover)).toBe(20);
+    // 10,000 addresses: about 740 KB, 12 tokens (refused by the address quota, and charged all the same).
+    const body = JSON.stringify({ add: generated(10_000) });
+    const patch = await call(base, key, "PATCH", `/v1/subscriptions/${sub}/filters/addresses`, body);
+    expect(patch.status).toBe(403);
+    expect(remaining(recover) - remaining(patch)).toBe(1 + Math.floor((Buffer.byteLength(body) - 1) / 65_536));
+    expect(1 + Math.floor((Buffer.byteLength(body) - 1) / 65_536)).toBeGreaterThanOrEqual(10);
   });
 });
