@@ -75,6 +75,7 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
     caFile: config.deliveryCaFile,
   });
   const worker = new DeliveryWorker(store, schedule, targets, sender, {
+    keyConcurrency: config.quotas.deliveries,
     ...deps.worker,
     retrySchedule: config.retrySchedule,
     timeoutMs: config.deliveryTimeoutMs,
@@ -107,7 +108,7 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
       },
       reserveMs: worker.leaseMs,
       purge: () => jobs.wake(EVENT_PURGE_JOB),
-      streamEvents: streamEventsHandler(store, deps.registry, waker, deps.stream),
+      streamEvents: streamEventsHandler(store, deps.registry, waker, { perKey: config.quotas.streams, ...deps.stream }),
     }),
     callers,
     // The event log and the schedule are the deliverer's own job. The registry only refreshes delivery targets:
