@@ -1,7 +1,7 @@
 // How many tokens of its key's rate limit a request takes (docs/CONTRACT.md "Limits"): its operation's weight plus one
 // per started 64 KiB of body beyond the first, so a PATCH of 10,000 addresses or a recover is not priced like a GET.
 // Decided from the method, the path and Content-Length before the body is read: a refused request costs no parsing.
-import { MAX_BODY_BYTES } from "./body.ts";
+import { MAX_BODY_BYTES } from "../common/contract/index.ts";
 
 /**
  * Body bytes one token pays for. A PATCH entry is about 74 bytes, so 10,000 addresses take 12 tokens: a key at the
