@@ -200,6 +200,12 @@ describe("operations", () => {
   });
 });
 
+describe("generated client", () => {
+  test("clients/typescript/openapi.json, which the client is generated from, is the served document", () => {
+    expect(JSON.parse(readFileSync(join(ROOT, "clients/typescript/openapi.json"), "utf8"))).toEqual(doc);
+  });
+});
+
 describe("redocly lint", () => {
   test("reports no error on the served document (offline: telemetry and update checks off, no config, no remote rules)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "openapi-lint-"));
