@@ -113,6 +113,23 @@ function linkEventPayloads(node: unknown): void {
 }
 
 /**
+ * Elysia's t.Integer is "an integer, or a string of one" so that query strings coerce; what the service sends (its
+ * answers, the webhook payloads) always holds the integer, so those say integer. A copy: `node` is left as it is.
+ */
+function integersAsSent(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(integersAsSent);
+  if (!node || typeof node !== "object") return node;
+  const schema = node as Record<string, unknown>;
+  const members = schema.anyOf as Record<string, unknown>[] | undefined;
+  const integer = members?.length === 2 && members.some((m) => m.type === "string" && m.format === "integer") ? members.find((m) => m.type === "integer") : undefined;
+  if (integer) {
+    const { anyOf: _coercion, ...rest } = schema;
+    return { ...integer, ...rest };
+  }
+  return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, integersAsSent(v)]));
+}
+
+/**
  * The OpenAPI document of every route of `app` not marked hidden. Two corrections to the generator: request
  * bodies are JSON (the gateway's own body parser hides the media type from it) and required only when the schema
  * is not optional; a response without a body has no content. Then what the routes' schemas do not say (enrich),
@@ -141,6 +158,7 @@ export function openApiDocument(app: AnyElysia): Record<string, unknown> {
       }
     }
     enrich(`${method} ${path}`, op);
+    if (op.responses) op.responses = integersAsSent(op.responses) as Operation["responses"];
   }
   linkEventPayloads(paths);
   return {
@@ -155,9 +173,9 @@ export function openApiDocument(app: AnyElysia): Record<string, unknown> {
       WEBHOOKS_TAG,
     ],
     paths,
-    webhooks: webhooksSection(),
+    webhooks: integersAsSent(webhooksSection()),
     components: {
-      schemas: { ...components.schemas, Error: plainSchema(ErrorBodySchema), ...WEBHOOK_SCHEMAS },
+      schemas: { ...components.schemas, Error: plainSchema(ErrorBodySchema), ...(integersAsSent(WEBHOOK_SCHEMAS) as typeof WEBHOOK_SCHEMAS) },
       securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "An API key: whk_..." } },
     },
   };

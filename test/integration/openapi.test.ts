@@ -96,6 +96,25 @@ describe("webhooks section", () => {
   });
 });
 
+describe("integers", () => {
+  test("what the service sends (answers, webhook payloads) documents its integers as integers, never strings", () => {
+    const stringIntegers: string[] = [];
+    const walk = (node: unknown, where: string): void => {
+      if (!node || typeof node !== "object") return;
+      const schema = node as Json;
+      if (schema.type === "string" && schema.format === "integer") stringIntegers.push(where);
+      for (const [k, v] of Object.entries(schema)) walk(v, `${where}/${k}`);
+    };
+    walk(doc.webhooks, "#/webhooks");
+    walk(doc.components.schemas, "#/components/schemas");
+    for (const [key, op] of operations()) walk(op.responses, `${key} responses`);
+    expect(stringIntegers).toEqual([]);
+    const data = deref({ $ref: "#/components/schemas/TransferBroadcastedData" });
+    expect(data.properties.blockNumber).toEqual({ type: "integer", description: expect.any(String) });
+    expect(data.properties.asset.properties.decimals.anyOf.map((s: Json) => s.type)).toEqual(["integer", "null"]);
+  });
+});
+
 describe("operations", () => {
   test("every /v1 operation lists its error codes per status, each with the shared error schema and an example", () => {
     expect(deref({ $ref: "#/components/schemas/Error" }).required).toEqual(["error", "message", "detail", "requestId"]);

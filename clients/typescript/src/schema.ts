@@ -422,15 +422,15 @@ export interface components {
              */
             chainId: string;
             /** @description The block the transfer is in (for failed/dropped: the block a fork replaced). */
-            blockNumber: string | number;
+            blockNumber: number;
             /** @description That block's id, 64 hex characters. */
             blockHash: string;
             /** @description That block's time, milliseconds since the Unix epoch. */
-            blockTimestamp: string | number;
+            blockTimestamp: number;
             /** @description The transaction id, 64 hex characters. */
             txId: string;
             /** @description 0-based position of the TRC-20 Transfer log in the transaction's log array; -1 for TRX, TRC-10, internal and failed transfers. */
-            logIndex: string | number;
+            logIndex: number;
             /**
              * @description Base58check TRON address (T..., 34 characters).
              * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
@@ -458,7 +458,7 @@ export interface components {
                 /** @description TRX, or the symbol of a well-known token on this chain; null when unknown. */
                 symbol: string | null;
                 /** @description 6 for TRX, or the decimals of a well-known token; null when unknown. */
-                decimals: (string | number) | null;
+                decimals: number | null;
             };
             /** @description The watched addresses this transfer touched, with their role. */
             matchedAddresses: {
@@ -476,7 +476,7 @@ export interface components {
                 role: "from" | "to";
             }[];
             /** @description 0-based position in the transaction info's internal_transactions for a transfer made by a contract; -1 otherwise. */
-            internalIndex: string | number;
+            internalIndex: number;
             /** @description The transaction's fee in sun, as a decimal string; "0" when none. */
             fee: string;
             /** @description The transaction's memo (raw_data.data) as UTF-8 text, "0x..." hex when it is not valid UTF-8, or null. */
@@ -513,15 +513,15 @@ export interface components {
              */
             chainId: string;
             /** @description The block the transfer is in (for failed/dropped: the block a fork replaced). */
-            blockNumber: string | number;
+            blockNumber: number;
             /** @description That block's id, 64 hex characters. */
             blockHash: string;
             /** @description That block's time, milliseconds since the Unix epoch. */
-            blockTimestamp: string | number;
+            blockTimestamp: number;
             /** @description The transaction id, 64 hex characters. */
             txId: string;
             /** @description 0-based position of the TRC-20 Transfer log in the transaction's log array; -1 for TRX, TRC-10, internal and failed transfers. */
-            logIndex: string | number;
+            logIndex: number;
             /**
              * @description Base58check TRON address (T..., 34 characters).
              * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
@@ -549,7 +549,7 @@ export interface components {
                 /** @description TRX, or the symbol of a well-known token on this chain; null when unknown. */
                 symbol: string | null;
                 /** @description 6 for TRX, or the decimals of a well-known token; null when unknown. */
-                decimals: (string | number) | null;
+                decimals: number | null;
             };
             /** @description The watched addresses this transfer touched, with their role. */
             matchedAddresses: {
@@ -567,7 +567,7 @@ export interface components {
                 role: "from" | "to";
             }[];
             /** @description 0-based position in the transaction info's internal_transactions for a transfer made by a contract; -1 otherwise. */
-            internalIndex: string | number;
+            internalIndex: number;
             /** @description The transaction's fee in sun, as a decimal string; "0" when none. */
             fee: string;
             /** @description The transaction's memo (raw_data.data) as UTF-8 text, "0x..." hex when it is not valid UTF-8, or null. */
@@ -578,7 +578,7 @@ export interface components {
              */
             test?: true;
             /** @description The solidified head when the event was made. */
-            solidifiedBlockNumber: string | number;
+            solidifiedBlockNumber: number;
         };
         /**
          * WalletTransferConfirmed
@@ -606,15 +606,15 @@ export interface components {
              */
             chainId: string;
             /** @description The block the transfer is in (for failed/dropped: the block a fork replaced). */
-            blockNumber: string | number;
+            blockNumber: number;
             /** @description That block's id, 64 hex characters. */
             blockHash: string;
             /** @description That block's time, milliseconds since the Unix epoch. */
-            blockTimestamp: string | number;
+            blockTimestamp: number;
             /** @description The transaction id, 64 hex characters. */
             txId: string;
             /** @description 0-based position of the TRC-20 Transfer log in the transaction's log array; -1 for TRX, TRC-10, internal and failed transfers. */
-            logIndex: string | number;
+            logIndex: number;
             /**
              * @description Base58check TRON address (T..., 34 characters).
              * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
@@ -642,7 +642,7 @@ export interface components {
                 /** @description TRX, or the symbol of a well-known token on this chain; null when unknown. */
                 symbol: string | null;
                 /** @description 6 for TRX, or the decimals of a well-known token; null when unknown. */
-                decimals: (string | number) | null;
+                decimals: number | null;
             };
             /** @description The watched addresses this transfer touched, with their role. */
             matchedAddresses: {
@@ -660,7 +660,7 @@ export interface components {
                 role: "from" | "to";
             }[];
             /** @description 0-based position in the transaction info's internal_transactions for a transfer made by a contract; -1 otherwise. */
-            internalIndex: string | number;
+            internalIndex: number;
             /** @description The transaction's fee in sun, as a decimal string; "0" when none. */
             fee: string;
             /** @description The transaction's memo (raw_data.data) as UTF-8 text, "0x..." hex when it is not valid UTF-8, or null. */
@@ -676,7 +676,7 @@ export interface components {
              */
             reason: string;
             /** @description The solidified head when the event was made. */
-            solidifiedBlockNumber: string | number;
+            solidifiedBlockNumber: number;
         };
         /**
          * WalletTransferFailed
@@ -2848,11 +2848,11 @@ export interface operations {
                         /** @enum {string} */
                         status: "pending" | "delivered" | "failed";
                         /** @description Attempts in the current dispatch cycle (a manual retry resets it to 0). */
-                        attempts: string | number;
+                        attempts: number;
                         /** @description Successful deliveries across all cycles; never decreases. */
-                        deliveryCount: string | number;
+                        deliveryCount: number;
                         /** @description Last HTTP status; null until an attempt got an HTTP response, and always null for amqp and nats destinations. */
-                        responseStatus: (string | number) | null;
+                        responseStatus: number | null;
                         /** @description First 4,096 bytes of the last response (cut on a UTF-8 boundary), or a short reason when the attempt got no response. For amqp and nats destinations the broker's answer: acked, returned: NO_ROUTE, no stream, timeout, …. */
                         responseBody: string | null;
                         /** @description Set while a pending event is held (kept, not attempted): subscription_disabled, key_revoked, or secret_unreadable (the subscription's stored signing secret cannot be decrypted; rotating the secret resumes it). Held events resume on their own once the reason is gone; null otherwise. */
@@ -3089,11 +3089,11 @@ export interface operations {
                             /** @enum {string} */
                             status: "pending" | "delivered" | "failed";
                             /** @description Attempts in the current dispatch cycle (a manual retry resets it to 0). */
-                            attempts: string | number;
+                            attempts: number;
                             /** @description Successful deliveries across all cycles; never decreases. */
-                            deliveryCount: string | number;
+                            deliveryCount: number;
                             /** @description Last HTTP status; null until an attempt got an HTTP response, and always null for amqp and nats destinations. */
-                            responseStatus: (string | number) | null;
+                            responseStatus: number | null;
                             /** @description First 4,096 bytes of the last response (cut on a UTF-8 boundary), or a short reason when the attempt got no response. For amqp and nats destinations the broker's answer: acked, returned: NO_ROUTE, no stream, timeout, …. */
                             responseBody: string | null;
                             /** @description Set while a pending event is held (kept, not attempted): subscription_disabled, key_revoked, or secret_unreadable (the subscription's stored signing secret cannot be decrypted; rotating the secret resumes it). Held events resume on their own once the reason is gone; null otherwise. */
@@ -3251,11 +3251,11 @@ export interface operations {
                         /** @enum {string} */
                         status: "pending" | "delivered" | "failed";
                         /** @description Attempts in the current dispatch cycle (a manual retry resets it to 0). */
-                        attempts: string | number;
+                        attempts: number;
                         /** @description Successful deliveries across all cycles; never decreases. */
-                        deliveryCount: string | number;
+                        deliveryCount: number;
                         /** @description Last HTTP status; null until an attempt got an HTTP response, and always null for amqp and nats destinations. */
-                        responseStatus: (string | number) | null;
+                        responseStatus: number | null;
                         /** @description First 4,096 bytes of the last response (cut on a UTF-8 boundary), or a short reason when the attempt got no response. For amqp and nats destinations the broker's answer: acked, returned: NO_ROUTE, no stream, timeout, …. */
                         responseBody: string | null;
                         /** @description Set while a pending event is held (kept, not attempted): subscription_disabled, key_revoked, or secret_unreadable (the subscription's stored signing secret cannot be decrypted; rotating the secret resumes it). Held events resume on their own once the reason is gone; null otherwise. */
@@ -3404,11 +3404,11 @@ export interface operations {
                         /** @enum {string} */
                         status: "pending" | "delivered" | "failed";
                         /** @description Attempts in the current dispatch cycle (a manual retry resets it to 0). */
-                        attempts: string | number;
+                        attempts: number;
                         /** @description Successful deliveries across all cycles; never decreases. */
-                        deliveryCount: string | number;
+                        deliveryCount: number;
                         /** @description Last HTTP status; null until an attempt got an HTTP response, and always null for amqp and nats destinations. */
-                        responseStatus: (string | number) | null;
+                        responseStatus: number | null;
                         /** @description First 4,096 bytes of the last response (cut on a UTF-8 boundary), or a short reason when the attempt got no response. For amqp and nats destinations the broker's answer: acked, returned: NO_ROUTE, no stream, timeout, …. */
                         responseBody: string | null;
                         /** @description Set while a pending event is held (kept, not attempted): subscription_disabled, key_revoked, or secret_unreadable (the subscription's stored signing secret cannot be decrypted; rotating the secret resumes it). Held events resume on their own once the reason is gone; null otherwise. */
@@ -3561,9 +3561,9 @@ export interface operations {
                              * @description When the attempt started.
                              */
                             date: string;
-                            durationMs: string | number;
+                            durationMs: number;
                             /** @description The HTTP status; null when the attempt got no HTTP response (always null for amqp and nats). */
-                            responseStatus: (string | number) | null;
+                            responseStatus: number | null;
                             /** @description First 4,096 bytes of the response (cut on a UTF-8 boundary); null when an https attempt got no response. For amqp and nats destinations always the broker's short answer, failed attempts included: acked, returned: NO_ROUTE, no stream, timeout, …. */
                             responseBody: string | null;
                             /** @description Null when the attempt succeeded or the destination answered with an HTTP status; else a short reason: timeout, connection refused, TLS error, SSRF block, or the broker's answer (returned: NO_ROUTE, no stream, nacked, …). */
@@ -3681,7 +3681,7 @@ export interface operations {
                      */
                     "application/json": {
                         /** @description Events re-queued (each starts a manual delivery cycle). */
-                        recovered: string | number;
+                        recovered: number;
                     };
                 };
             };
@@ -3914,11 +3914,11 @@ export interface operations {
                             /** @enum {string} */
                             status: "pending" | "delivered" | "failed";
                             /** @description Attempts in the current dispatch cycle (a manual retry resets it to 0). */
-                            attempts: string | number;
+                            attempts: number;
                             /** @description Successful deliveries across all cycles; never decreases. */
-                            deliveryCount: string | number;
+                            deliveryCount: number;
                             /** @description Last HTTP status; null until an attempt got an HTTP response, and always null for amqp and nats destinations. */
-                            responseStatus: (string | number) | null;
+                            responseStatus: number | null;
                             /** @description First 4,096 bytes of the last response (cut on a UTF-8 boundary), or a short reason when the attempt got no response. For amqp and nats destinations the broker's answer: acked, returned: NO_ROUTE, no stream, timeout, …. */
                             responseBody: string | null;
                             /** @description Set while a pending event is held (kept, not attempted): subscription_disabled, key_revoked, or secret_unreadable (the subscription's stored signing secret cannot be decrypted; rotating the secret resumes it). Held events resume on their own once the reason is gone; null otherwise. */
@@ -4062,14 +4062,14 @@ export interface operations {
                      */
                     "application/json": {
                         lastHour: {
-                            attempts: string | number;
-                            succeeded: string | number;
+                            attempts: number;
+                            succeeded: number;
                             /** @description succeeded / attempts, 0 to 1; null without attempts. */
                             successRate: number | null;
                         };
                         last24Hours: {
-                            attempts: string | number;
-                            succeeded: string | number;
+                            attempts: number;
+                            succeeded: number;
                             /** @description succeeded / attempts, 0 to 1; null without attempts. */
                             successRate: number | null;
                         };
@@ -4082,14 +4082,14 @@ export interface operations {
                             reason: string;
                         } | null;
                         /** @description Failed attempts since the last successful one. */
-                        consecutiveFailures: string | number;
+                        consecutiveFailures: number;
                         /** @description Attempt duration percentiles over the last 24 hours, in ms to 0.1 ms. */
                         durationMs: {
                             p50: number | null;
                             p99: number | null;
                         };
                         /** @description Events waiting for delivery (held ones included). */
-                        pending: string | number;
+                        pending: number;
                         /** @description Success rate of each of the last 24 hours, oldest first; null for an hour without attempts. */
                         hourlySuccessRate: (number | null)[];
                     };
