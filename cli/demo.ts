@@ -9,6 +9,8 @@
 // DEMO_SECONDS=n stops by itself after n seconds; DEMO_BLOCK_MS changes the block interval.
 import { randomBytes } from "node:crypto";
 import { BROADCASTED, CONFIRMED, TRANSFER_KINDS } from "../common/contract/index.ts";
+import { createTronWebhooksClient, unwrap, type TronWebhooksClient } from "../clients/typescript/src/index.ts";
+import type { WalletTransferBroadcasted, WalletTransferConfirmed, WalletTransferFailed } from "../clients/typescript/src/webhooks.ts";
 import { hexToBase58 } from "../common/tron-address.ts";
 import { staticResolver } from "../common/ssrf.ts";
 import { setLogLevel } from "../common/logger.ts";
@@ -24,22 +26,8 @@ const WATCHED = 5;
 const SOLID_LAG = Number(process.env.DEMO_SOLID_LAG ?? 3);
 const USDT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
 
-interface TransferPayload {
-  id: string;
-  kind: string;
-  data: {
-    blockNumber: number;
-    blockTimestamp: number;
-    txId: string;
-    from: string;
-    to: string;
-    amount: string;
-    asset: { standard: string; symbol: string | null; decimals: number | null; tokenId: string | null };
-    matchedAddresses: { address: string; role: string }[];
-    reason?: string;
-    solidifiedBlockNumber?: number;
-  };
-}
+/** What the demo's receivers get: the transfer kinds' payloads. */
+type TransferPayload = WalletTransferBroadcasted | WalletTransferConfirmed | WalletTransferFailed;
 
 const dim = (s: string) => `\x1b[2m${s}\x1b[0m`;
 const bold = (s: string) => `\x1b[1m${s}\x1b[0m`;
@@ -58,17 +46,19 @@ function formatAmount(amount: string, decimals: number | null): string {
   return frac ? `${whole}.${frac}` : whole;
 }
 
-async function api(stack: Stack, key: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  say(dim(`  → ${method} ${path}${body === undefined ? "" : ` ${JSON.stringify(body).slice(0, 140)}`}`));
-  const res = await fetch(`${stack.baseUrl}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+/** The public API as a customer calls it (the generated client), each request and answer shown as it goes. */
+function apiClient(stack: Stack, key: string): TronWebhooksClient {
+  const client = createTronWebhooksClient({ baseUrl: stack.baseUrl, apiKey: key });
+  client.use({
+    async onRequest({ request }) {
+      const body = request.body ? ` ${(await request.clone().text()).slice(0, 140)}` : "";
+      say(dim(`  → ${request.method} ${new URL(request.url).pathname}${body}`));
+    },
+    onResponse({ response }) {
+      say(dim(`  ← ${response.status}`));
+    },
   });
-  const json = (await res.json()) as Record<string, unknown>;
-  say(dim(`  ← ${res.status}`));
-  if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(json)}`);
-  return json;
+  return client;
 }
 
 async function main() {
@@ -113,49 +103,50 @@ async function main() {
     const key = await stack.createKey({ name: "demo" });
     say(`\n${bold("2.")} An API key: ${key.key.slice(0, 10)}…  (bun run keys create does the same)`);
 
+    const api = apiClient(stack, key.key);
+    const watch = (id: string, addresses: string[]) =>
+      unwrap(api.PATCH("/v1/subscriptions/{id}/filters/addresses", {
+        params: { path: { id } },
+        body: { add: addresses.map((address) => ({ chainId: "tron:mainnet", address })) },
+      }));
+
     say(`\n${bold("3.")} A subscription to the receiver:`);
-    const sub = await api(stack, key.key, "POST", "/v1/subscriptions", {
-      destination: { type: "https", url: receiver.url("/webhooks") },
-      events: [BROADCASTED],
-      description: "demo",
-    });
-    const secret = (sub.destination as { secret: string }).secret;
+    const sub = await unwrap(api.POST("/v1/subscriptions", {
+      body: { destination: { type: "https", url: receiver.url("/webhooks") }, events: [BROADCASTED], description: "demo" },
+    }));
+    const secret = sub.destination.secret ?? "";
     receiver.setSecrets("/webhooks", [secret]);
     say(`   id ${sub.id}, signing secret ${secret.slice(0, 12)}… (shown once; the receiver verifies with it)`);
 
     const watched = sim.poolAddresses(WATCHED);
     say(`\n${bold("4.")} Watch ${WATCHED} addresses that the simulator's blocks use:`);
-    await api(stack, key.key, "PATCH", `/v1/subscriptions/${sub.id}/filters/addresses`, {
-      add: watched.map((address) => ({ chainId: "tron:mainnet", address })),
-    });
+    await watch(sub.id, watched);
     for (const a of watched) say(dim(`   ${a}`));
 
     nats = await startDemoNats(stack.registry.store);
     if (nats) {
       say(`\n${bold("4b.")} NATS JetStream answers on 127.0.0.1:4222: the same addresses to subject ${nats.subject}`);
       say(dim(`   (broker ${nats.broker} registered as \`bun run brokers add ${nats.broker} nats://127.0.0.1:4222\` does)`));
-      const natsSub = await api(stack, key.key, "POST", "/v1/subscriptions", {
-        destination: { type: "nats", broker: nats.broker, subject: nats.subject },
-        events: [BROADCASTED],
-        description: "demo over NATS",
-      });
-      await api(stack, key.key, "PATCH", `/v1/subscriptions/${natsSub.id}/filters/addresses`, {
-        add: watched.map((address) => ({ chainId: "tron:mainnet", address })),
-      });
-      await nats.read((natsSub.destination as { secret: string }).secret);
+      const natsSub = await unwrap(api.POST("/v1/subscriptions", {
+        body: {
+          destination: { type: "nats", broker: nats.broker, subject: nats.subject },
+          events: [BROADCASTED],
+          description: "demo over NATS",
+        },
+      }));
+      await watch(natsSub.id, watched);
+      await nats.read(natsSub.destination.secret ?? "");
     } else {
       say(dim(`\n   (NATS is not reachable on 127.0.0.1:4222: the demo shows HTTPS only)`));
     }
 
     say(`\n${bold("5.")} The lifecycle: a second subscription to all three transfer kinds, watching a new wallet:`);
-    const life = await api(stack, key.key, "POST", "/v1/subscriptions", {
-      destination: { type: "https", url: receiver.url("/lifecycle") },
-      events: TRANSFER_KINDS,
-      description: "demo lifecycle",
-    });
-    receiver.setSecrets("/lifecycle", [(life.destination as { secret: string }).secret]);
+    const life = await unwrap(api.POST("/v1/subscriptions", {
+      body: { destination: { type: "https", url: receiver.url("/lifecycle") }, events: [...TRANSFER_KINDS], description: "demo lifecycle" },
+    }));
+    receiver.setSecrets("/lifecycle", [life.destination.secret ?? ""]);
     const wallet = hexToBase58(`41${randomBytes(20).toString("hex")}`);
-    await api(stack, key.key, "PATCH", `/v1/subscriptions/${life.id}/filters/addresses`, { add: [{ chainId: "tron:mainnet", address: wallet }] });
+    await watch(life.id, [wallet]);
     const [paid, reverted] = sim.chain.enqueue([
       { type: "trc20", from: watched[0]!, to: wallet, amount: "25000000", contract: USDT },
       { type: "trc20", from: watched[1]!, to: wallet, amount: "1000000", contract: USDT, result: "REVERT" },
