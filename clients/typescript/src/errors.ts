@@ -1,7 +1,5 @@
 // One way to read an answer: its data, or the API's error (code, sentence, detail) as an exception.
-import type { components } from "./schema.ts";
-
-export type ErrorBody = components["schemas"]["Error"];
+import type { ErrorBody } from "./types.ts";
 
 /** An answer other than 2xx: the API's error code and sentence, or the status and its text for a body that is not
  * the API's (a proxy's HTML error page, say). */
