@@ -130,6 +130,19 @@ function integersAsSent(node: unknown): unknown {
 }
 
 /**
+ * Elysia writes additionalProperties: false into a schema when it compiles a route's validator (at the route's first
+ * request), and the schemas are shared by every app in the process: without this the document would depend on which
+ * routes had been called. No schema here sets it (inputs set true), so every such mark is the validator's. A copy.
+ */
+function withoutValidatorMarks(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(withoutValidatorMarks);
+  if (!node || typeof node !== "object") return node;
+  return Object.fromEntries(
+    Object.entries(node).filter(([k, v]) => !(k === "additionalProperties" && v === false)).map(([k, v]) => [k, withoutValidatorMarks(v)]),
+  );
+}
+
+/**
  * The OpenAPI document of every route of `app` not marked hidden. Two corrections to the generator: request
  * bodies are JSON (the gateway's own body parser hides the media type from it) and required only when the schema
  * is not optional; a response without a body has no content. Then what the routes' schemas do not say (enrich),
@@ -172,10 +185,10 @@ export function openApiDocument(app: AnyElysia): Record<string, unknown> {
       { name: "operations", description: "Health, readiness and metrics (no authentication)" },
       WEBHOOKS_TAG,
     ],
-    paths,
+    paths: withoutValidatorMarks(paths),
     webhooks: integersAsSent(webhooksSection()),
     components: {
-      schemas: { ...components.schemas, Error: plainSchema(ErrorBodySchema), ...(integersAsSent(WEBHOOK_SCHEMAS) as typeof WEBHOOK_SCHEMAS) },
+      schemas: withoutValidatorMarks({ ...components.schemas, Error: plainSchema(ErrorBodySchema), ...(integersAsSent(WEBHOOK_SCHEMAS) as typeof WEBHOOK_SCHEMAS) }),
       securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "An API key: whk_..." } },
     },
   };

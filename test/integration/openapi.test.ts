@@ -9,7 +9,9 @@ import { Webhook } from "standardwebhooks";
 import { ERROR_STATUS, EVENT_KINDS, type ErrorCode } from "../../common/contract/index.ts";
 import { signatureHeader } from "../../deliverer/sign.ts";
 import { EXAMPLE_PAYLOADS, EXAMPLE_SECRET, VERIFY_EXAMPLE } from "../../gateway/event-catalog.ts";
-import { startStack, type Stack } from "../support/stack.ts";
+import { openApiDocument } from "../../gateway/docs.ts";
+import { createTronWebhooksClient, unwrap } from "../../clients/typescript/src/index.ts";
+import { startStack, TEST_DESTINATION, type Stack } from "../support/stack.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 
@@ -222,6 +224,18 @@ describe("operations", () => {
 describe("generated client", () => {
   test("clients/typescript/openapi.json, which the client is generated from, is the served document", () => {
     expect(JSON.parse(readFileSync(join(ROOT, "clients/typescript/openapi.json"), "utf8"))).toEqual(doc);
+  });
+
+  test("the document is the same after the gateway has answered requests", async () => {
+    // Elysia writes additionalProperties: false into the (shared) schemas of a route whose validator it compiles,
+    // at the route's first request in the process.
+    const key = await stack.createKey();
+    const api = createTronWebhooksClient({ baseUrl: stack.baseUrl, apiKey: key.key });
+    const body = { destination: { type: "https" as const, url: TEST_DESTINATION }, events: ["wallet.transfer.broadcasted"] };
+    const sub = await unwrap(api.POST("/v1/subscriptions", { body }));
+    await unwrap(api.GET("/v1/subscriptions/{id}", { params: { path: { id: sub.id } } }));
+    await unwrap(api.GET("/v1/subscriptions"));
+    expect(openApiDocument(stack.gateway)).toEqual(doc);
   });
 });
 
