@@ -1233,6 +1233,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Error codes: quota_exceeded. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Error codes: idempotency_in_flight, idempotency_conflict. */
             409: {
                 headers: {
@@ -2365,6 +2374,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Error codes: quota_exceeded. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Error codes: not_found. */
             404: {
                 headers: {
@@ -2683,6 +2701,15 @@ export interface operations {
             };
             /** @description Error codes: unauthorized. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: quota_exceeded. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
