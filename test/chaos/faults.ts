@@ -44,6 +44,19 @@ const RECEIVER_OUTAGES = [
   { sub: "head", mode: "hang", from: 0.72, to: 0.77 },
 ] as const;
 
+/**
+ * The deliverers' RETRY_SCHEDULE for a phase of `phaseMs`: short delays (the run is minutes, not hours), but in all
+ * longer than its longest receiver outage with a margin, since the contract lets an event fail once its attempts run
+ * out: an outage alone must never exhaust them, or "delivered at least once" would count the contract's own `failed`.
+ */
+export function retrySchedule(phaseMs: number): string {
+  const delays = [0, 250, 500, 1_000, 2_000, 3_000, 5_000, 5_000, 5_000, 5_000, 5_000, 5_000, 5_000];
+  const longest = Math.max(...RECEIVER_OUTAGES.map((o) => (o.to - o.from) * phaseMs));
+  const needed = longest * 1.25 + 20_000;
+  for (let total = delays.reduce((a, b) => a + b, 0); total < needed; total += 15_000) delays.push(15_000);
+  return delays.map((d) => `${d}ms`).join(",");
+}
+
 export interface FaultRunOptions {
   /** How long faults and transfers go on (the setup and the drain come on top). */
   phaseMs: number;
@@ -164,8 +177,7 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
       DELIVERER_URL: `http://127.0.0.1:${delivererLb.port}`,
       DELIVERY_CA_FILE: pki.caFile,
       SSRF_ALLOW_CIDRS: "127.0.0.0/8",
-      // Longer in all than any receiver outage of the run, so an outage alone never exhausts an event's attempts.
-      RETRY_SCHEDULE: "0,250ms,500ms,1s,2s,3s,5s,5s,5s,5s,5s,5s,5s",
+      RETRY_SCHEDULE: retrySchedule(opts.phaseMs),
       DELIVERY_TIMEOUT_MS: "2000",
       RATE_LIMIT_RPS: "100000",
       RATE_LIMIT_BURST: "100000",
