@@ -2,6 +2,8 @@
 FROM oven/bun:1.4.5 AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The workspace's manifest: the install reads it (the console bundles the client's source from clients/).
+COPY clients/typescript/package.json clients/typescript/
 # Bun reads package-lock.json's pinned versions. Dev tools (buf, drizzle-kit, tsc, bun itself) stay out of the image.
 RUN bun install --production --ignore-scripts
 

@@ -10,10 +10,11 @@
 import { randomBytes } from "node:crypto";
 import { decodeMatch, defaultMatch, encodeMatch, type MatchConditions } from "../common/match-conditions.ts";
 import { hexToBase58 } from "../common/tron-address.ts";
-import type { Watcher } from "../common/watch-index.ts";
+import type { Watcher } from "../common/watch-index/reader.ts";
 import type { DecodedTransfer } from "../matcher/decode.ts";
 import { rolePasses } from "../matcher/conditions.ts";
-import { BROADCASTED, buildEvents } from "../matcher/match.ts";
+import { BROADCASTED } from "../common/contract/index.ts";
+import { buildEvents } from "../matcher/match.ts";
 
 const ROUNDS = 9;
 const BLOCKS = 200;

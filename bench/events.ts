@@ -35,7 +35,7 @@
 // tables planned in 10–60 ms).
 // EXPLAIN plans each time; the API does not. Bun's SQL driver runs every statement as a named prepared statement on
 // its connection, and the deliverer's connections keep each on its generic plan (plan_cache_mode force_generic_plan,
-// deliverer/store.ts): PostgreSQL's default re-planned one event by id on every run, ~0.15 ms, where the generic plan
+// deliverer/db/connection.ts): PostgreSQL's default re-planned one event by id on every run, ~0.15 ms, where the generic plan
 // prunes the same partitions when it starts. That generic plan is estimated at every partition's share, and at
 // 10,000,000 rows the 50-event page phase's passed jit_above_cost: PostgreSQL compiled it on every run (auto_explain:
 // 370 functions for 381 buffer hits, p50 ~1.8 s), until the services' connections turned JIT off (common/db.ts).
@@ -45,11 +45,11 @@
 // (deliverer/prepared.ts), which halved the stack's CPU per request (GET one event 439 → 189 µs, txId 406 → 212,
 // a rare address 513 → 227, at 1,000,000 rows). Before that a 50-event page spent about as much in the gateway's
 // rendering (JSON.parse of each payload, Elysia's check of the page, JSON.stringify again) as in the deliverer; the
-// gateway splices the payload JSON into the answer (gateway/routes/events.ts eventJson), and the payload is stored as
+// gateway splices the payload JSON into the answer (gateway/routes/events/view.ts eventJson), and the payload is stored as
 // that JSON (deliverer/schema.ts), so nothing parses or serializes it on the way. Drizzle's row mapping (mapResultRow:
 // each field's kind and decoder looked up again for every value) was 29% of the stack's samples on the busy-address
 // phase; a mapper made once per shape (prepared.ts) took the stack's CPU per 50-event page from 1,049 to 737 µs
-// (1,000,000 rows). The reads select only the 11 columns of an event's view (deliverer/store.ts eventViewColumns), not
+// (1,000,000 rows). The reads select only the 11 columns of an event's view (deliverer/db/event-pages.ts eventViewColumns), not
 // the stored row's 22. Recover runs in batches of 100 with a short rest after each (deliverer/operations.ts: what batch
 // sizes and rests cost a 100,000-event recover at 1,000,000 rows).
 import { cpus, loadavg } from "node:os";

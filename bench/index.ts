@@ -26,7 +26,10 @@ import { IORedis, openRedis, type Redis } from "../common/redis.ts";
 import { inProcessTransport } from "../common/rpc.ts";
 import { staticResolver } from "../common/ssrf.ts";
 import { hexToBase58, isBase58Address } from "../common/tron-address.ts";
-import { applyAddresses, beginBuild, dropGeneration, finishBuild, lookup, readState, shardBase, slotOf } from "../common/watch-index.ts";
+import { beginBuild, dropGeneration, finishBuild, readState } from "../common/watch-index/generations.ts";
+import { shardBase, slotOf, watchIndexHandle } from "../common/watch-index/layout.ts";
+import { lookup } from "../common/watch-index/reader.ts";
+import { applyAddresses } from "../common/watch-index/writer.ts";
 import { createRegistry } from "../registry/index.ts";
 import { createTestDatabase } from "../test/support/db.ts";
 import { startPrivateRedis, startRedisCluster } from "../test/support/redis-cluster.ts";
@@ -125,6 +128,9 @@ export default async function bench(): Promise<void> {
   const prefix = config.redisPrefix;
   const naiveSet = `bench:naive:{${CHAIN}}`;
   const shards = config.watchIndexShards;
+  // The chain's index through this process's connection, and through the registry's (what its lookups use).
+  const index = watchIndexHandle(redis, { prefix, chainId: CHAIN, shards });
+  const served = watchIndexHandle(registry.redis, { prefix, chainId: CHAIN, shards });
   try {
     const keyId = (await keys.createApiKey({ name: "bench", chains: [] })).key!.id;
     const ids: string[] = new Array(M);
@@ -167,8 +173,8 @@ export default async function bench(): Promise<void> {
 
     // ---- rebuild: one clean build, no upkeep rebuild beside it, nothing left of earlier generations
     await registry.watchIndex.stop();
-    const before = await readState(redis, prefix, CHAIN, shards);
-    if (before.cur) await dropGeneration(redis, prefix, CHAIN, before.cur, shards);
+    const before = await readState(index);
+    if (before.cur) await dropGeneration(index, before.cur);
     const mem0 = await usedMemory(redis);
     // Where the rebuild's time goes on this shared machine: CPU of the Redis processes and of this process (the
     // registry runs in it), beside the wall time.
@@ -194,7 +200,7 @@ export default async function bench(): Promise<void> {
         });
       }),
     );
-    const state = await readState(redis, prefix, CHAIN, shards);
+    const state = await readState(index);
     // Every bucket hash must have kept the compact encoding: sample one bucket per shard per 64.
     let listpack = 0;
     let sampled = 0;
@@ -214,7 +220,7 @@ export default async function bench(): Promise<void> {
     const floor: number[] = [];
     for (let r = 0; r < LOOKUP_RUNS; r++) {
       const block = blocks[r % blocks.length]!;
-      const [t1, found] = await timed(() => lookup(registry.redis, prefix, CHAIN, block, { shards }));
+      const [t1, found] = await timed(() => lookup(served, block));
       if (found.size < HITS_PER_BLOCK * 0.9) throw new Error(`lookup found ${found.size} of ~${HITS_PER_BLOCK}`);
       ours.push(t1);
       const [t2] = await timed(() => redis.smismember(naiveSet, ...block));
@@ -230,27 +236,28 @@ export default async function bench(): Promise<void> {
       subs.patchAddresses({ keyId, id: target, add: patchAdds.map((address) => ({ chainId: CHAIN, address })) }),
     );
     const patchMs = t;
-    if ((await lookup(registry.redis, prefix, CHAIN, patchAdds.slice(0, 100), { shards })).size !== 100) throw new Error("PATCH did not reach the index");
+    if ((await lookup(served, patchAdds.slice(0, 100))).size !== 100) throw new Error("PATCH did not reach the index");
     const putList = addresses(10_000);
     [t] = await timed(() =>
       subs.replaceAddresses({ keyId, id: target, addresses: putList.map((address) => ({ chainId: CHAIN, address })) }),
     );
     const putMs = t;
-    if ((await lookup(registry.redis, prefix, CHAIN, putList.slice(0, 100), { shards })).size !== 100) throw new Error("PUT missed the index");
-    if ((await lookup(registry.redis, prefix, CHAIN, patchAdds.slice(0, 100), { shards })).size !== 0) throw new Error("PUT left old entries");
+    if ((await lookup(served, putList.slice(0, 100))).size !== 100) throw new Error("PUT missed the index");
+    if ((await lookup(served, patchAdds.slice(0, 100))).size !== 0) throw new Error("PUT left old entries");
     const parts = addresses(10_000);
     const [validateMs] = await timed(async () => parts.every((a) => isBase58Address(a)));
     const scratch = "bench:scratch:";
-    const { generation } = await beginBuild(redis, scratch, CHAIN, false, shards);
-    await finishBuild(redis, scratch, CHAIN, generation, shards);
+    const scratchIndex = watchIndexHandle(redis, { prefix: scratch, chainId: CHAIN, shards });
+    const { generation } = await beginBuild(scratchIndex, false);
+    await finishBuild(scratchIndex, generation);
     const [indexMs] = await timed(() =>
-      applyAddresses(redis, { prefix: scratch, chainId: CHAIN, shards }, { id: "sub_scratch", keyId: "key_scratch", enabled: true, events: [] }, true, {
+      applyAddresses(scratchIndex, { id: "sub_scratch", keyId: "key_scratch", enabled: true, events: [] }, true, {
         add: parts,
         remove: [],
       }),
     );
-    await dropGeneration(redis, scratch, CHAIN, generation, shards);
-    for (let s = 0; s < shards; s++) await redis.del(`${shardBase(scratch, CHAIN, s, shards)}state`);
+    await dropGeneration(scratchIndex, generation);
+    for (const s of scratchIndex.all) await redis.del(s.state);
     const naiveTarget = ids[Math.floor(M / 2) + 1]!;
     const naiveAdds = addresses(10_000);
     const [naivePatchMs] = await timed(() =>

@@ -63,7 +63,7 @@ import { loadConfig, type Config } from "../common/config.ts";
 import { setLogLevel } from "../common/logger.ts";
 import { networkTransport } from "../common/rpc.ts";
 import { hexToBase58 } from "../common/tron-address.ts";
-import { lookup } from "../common/watch-index.ts";
+import { lookup, watchIndexHandle } from "../common/watch-index/reader.ts";
 import { ApiKeyService, SubscriptionService } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import { createMatcher, type MatcherHandle } from "../matcher/index.ts";
 import { tryAcquireChainLease } from "../matcher/lease.ts";
@@ -344,6 +344,7 @@ async function barePostFloor(url: string, caPem: string, secret: string, count: 
 
 /** The naive reader: tronweb per block, calldata for USDT, one lookup per address. */
 async function naiveBaseline(config: Config, simUrl: string, redis: MatcherHandle["redis"], first: number, count: number) {
+  const index = watchIndexHandle(redis, { prefix: config.redisPrefix, chainId: CHAIN });
   const tronWeb = new TronWeb({ fullHost: simUrl });
   let transfers = 0;
   let matched = 0;
@@ -366,7 +367,7 @@ async function naiveBaseline(config: Config, simUrl: string, redis: MatcherHandl
       }
       if (!from || !to) continue;
       transfers++;
-      for (const a of [from, to]) if ((await lookup(redis, config.redisPrefix, CHAIN, [a])).size > 0) matched++;
+      for (const a of [from, to]) if ((await lookup(index, [a])).size > 0) matched++;
     }
   }
   const seconds = (performance.now() - started) / 1000;

@@ -6,7 +6,7 @@ import { parseArgs } from "node:util";
 import { isId } from "../common/ids.ts";
 import { EVERY_KEY, KEY_ID_PLACEHOLDER } from "../registry/broker-grants.ts";
 import { isBrokerName, parseBrokerUrl } from "../registry/destination.ts";
-import type { RegistryStore } from "../registry/store.ts";
+import type { RegistryStore } from "../registry/db/store.ts";
 import { runCli, UsageError, withSession } from "./registry-cli.ts";
 
 const USAGE = `Usage:

@@ -1,11 +1,11 @@
 // The demo's NATS part: when NATS JetStream answers on 127.0.0.1:4222, register it as a broker, make a stream for
 // a demo subject, subscribe the same addresses to it, and read the messages back, verifying each with the
-// standardwebhooks library and the subscription's secret, as a consumer would.
+// client's WebhookVerifier (clients/typescript) and the subscription's secret, as a consumer would.
 import { randomBytes } from "node:crypto";
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { Webhook } from "standardwebhooks";
-import type { RegistryStore } from "../registry/store.ts";
+import { WebhookVerifier, type WalletTransferBroadcasted } from "../clients/typescript/src/webhooks.ts";
+import type { RegistryStore } from "../registry/db/store.ts";
 
 export const DEMO_NATS_URL = "nats://127.0.0.1:4222";
 
@@ -54,19 +54,13 @@ export async function startDemoNats(store: RegistryStore): Promise<DemoNats | un
       const consumer = await jetstream(nc).consumers.get(stream);
       const iter = await consumer.consume();
       stopReading = () => void iter.stop();
-      const verifier = new Webhook(secret);
+      const verifier = new WebhookVerifier(secret);
       void (async () => {
         for await (const m of iter) {
           const h = m.headers;
           const headers = { "webhook-id": h?.get("webhook-id") ?? "", "webhook-timestamp": h?.get("webhook-timestamp") ?? "", "webhook-signature": h?.get("webhook-signature") ?? "" };
-          let verified = false;
-          try {
-            verifier.verify(m.string(), headers);
-            verified = true;
-          } catch {
-            verified = false;
-          }
-          const p = JSON.parse(m.string()) as { id: string; data: { txId: string; logIndex: number } };
+          const verified = verifier.verifies(m.string(), headers);
+          const p = JSON.parse(m.string()) as WalletTransferBroadcasted;
           messages.push({ transfer: `${p.data.txId}:${p.data.logIndex}`, eventId: p.id, verified });
         }
       })();

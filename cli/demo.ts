@@ -11,6 +11,9 @@
 // past transfers arriving as events marked with the job (data.backfill).
 // DEMO_SECONDS=n stops by itself after n seconds; DEMO_BLOCK_MS changes the block interval.
 import { randomBytes } from "node:crypto";
+import { BROADCASTED, CONFIRMED, TRANSFER_KINDS } from "../common/contract/index.ts";
+import { createTronWebhooksClient, unwrap, type TronWebhooksClient } from "../clients/typescript/src/index.ts";
+import type { WalletTransferBroadcasted, WalletTransferConfirmed, WalletTransferFailed } from "../clients/typescript/src/webhooks.ts";
 import { hexToBase58 } from "../common/tron-address.ts";
 import { staticResolver } from "../common/ssrf.ts";
 import { setLogLevel } from "../common/logger.ts";
@@ -25,27 +28,12 @@ const SECONDS = process.env.DEMO_SECONDS ? Number(process.env.DEMO_SECONDS) : un
 const WATCHED = 5;
 const SOLID_LAG = Number(process.env.DEMO_SOLID_LAG ?? 3);
 const USDT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
-const LIFECYCLE = ["wallet.transfer.broadcasted", "wallet.transfer.confirmed", "wallet.transfer.failed"];
 /** An hour of 3-s blocks before the head, every 60th carrying a transfer to the history wallet. */
 const HISTORY_BLOCKS = 1_200;
 const HISTORY_EVERY = 60;
 
-interface TransferPayload {
-  id: string;
-  kind: string;
-  data: {
-    blockNumber: number;
-    blockTimestamp: number;
-    txId: string;
-    from: string;
-    to: string;
-    amount: string;
-    asset: { standard: string; symbol: string | null; decimals: number | null; tokenId: string | null };
-    matchedAddresses: { address: string; role: string }[];
-    reason?: string;
-    solidifiedBlockNumber?: number;
-  };
-}
+/** What the demo's receivers get: the transfer kinds' payloads. */
+type TransferPayload = WalletTransferBroadcasted | WalletTransferConfirmed | WalletTransferFailed;
 
 const dim = (s: string) => `\x1b[2m${s}\x1b[0m`;
 const bold = (s: string) => `\x1b[1m${s}\x1b[0m`;
@@ -64,17 +52,19 @@ function formatAmount(amount: string, decimals: number | null): string {
   return frac ? `${whole}.${frac}` : whole;
 }
 
-async function api(stack: Stack, key: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  say(dim(`  → ${method} ${path}${body === undefined ? "" : ` ${JSON.stringify(body).slice(0, 140)}`}`));
-  const res = await fetch(`${stack.baseUrl}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+/** The public API as a customer calls it (the generated client), each request and answer shown as it goes. */
+function apiClient(stack: Stack, key: string): TronWebhooksClient {
+  const client = createTronWebhooksClient({ baseUrl: stack.baseUrl, apiKey: key });
+  client.use({
+    async onRequest({ request }) {
+      const body = request.body ? ` ${(await request.clone().text()).slice(0, 140)}` : "";
+      say(dim(`  → ${request.method} ${new URL(request.url).pathname}${body}`));
+    },
+    onResponse({ response }) {
+      say(dim(`  ← ${response.status}`));
+    },
   });
-  const json = (await res.json()) as Record<string, unknown>;
-  say(dim(`  ← ${res.status}`));
-  if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(json)}`);
-  return json;
+  return client;
 }
 
 async function main() {
@@ -125,49 +115,50 @@ async function main() {
     const key = await stack.createKey({ name: "demo" });
     say(`\n${bold("2.")} An API key: ${key.key.slice(0, 10)}…  (bun run keys create does the same)`);
 
+    const api = apiClient(stack, key.key);
+    const watch = (id: string, addresses: string[]) =>
+      unwrap(api.PATCH("/v1/subscriptions/{id}/filters/addresses", {
+        params: { path: { id } },
+        body: { add: addresses.map((address) => ({ chainId: "tron:mainnet", address })) },
+      }));
+
     say(`\n${bold("3.")} A subscription to the receiver:`);
-    const sub = await api(stack, key.key, "POST", "/v1/subscriptions", {
-      destination: { type: "https", url: receiver.url("/webhooks") },
-      events: ["wallet.transfer.broadcasted"],
-      description: "demo",
-    });
-    const secret = (sub.destination as { secret: string }).secret;
+    const sub = await unwrap(api.POST("/v1/subscriptions", {
+      body: { destination: { type: "https", url: receiver.url("/webhooks") }, events: [BROADCASTED], description: "demo" },
+    }));
+    const secret = sub.destination.secret ?? "";
     receiver.setSecrets("/webhooks", [secret]);
     say(`   id ${sub.id}, signing secret ${secret.slice(0, 12)}… (shown once; the receiver verifies with it)`);
 
     const watched = sim.poolAddresses(WATCHED);
     say(`\n${bold("4.")} Watch ${WATCHED} addresses that the simulator's blocks use:`);
-    await api(stack, key.key, "PATCH", `/v1/subscriptions/${sub.id}/filters/addresses`, {
-      add: watched.map((address) => ({ chainId: "tron:mainnet", address })),
-    });
+    await watch(sub.id, watched);
     for (const a of watched) say(dim(`   ${a}`));
 
     nats = await startDemoNats(stack.registry.store);
     if (nats) {
       say(`\n${bold("4b.")} NATS JetStream answers on 127.0.0.1:4222: the same addresses to subject ${nats.subject}`);
       say(dim(`   (broker ${nats.broker} registered as \`bun run brokers add ${nats.broker} nats://127.0.0.1:4222\` does)`));
-      const natsSub = await api(stack, key.key, "POST", "/v1/subscriptions", {
-        destination: { type: "nats", broker: nats.broker, subject: nats.subject },
-        events: ["wallet.transfer.broadcasted"],
-        description: "demo over NATS",
-      });
-      await api(stack, key.key, "PATCH", `/v1/subscriptions/${natsSub.id}/filters/addresses`, {
-        add: watched.map((address) => ({ chainId: "tron:mainnet", address })),
-      });
-      await nats.read((natsSub.destination as { secret: string }).secret);
+      const natsSub = await unwrap(api.POST("/v1/subscriptions", {
+        body: {
+          destination: { type: "nats", broker: nats.broker, subject: nats.subject },
+          events: [BROADCASTED],
+          description: "demo over NATS",
+        },
+      }));
+      await watch(natsSub.id, watched);
+      await nats.read(natsSub.destination.secret ?? "");
     } else {
       say(dim(`\n   (NATS is not reachable on 127.0.0.1:4222: the demo shows HTTPS only)`));
     }
 
     say(`\n${bold("5.")} The lifecycle: a second subscription to all three transfer kinds, watching a new wallet:`);
-    const life = await api(stack, key.key, "POST", "/v1/subscriptions", {
-      destination: { type: "https", url: receiver.url("/lifecycle") },
-      events: LIFECYCLE,
-      description: "demo lifecycle",
-    });
-    receiver.setSecrets("/lifecycle", [(life.destination as { secret: string }).secret]);
+    const life = await unwrap(api.POST("/v1/subscriptions", {
+      body: { destination: { type: "https", url: receiver.url("/lifecycle") }, events: [...TRANSFER_KINDS], description: "demo lifecycle" },
+    }));
+    receiver.setSecrets("/lifecycle", [life.destination.secret ?? ""]);
     const wallet = hexToBase58(`41${randomBytes(20).toString("hex")}`);
-    await api(stack, key.key, "PATCH", `/v1/subscriptions/${life.id}/filters/addresses`, { add: [{ chainId: "tron:mainnet", address: wallet }] });
+    await watch(life.id, [wallet]);
     const [paid, reverted] = sim.chain.enqueue([
       { type: "trc20", from: watched[0]!, to: wallet, amount: "25000000", contract: USDT },
       { type: "trc20", from: watched[1]!, to: wallet, amount: "1000000", contract: USDT, result: "REVERT" },
@@ -191,13 +182,13 @@ async function main() {
         const sig = d.verified ? green("signature ✓") : red("signature ✗");
         const which = p.data.txId === paid ? "25 USDT" : p.data.txId === reverted ? "1 USDT (reverting)" : p.data.txId.slice(0, 10);
         const afterBlock = ((d.receivedAt - p.data.blockTimestamp) / 1000).toFixed(1);
-        if (p.kind === "wallet.transfer.broadcasted") {
+        if (p.kind === BROADCASTED) {
           broadcastedAt.set(p.data.txId, d.receivedAt);
           say(`${sig}  ${bold("lifecycle")}  ${which}: ${bold("broadcasted")} in block ${p.data.blockNumber}, ${afterBlock} s after the block`);
         } else {
           const since = broadcastedAt.get(p.data.txId);
           const gap = since === undefined ? `${afterBlock} s after its block` : `${((d.receivedAt - since) / 1000).toFixed(1)} s after broadcasted`;
-          const what = p.kind === "wallet.transfer.confirmed" ? green("confirmed") : red(`failed (reason ${p.data.reason})`);
+          const what = p.kind === CONFIRMED ? green("confirmed") : red(`failed (reason ${p.data.reason})`);
           say(`${sig}  ${bold("lifecycle")}  ${which}: ${what}, ${gap} (solidified head ${p.data.solidifiedBlockNumber})`);
         }
       }
@@ -237,6 +228,28 @@ async function main() {
   }
 }
 
+/** A backfilled transfer's payload: the fields the demo prints. */
+interface HistoryPayload {
+  data: { blockNumber: number; blockTimestamp: number; amount: string; to: string; backfill: string; asset: { decimals: number | null; symbol: string | null; standard: string } };
+}
+
+/**
+ * The API through fetch, logged like the client's calls: the generated client does not list the backfill
+ * operations until it is generated again (`npm run generate`).
+ */
+async function api(stack: Stack, key: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+  say(dim(`  → ${method} ${path}${body === undefined ? "" : ` ${JSON.stringify(body).slice(0, 140)}`}`));
+  const res = await fetch(`${stack.baseUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const json = (await res.json()) as Record<string, unknown>;
+  say(dim(`  ← ${res.status}`));
+  if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(json)}`);
+  return json;
+}
+
 /** A new wallet with an hour of history: a backfill finds its past transfers and delivers them as events. */
 async function backfillStep(stack: Stack, key: string, receiver: Receiver, wallet: string, sim: TronSim): Promise<void> {
   say(`\n${bold("6.")} History on demand: a wallet with an hour of past transfers (${sim.chain.history.length} in the simulator's last ${HISTORY_BLOCKS} blocks), watched only now:`);
@@ -263,7 +276,7 @@ async function backfillStep(stack: Stack, key: string, receiver: Receiver, walle
   const deadline = Date.now() + 10_000;
   while (receiver.deliveries("/history").length < p.eventsCreated && Date.now() < deadline) await Bun.sleep(100);
   // Deliveries are independent (no order); shown by block.
-  const found = receiver.deliveries("/history").map((d) => ({ d, e: JSON.parse(d.body) as TransferPayload & { data: { backfill: string } } }));
+  const found = receiver.deliveries("/history").map((d) => ({ d, e: JSON.parse(d.body) as HistoryPayload }));
   for (const { d, e } of found.sort((x, y) => x.e.data.blockNumber - y.e.data.blockNumber)) {
     const sig = d.verified ? green("signature ✓") : red("signature ✗");
     const ago = Math.round((Date.now() - e.data.blockTimestamp) / 60_000);

@@ -1,15 +1,17 @@
-// `bun run keys create|list|revoke|chains`: API key management straight on the registry's database (no running
+// `bun run keys create|list|revoke|chains|quotas`: API key management straight on the registry's database (no running
 // service needed). Migrations run first. `create` prints the key id on a line of its own and the key alone on the
 // last line of stdout; the key is shown once and only its SHA-256 is stored.
 import { parseArgs } from "node:util";
-import { TRON_CHAINS } from "../common/config.ts";
-import { ApiError } from "../common/errors.ts";
+import { ApiError, TRON_CHAINS } from "../common/contract/index.ts";
+import { loadConfig } from "../common/config.ts";
 import { isId } from "../common/ids.ts";
+import { parseQuotaValue, QUOTA_DEFAULTS, QUOTAS, quotaLimit, type QuotaOverrides } from "../common/quotas.ts";
+import { keyOverrides } from "../registry/quotas.ts";
 import { checkKeyChains } from "../registry/rules.ts";
 import type { ApiKeyRow } from "../registry/schema.ts";
-import type { Changed } from "../registry/store.ts";
-import { POLL_MS } from "../registry/watch-applier.ts";
-import { rowsLeft } from "../registry/watch-outbox.ts";
+import type { Changed } from "../registry/db/types.ts";
+import { POLL_MS } from "../registry/watch-index/applier.ts";
+import { untilApplied } from "../registry/watch-index/settle.ts";
 import { runCli, UsageError, withSession, type Session } from "./registry-cli.ts";
 
 /** How long a key change waits for a registry to apply it to the watch index: a few of the appliers' polls. */
@@ -20,7 +22,10 @@ const USAGE = `Usage:
   bun run keys list
   bun run keys revoke KEY_ID
   bun run keys chains KEY_ID CHAIN[,CHAIN...]
-Chains: ${TRON_CHAINS.join(", ")} (create defaults to all three).`;
+  bun run keys quotas KEY_ID [--subscriptions N] [--addresses N] [--deliveries N] [--streams N]
+Chains: ${TRON_CHAINS.join(", ")} (create defaults to all three).
+Quotas: without options, shows the key's limits; N is a whole number, or "default" for the operator's default
+(${QUOTAS.map((q) => QUOTA_DEFAULTS[q].variable).join(", ")}).`;
 
 function splitChains(text: string): string[] {
   const parts = text.split(",").map((s) => s.trim());
@@ -41,25 +46,49 @@ function keyIdArg(value: string | undefined): string {
 
 function describeKey(row: ApiKeyRow): string {
   const state = row.revokedAt ? `revoked ${row.revokedAt.toISOString()}` : "active";
-  return [row.id, JSON.stringify(row.name), row.chains.join(","), row.createdAt.toISOString(), state].join("\t");
+  const overrides = Object.entries(keyOverrides(row)).map(([q, n]) => `${q}=${n}`);
+  return [row.id, JSON.stringify(row.name), row.chains.join(","), row.createdAt.toISOString(), state, overrides.join(",") || "default"].join("\t");
+}
+
+/** One line per quota: its name, the limit in force, and whether it is the key's own or the default. */
+function describeQuotas(row: ApiKeyRow): string[] {
+  const defaults = loadConfig().quotas;
+  const overrides = keyOverrides(row);
+  return QUOTAS.map((q) => {
+    const source = overrides[q] === undefined ? `default (${QUOTA_DEFAULTS[q].variable})` : "this key's own";
+    return [q, String(quotaLimit(q, overrides, defaults)), source].join("\t");
+  });
+}
+
+/** The overrides after applying the options given ("default" removes one). */
+function changedQuotas(current: QuotaOverrides, values: Record<string, string | undefined>): QuotaOverrides {
+  const next = { ...current };
+  for (const q of QUOTAS) {
+    const raw = values[q];
+    if (raw === undefined) continue;
+    if (raw === "default") delete next[q];
+    else {
+      try {
+        next[q] = parseQuotaValue(raw, `--${q}`);
+      } catch (err) {
+        throw new UsageError((err as Error).message);
+      }
+    }
+  }
+  return next;
 }
 
 /**
  * Revocation and chain changes reach the watch index through the outbox rows committed with them
- * (registry/watch-outbox.ts); a running registry's applier takes them up within its poll interval, so the command
+ * (registry/watch-index/outbox.ts); a running registry's applier takes them up within its poll interval, so the command
  * waits for that (bounded) and says so when no registry took them: the first one that starts applies them. This CLI
  * never touches Redis.
  */
 async function changeKey<T>(session: Session, change: () => Promise<Changed<T> | undefined>): Promise<T | undefined> {
   const done = await change();
   if (!done) return undefined;
-  const until = Date.now() + APPLY_WAIT_MS;
-  while ((await rowsLeft(session.store.db, done.ticket.ids)).size > 0) {
-    if (Date.now() > until) {
-      console.error("note: no running registry has applied this to the watch index yet; the next one to run will");
-      break;
-    }
-    await Bun.sleep(50);
+  if (!(await untilApplied(session.store.db, done.ticket.ids, { budgetMs: APPLY_WAIT_MS, askEvery: 1 }))) {
+    console.error("note: no running registry has applied this to the watch index yet; the next one to run will");
   }
   return done.row;
 }
@@ -96,7 +125,7 @@ async function main(argv: string[]): Promise<number> {
       if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
       return withSession(async (session) => {
         const rows = await session.store.listApiKeys();
-        console.log(["id", "name", "chains", "created", "state"].join("\t"));
+        console.log(["id", "name", "chains", "created", "state", "quotas"].join("\t"));
         for (const row of rows) console.log(describeKey(row));
         return 0;
       });
@@ -126,6 +155,30 @@ async function main(argv: string[]): Promise<number> {
           return 1;
         }
         console.log(`${row.id} chains: ${row.chains.join(",")}`);
+        return 0;
+      });
+    }
+    case "quotas": {
+      const { values, positionals } = parseArgs({
+        args: rest,
+        options: Object.fromEntries(QUOTAS.map((q) => [q, { type: "string" as const }])),
+        allowPositionals: true,
+        strict: true,
+      });
+      if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`);
+      const id = keyIdArg(positionals[0]);
+      const given = values as Record<string, string | undefined>;
+      // Checked before the database is opened: a wrong value changes nothing.
+      changedQuotas({}, given);
+      return withSession(async (session) => {
+        let row = await session.store.getApiKey(id);
+        if (row && QUOTAS.some((q) => given[q] !== undefined)) row = await session.store.setApiKeyQuotas(id, changedQuotas(keyOverrides(row), given));
+        if (!row) {
+          console.error(`error: no API key ${id}`);
+          return 1;
+        }
+        console.log(["quota", "limit", "source"].join("\t"));
+        for (const line of describeQuotas(row)) console.log(line);
         return 0;
       });
     }

@@ -4,9 +4,10 @@
 import { loadAppKeys } from "../common/app-secret.ts";
 import { loadConfig, type Config } from "../common/config.ts";
 import { ensureDatabase } from "../common/db.ts";
-import { ApiError } from "../common/errors.ts";
+import { ApiError } from "../common/contract/index.ts";
 import type { Keyring } from "../common/keyring.ts";
-import { openRegistryDatabase, RegistryStore } from "../registry/store.ts";
+import { openRegistryDatabase } from "../registry/db/connection.ts";
+import { RegistryStore } from "../registry/db/store.ts";
 
 /** Bad input: exit code 2, the message and the usage on stderr. */
 export class UsageError extends Error {}

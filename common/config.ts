@@ -1,15 +1,10 @@
 // One reader of the environment for every service: docs/CONTRACT.md "Running it" lists each variable and its default.
+import { TRON_CHAINS, isChainId, type ChainId } from "./contract/index.ts";
 import { loadBackfillConfig, type BackfillConfig } from "./backfill-config.ts";
-import { INTERNAL_CALLERS, tokenVariable, type InternalCaller } from "./internal-auth.ts";
+import { INTERNAL_CALLERS, tokenVariable, type InternalCaller } from "./internal-callers.ts";
 import { parseKeyring } from "./keyring.ts";
+import { quotaDefaults, type QuotaLimits } from "./quotas.ts";
 import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "./retry-policy.ts";
-
-export const TRON_CHAINS = ["tron:mainnet", "tron:nile", "tron:shasta"] as const;
-export type ChainId = (typeof TRON_CHAINS)[number];
-
-export function isChainId(value: string): value is ChainId {
-  return (TRON_CHAINS as readonly string[]).includes(value);
-}
 
 /** Parses "tron:mainnet,tron:nile" (the form of `keys create --chains` and MATCHER_CHAINS). */
 function parseChainList(text: string): ChainId[] {
@@ -59,18 +54,18 @@ export interface Config {
   /** Prefix of every Redis key (Cluster hash tags are added per key where needed). */
   redisPrefix: string;
   /**
-   * WATCH_INDEX_SHARDS: how many hash tags (Cluster slots) one chain's watch index spreads over (common/watch-index.ts).
+   * WATCH_INDEX_SHARDS: how many hash tags (Cluster slots) one chain's watch index spreads over (common/watch-index/layout.ts).
    * Every service must use the same value; a change is a new index, rebuilt by the registry from PostgreSQL.
    */
   watchIndexShards: number;
   /**
    * WATCH_OUTBOX_RETENTION_MS: how long applied watch-index outbox rows are kept, so a Redis that lost recent writes
-   * (failover to a lagging replica) is replayed to rather than rebuilt (registry/watch-applier.ts replay).
+   * (failover to a lagging replica) is replayed to rather than rebuilt (registry/watch-index/applier.ts replay).
    */
   watchOutboxRetentionMs: number;
   /**
    * WATCH_INDEX_VERIFY_MS: how often the registry checks each shard of the watch index against the counts its writers
-   * keep, and repairs (rebuilds) a chain whose index lost keys outside them (registry/watch-index.ts verify).
+   * keep, and repairs (rebuilds) a chain whose index lost keys outside them (registry/watch-index/upkeep.ts verify).
    */
   watchIndexVerifyMs: number;
   port: number;
@@ -135,6 +130,8 @@ export interface Config {
   /** MATCHER_CONFIRMATIONS: finality = head − this many blocks, instead of the node's solidified head. */
   matcherConfirmations: number | undefined;
   maxAddressesPerSubscription: number;
+  /** The operator's default quotas per API key (QUOTA_*; common/quotas.ts); a key's overrides win. */
+  quotas: QuotaLimits;
   /** EVENT_RETENTION_DAYS: events (and their attempts) older than this many days go, a whole day at a time. */
   eventRetentionDays: number;
   matcherChains: ChainId[];
@@ -242,6 +239,7 @@ export function loadConfig(env: Env = process.env): Config {
     matcherPollMs: env.MATCHER_POLL_MS ? int(env, "MATCHER_POLL_MS", 0) : undefined,
     matcherConfirmations: env.MATCHER_CONFIRMATIONS ? int(env, "MATCHER_CONFIRMATIONS", 19) : undefined,
     maxAddressesPerSubscription: int(env, "MAX_ADDRESSES_PER_SUBSCRIPTION", 1_000_000),
+    quotas: quotaDefaults(env),
     eventRetentionDays,
     matcherChains: env.MATCHER_CHAINS ? parseChainList(env.MATCHER_CHAINS) : [...TRON_CHAINS],
     backfill: loadBackfillConfig(env),

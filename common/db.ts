@@ -6,9 +6,10 @@ import { sql } from "drizzle-orm";
 import { drizzle, type BunSQLDatabase } from "drizzle-orm/bun-sql";
 import { migrate } from "drizzle-orm/bun-sql/migrator";
 import { COMMIT_SETTLE_MS, DB_CONNECT_TIMEOUT_MS, STORE_DEADLINE_MS } from "./deadlines.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "./contract/index.ts";
 import { log } from "./logger.ts";
 import { postgresReachable } from "./reachability.ts";
+import { orAfter, withTimeout } from "./timing.ts";
 
 export type Database<TSchema extends Record<string, unknown> = Record<string, never>> = BunSQLDatabase<TSchema> & {
   $client: SQL;
@@ -161,20 +162,11 @@ function unavailable(): ApiError {
 
 /** withDatabase plus a deadline: a connection that stops answering (not just one that is refused) still ends. */
 export async function guard<T>(fn: () => Promise<T>, opts: GuardOptions = {}): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(unavailable()), opts.deadlineMs ?? STORE_DEADLINE_MS);
-  });
-  const work = withDatabase(fn);
-  // The abandoned operation may still fail later; nobody is waiting for it any more.
-  work.catch(() => {});
   try {
-    return await Promise.race([work, deadline]);
+    return await withTimeout(withDatabase(fn), opts.deadlineMs ?? STORE_DEADLINE_MS, unavailable);
   } catch (err) {
     if (err instanceof ApiError && err.code === "service_unavailable") opts.onUnavailable?.();
     throw err;
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -206,23 +198,16 @@ async function guardCommit<T>(fn: (fence: CommitFence) => Promise<T>, opts: Guar
     },
   };
   const work = withDatabase(() => fn(fence));
-  work.catch(() => {});
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const after = (ms: number) =>
-    new Promise<typeof DEADLINE>((resolve) => {
-      timer = setTimeout(() => resolve(DEADLINE), ms);
-    });
   try {
-    const first = await Promise.race([work, after(opts.deadlineMs ?? STORE_DEADLINE_MS)]);
+    const first = await orAfter(work, opts.deadlineMs ?? STORE_DEADLINE_MS, DEADLINE);
     if (first !== DEADLINE) return first;
-    clearTimeout(timer);
     // Checked and set in one step: the transaction's fence either already let COMMIT go, or will refuse it.
     if (!commitSent) {
       answered = true;
       opts.onUnavailable?.();
       throw unavailable();
     }
-    const settled = await Promise.race([work, after(settleMs)]);
+    const settled = await orAfter(work, settleMs, DEADLINE);
     if (settled !== DEADLINE) return settled;
     answered = true;
     opts.onUnavailable?.();
@@ -230,8 +215,6 @@ async function guardCommit<T>(fn: (fence: CommitFence) => Promise<T>, opts: Guar
   } catch (err) {
     if (err instanceof ApiError && err.code === "service_unavailable" && !answered) opts.onUnavailable?.();
     throw err;
-  } finally {
-    clearTimeout(timer);
   }
 }
 

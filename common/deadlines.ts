@@ -1,6 +1,6 @@
 // Every deadline of a request, derived from one budget: a request whose dependency is down or hangs answers 503
 // service_unavailable (docs/CONTRACT.md: "a dependency is down; nothing was changed") within 5 s and never hangs
-// (README "API choices"). Each hop keeps a margin of that budget for its own
+// (docs/api.md). Each hop keeps a margin of that budget for its own
 // work and for carrying the answer back, so the innermost wait (a store's call to PostgreSQL) ends first and its
 // 503 reaches the client before the outer deadlines fire.
 

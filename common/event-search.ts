@@ -1,6 +1,6 @@
 // The txId and address filters of the event search (GET /v1/events, SearchEvents over Connect), checked the same
 // way on both sides: a malformed value is the caller's mistake, never an empty result (docs/CONTRACT.md, error codes).
-import { ApiError } from "./errors.ts";
+import { ApiError, invalidRequest } from "./contract/index.ts";
 import { isBase58Address } from "./tron-address.ts";
 
 /** A TRON transaction id: the SHA-256 of the raw transaction, 64 hex digits (java-tron writes them lowercase). */
@@ -32,7 +32,7 @@ export interface EventSearchFilters {
  */
 export function checkEventSearchFilters(f: EventSearchFilters): EventSearchFilters {
   if (f.txId !== "" && !isTxId(f.txId)) {
-    throw new ApiError("invalid_request", "txId must be a transaction id of 64 hex digits.", { param: "txId" });
+    throw invalidRequest("txId must be a transaction id of 64 hex digits.", "txId");
   }
   if (f.address !== "" && !isBase58Address(f.address)) {
     throw new ApiError("invalid_address", "address must be a base58check TRON address (34 characters starting with T).", { param: "address" });

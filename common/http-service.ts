@@ -1,6 +1,7 @@
 // The HTTP face every service shares: /healthz, /readyz, /metrics, then its own handler (RPC or API).
 import type { Server } from "bun";
 import { Registry, collectDefaultMetrics } from "prom-client";
+import { orAfter } from "./timing.ts";
 
 /** One Prometheus registry per process: in single-process mode every service's metrics show on every /metrics. */
 export const metrics = new Registry();
@@ -32,12 +33,7 @@ const CHECK_TIMEOUT_MS = 2_000;
 async function runChecks(checks: ReadinessChecks): Promise<Record<string, boolean>> {
   const entries = await Promise.all(
     Object.entries(checks).map(async ([name, check]) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const timeout = new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), CHECK_TIMEOUT_MS);
-      });
-      const ok = await Promise.race([check().catch(() => false), timeout]);
-      clearTimeout(timer);
+      const ok = await orAfter(check().catch(() => false), CHECK_TIMEOUT_MS, false);
       return [name, ok] as const;
     }),
   );

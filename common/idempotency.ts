@@ -2,10 +2,11 @@
 // is taken and written inside the effect's own transaction, so a crash cannot leave one without the other.
 import { fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { and, eq, getTableName, lt, sql } from "drizzle-orm";
-import { index, pgTable, primaryKey, text, timestamp, type PgDatabase, type PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { index, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 import type { IdempotencyRequest } from "../gen/webhooks/common/v1/error_pb.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "./contract/index.ts";
 import { rowBinding, type Keyring } from "./keyring.ts";
+import type { Executor } from "./pg-executor.ts";
 import type { SealedColumn } from "./reseal.ts";
 
 const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -48,9 +49,6 @@ export function idempotencySealedColumn(table: IdempotencyTable): SealedColumn {
     binding: ([keyId, scope, idemKey]) => responseBinding(name, keyId!, scope!, idemKey!),
   };
 }
-
-/** A pool or an open transaction of any service's Drizzle database. */
-export type Executor = PgDatabase<PgQueryResultHKT, Record<string, unknown>>;
 
 /** A stored response returned again (replayedFrom: the original request id), or a fresh one. */
 export interface IdempotentOutcome<T> {

@@ -22,23 +22,8 @@ import { writeSync } from "node:fs";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
 import type { Config } from "./config.ts";
+import { INTERNAL_CALLERS, isInternalCaller, LEGACY_CALLER, tokenVariable, type Caller, type InternalCaller } from "./internal-callers.ts";
 import { log as rootLog, type Logger } from "./logger.ts";
-
-/** The services that call internal RPCs; `operator` is a person's tool (key management, index rebuilds). */
-export const INTERNAL_CALLERS = ["gateway", "matcher", "deliverer", "operator"] as const;
-export type InternalCaller = (typeof INTERNAL_CALLERS)[number];
-/** The root INTERNAL_TOKEN presented as is: every method, only while no per-caller credential is configured. */
-export const LEGACY_CALLER = "legacy";
-export type Caller = InternalCaller | typeof LEGACY_CALLER;
-
-export function isInternalCaller(value: string): value is InternalCaller {
-  return (INTERNAL_CALLERS as readonly string[]).includes(value);
-}
-
-/** The environment variable carrying a caller's token (its digest: the same name with `_SHA256`). */
-export function tokenVariable(caller: InternalCaller): string {
-  return `INTERNAL_TOKEN_${caller.toUpperCase()}`;
-}
 
 const REGISTRY = "webhooks.registry.v1";
 const DELIVERY = "webhooks.delivery.v1";

@@ -22,8 +22,6 @@ export interface MatchConditions {
   includeZeroValue: boolean;
 }
 
-export const MAX_MATCH_ASSETS = 100;
-
 export function defaultMatch(): MatchConditions {
   return { assets: null, directions: [...DIRECTIONS], includeZeroValue: false };
 }

@@ -2,7 +2,7 @@
 // and keyset page tokens: "v1:" + base64url(JSON payload) + "." + base64url(HMAC). The payload names the list it
 // belongs to (kind, API key, parent resource), so a token altered or used on another list is rejected. The newest key
 // of APP_SECRET's keyring signs; any key of it verifies, so a token outlives a key rollout.
-import { ApiError } from "./errors.ts";
+import { ApiError, DEFAULT_PAGE_LIMIT, invalidRequest, MAX_PAGE_LIMIT } from "./contract/index.ts";
 import { hmac, safeEqual } from "./crypto.ts";
 import type { TokenKeys } from "./keyring.ts";
 
@@ -14,14 +14,11 @@ export interface PageScope {
   parent: string;
 }
 
-export const DEFAULT_PAGE_LIMIT = 50;
-const MAX_PAGE_LIMIT = 200;
-
 /** How the public API describes `limit` (query parameter and OpenAPI). */
 export const PAGE_LIMIT_DESCRIPTION = `1 to ${MAX_PAGE_LIMIT}, default ${DEFAULT_PAGE_LIMIT}; above ${MAX_PAGE_LIMIT} is clamped to ${MAX_PAGE_LIMIT}.`;
 
 function invalidLimit(): ApiError {
-  return new ApiError("invalid_request", `limit must be an integer from 1 to ${MAX_PAGE_LIMIT}.`, { param: "limit" });
+  return invalidRequest(`limit must be an integer from 1 to ${MAX_PAGE_LIMIT}.`, "limit");
 }
 
 /**

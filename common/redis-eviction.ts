@@ -4,6 +4,7 @@
 // through INFO (not CONFIG GET, which managed Redis services often rename or forbid).
 import type { Logger } from "./logger.ts";
 import { isCluster, type Redis } from "./redis.ts";
+import { withTimeout } from "./timing.ts";
 
 export class EvictingRedisError extends Error {
   constructor(readonly policies: { node: string; policy: string }[]) {
@@ -34,10 +35,6 @@ async function nodesOf(redis: Redis, timeoutMs: number): Promise<{ name: string;
 
 /** Throws EvictingRedisError when any master's policy may evict. Other failures (Redis down) are thrown as they are. */
 export async function assertNoEviction(redis: Redis, timeoutMs = 3_000): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis did not answer INFO within ${timeoutMs} ms`)), timeoutMs);
-  });
   const check = async () => {
     const nodes = await nodesOf(redis, timeoutMs);
     const infos = await Promise.all(nodes.map((n) => n.client.info("memory")));
@@ -48,13 +45,7 @@ export async function assertNoEviction(redis: Redis, timeoutMs = 3_000): Promise
     });
     if (bad.length > 0) throw new EvictingRedisError(bad);
   };
-  const work = check();
-  work.catch(() => {});
-  try {
-    await Promise.race([work, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+  await withTimeout(check(), timeoutMs, () => new Error(`Redis did not answer INFO within ${timeoutMs} ms`));
 }
 
 /**

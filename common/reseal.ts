@@ -4,7 +4,7 @@
 // concurrent write (a user rotating a subscription's secret, a new idempotency record) is never overwritten: the
 // row is read again and, if still under an older key, re-sealed from what it now holds.
 import { sql, type SQL } from "drizzle-orm";
-import type { Executor } from "./idempotency.ts";
+import type { Executor } from "./pg-executor.ts";
 import { sealedKeyId, UnreadableSecretError, type Keyring } from "./keyring.ts";
 
 /** One column of sealed values and how its rows are bound (common/keyring.ts rowBinding). */

@@ -23,15 +23,16 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { universalServerRequestFromFetch, universalServerResponseToFetch, type UniversalHandler } from "@connectrpc/connect/protocol";
 import { BACKGROUND_RPC_DEADLINE_MS } from "./deadlines.ts";
-import { ApiError, toConnectError } from "./errors.ts";
+import { ApiError } from "./contract/index.ts";
+import { toConnectError } from "./rpc-errors.ts";
 import {
   checkInProcessCaller,
   internalCaller,
   peerAddress,
   sendInternalToken,
   verifiedClientCertificate,
-  type InternalCaller,
 } from "./internal-auth.ts";
+import type { InternalCaller } from "./internal-callers.ts";
 import { log } from "./logger.ts";
 
 export type RegisterRoutes = (router: ConnectRouter) => void;

@@ -2,7 +2,8 @@
 // the deliverer on every attempt (resolve once, judge every address, connect to the judged one).
 import { Resolver as DnsResolver } from "node:dns/promises";
 import ipaddr from "ipaddr.js";
-import { ApiError } from "./errors.ts";
+import { ApiError, MAX_URL_LENGTH } from "./contract/index.ts";
+import { withTimeout } from "./timing.ts";
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 type Cidr = [Address, number];
@@ -142,16 +143,15 @@ export function createSystemResolver(options: { timeoutMs?: number; servers?: st
 
   return {
     async lookup(hostname) {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new ResolverError(`DNS lookup of ${hostname} timed out`, "ETIMEOUT")), timeoutMs);
-      });
       const dns = channel();
       try {
-        const [v4, v6] = await Promise.race([Promise.all([query(dns, "resolve4", hostname), query(dns, "resolve6", hostname)]), deadline]);
+        const [v4, v6] = await withTimeout(
+          Promise.all([query(dns, "resolve4", hostname), query(dns, "resolve6", hostname)]),
+          timeoutMs,
+          () => new ResolverError(`DNS lookup of ${hostname} timed out`, "ETIMEOUT"),
+        );
         return [...v4, ...v6];
       } finally {
-        clearTimeout(timer);
         dns.cancel();
       }
     },
@@ -254,7 +254,6 @@ function stripBrackets(host: string): string {
 // ---------------------------------------------------------------------------------------------------------------
 // Destinations
 
-const MAX_URL_LENGTH = 2048;
 const URL_PARAM = "/destination/url";
 
 /** Said with every ssrf_blocked answer: the one way to reach a non-public destination on purpose. */

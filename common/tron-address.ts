@@ -1,7 +1,6 @@
 // TRON addresses: the strict base58check form the API accepts, and conversions from the hex forms java-tron emits.
-// Base58 comes from tronweb's own codec and SHA-256 from Bun's. tronweb's isAddressValid does the same checks but
-// hashes through hex strings (about 30 µs an address, measured by `bun run bench tron-address`); a PATCH validates
-// up to 10,000 addresses, so only its base58 step is borrowed.
+// Base58 comes from tronweb's own codec and SHA-256 from Bun's: tronweb's isAddressValid does the same checks far
+// slower, and a PATCH validates up to 10,000 addresses (docs/adr/0007-address-checksum-with-bun-sha256.md).
 import { createRequire } from "node:module";
 
 /**
@@ -21,8 +20,7 @@ const CHECKSUM_BYTES = 4;
 const HEX_21 = /^41[0-9a-fA-F]{40}$/;
 const HEX_WORD = /^(?:0x)?(?:[0-9a-fA-F]{24})?([0-9a-fA-F]{40})$/;
 
-// Bun.SHA256.hash is node:crypto's SHA-256 without a hash object per call: a PATCH of 10,000 addresses spent about
-// 20 ms of its validation creating them (bench api-addresses).
+// Bun.SHA256.hash: no hash object per call (docs/adr/0007-address-checksum-with-bun-sha256.md).
 function checksum(payload: Uint8Array): Uint8Array {
   const once = Bun.SHA256.hash(payload) as Uint8Array;
   return (Bun.SHA256.hash(once) as Uint8Array).subarray(0, CHECKSUM_BYTES);

@@ -1,7 +1,23 @@
 // The backfill panel of a subscription's page: start a backfill (chain, since, optional addresses), and each job's
 // progress bar, counts and cancel button, refreshed with the page while any runs.
-import { api, CHAINS, query, type Page } from "./api.ts";
+import { TRON_CHAINS } from "../common/contract/index.ts";
+import { apiKey } from "./api.ts";
 import { attempt, badge, field, h, notify, select, time } from "./dom.ts";
+
+/**
+ * The backfill operations through fetch: the generated client (clients/typescript) does not list them until it is
+ * generated again from the document that has them (`npm run generate`).
+ */
+async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(path, {
+    method,
+    headers: { authorization: `Bearer ${apiKey() ?? ""}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const json = (await res.json()) as T & { error?: string; message?: string };
+  if (!res.ok) throw new Error(`${json.error ?? res.status}: ${json.message ?? ""}`);
+  return json;
+}
 
 export interface Backfill {
   id: string;
@@ -19,7 +35,7 @@ export interface Backfill {
 const OPEN = ["queued", "running"];
 
 export function backfillPanel(subId: string): { el: HTMLElement; refresh: () => Promise<void> } {
-  const chain = select(CHAINS, "tron:mainnet", { name: "backfill-chain" });
+  const chain = select([...TRON_CHAINS], "tron:mainnet", { name: "backfill-chain" });
   const since = h("input", { type: "datetime-local", required: true, name: "backfill-since" });
   const addresses = h("textarea", { rows: 2, name: "backfill-addresses", placeholder: "Optional: some of the subscription's addresses (T…), one per line" });
   const rows = h("tbody");
@@ -42,7 +58,7 @@ export function backfillPanel(subId: string): { el: HTMLElement; refresh: () => 
   });
 
   async function refresh() {
-    const page = await api<Page<Backfill>>("GET", `/v1/subscriptions/${subId}/backfills${query({ limit: 20 })}`);
+    const page = await api<{ items: Backfill[] }>("GET", `/v1/subscriptions/${subId}/backfills?limit=20`);
     rows.replaceChildren(...page.items.map(row));
   }
 

@@ -1,5 +1,5 @@
 // A few DOM helpers: elements from attributes and children, and the page's message area.
-import { ApiFailure } from "./api.ts";
+import { ApiError } from "./api.ts";
 
 type Child = Node | string | null | undefined | false;
 type Attrs = Record<string, string | boolean | number | EventListener | undefined>;
@@ -51,7 +51,7 @@ export function notify(message: string, kind: "error" | "ok" = "ok"): void {
 }
 
 export function errorText(err: unknown): string {
-  if (err instanceof ApiFailure) return `${err.code}: ${err.message}`;
+  if (err instanceof ApiError) return `${err.code}: ${err.message}`;
   return err instanceof Error ? err.message : String(err);
 }
 

@@ -1,5 +1,5 @@
 // The console's entry: sign-in with an API key (kept in this tab's sessionStorage only) and a hash router.
-import { api, apiKey, signIn, signOut } from "./api.ts";
+import { apiKey, client, signIn, signOut, unwrap } from "./api.ts";
 import { attempt, clearMessages, field, h, notify } from "./dom.ts";
 import { eventsPage, render, subscriptionPage, subscriptionsPage } from "./pages.ts";
 
@@ -12,7 +12,7 @@ function signInPage(): void {
     void attempt(async () => {
       signIn(key.value.trim());
       try {
-        await api("GET", "/v1/subscriptions?limit=1");
+        await unwrap(client.GET("/v1/subscriptions", { params: { query: { limit: 1 } } }));
       } catch (err) {
         signOut();
         throw err;

@@ -1,6 +1,15 @@
 // The console's pages. Each renders into `main` from the public API; nothing here knows a secret except the
 // create and rotate answers, which are shown once and never stored.
-import { api, CHAINS, describeDestination, EVENT_KINDS, query, type Attempt, type Destination, type EventView, type Health, type Page, type Subscription } from "./api.ts";
+import {
+  BROADCASTED,
+  DEFAULT_PAGE_LIMIT,
+  EVENT_KINDS,
+  MAX_ADDRESSES_PER_REQUEST,
+  MAX_DESCRIPTION_LENGTH,
+  MAX_PAGE_LIMIT,
+  TRON_CHAINS,
+} from "../common/contract/index.ts";
+import { client, compact, describeDestination, unwrap, type Destination, type DestinationInput, type EventView, type RecoverRequest, type Subscription } from "./api.ts";
 import { backfillPanel } from "./backfills.ts";
 import { attempt, badge, errorText, field, h, notify, select, svg, time } from "./dom.ts";
 
@@ -42,15 +51,18 @@ function secretBox(secret: string): HTMLElement {
  * registered (`bun run brokers add`): an AMQP exchange and routing key, or a NATS subject. Only the chosen type's
  * fields are in the form (a hidden required field would block the submit).
  */
-function destinationChooser(initial?: Destination): { el: HTMLElement; value: () => Omit<Destination, "secret">; sync: () => void } {
+function destinationChooser(initial?: Destination): { el: HTMLElement; value: () => DestinationInput; sync: () => void } {
+  const https = initial?.type === "https" ? initial : undefined;
+  const amqp = initial?.type === "amqp" ? initial : undefined;
+  const nats = initial?.type === "nats" ? initial : undefined;
   const type = select(["https", "amqp", "nats"], initial?.type ?? "https", { name: "destinationType" });
-  const url = h("input", { type: "url", required: true, placeholder: "https://example.com/webhooks", autocomplete: "off", value: initial?.url ?? "" });
+  const url = h("input", { type: "url", required: true, placeholder: "https://example.com/webhooks", autocomplete: "off", value: https?.url ?? "" });
   // One broker input per type: a control lives in one place of the page, and each type's fields are kept apart.
-  const amqpBroker = h("input", { type: "text", required: true, autocomplete: "off", value: initial?.type === "amqp" ? initial.broker ?? "" : "" });
-  const natsBroker = h("input", { type: "text", required: true, autocomplete: "off", value: initial?.type === "nats" ? initial.broker ?? "" : "" });
-  const exchange = h("input", { type: "text", required: true, autocomplete: "off", value: initial?.exchange ?? "" });
-  const routingKey = h("input", { type: "text", autocomplete: "off", value: initial?.routingKey ?? "" });
-  const subject = h("input", { type: "text", required: true, autocomplete: "off", placeholder: "payments.tron", value: initial?.subject ?? "" });
+  const amqpBroker = h("input", { type: "text", required: true, autocomplete: "off", value: amqp?.broker ?? "" });
+  const natsBroker = h("input", { type: "text", required: true, autocomplete: "off", value: nats?.broker ?? "" });
+  const exchange = h("input", { type: "text", required: true, autocomplete: "off", value: amqp?.exchange ?? "" });
+  const routingKey = h("input", { type: "text", autocomplete: "off", value: amqp?.routingKey ?? "" });
+  const subject = h("input", { type: "text", required: true, autocomplete: "off", placeholder: "payments.tron", value: nats?.subject ?? "" });
   const byType: Record<string, HTMLElement[]> = {
     https: [field("Destination URL (https)", url)],
     amqp: [field("Broker", amqpBroker, "A name the operator registered."), field("Exchange", exchange), field("Routing key", routingKey)],
@@ -61,7 +73,7 @@ function destinationChooser(initial?: Destination): { el: HTMLElement; value: ()
   const sync = () => fields.replaceChildren(...byType[type.value]!);
   sync();
   type.addEventListener("change", sync);
-  const value = (): Omit<Destination, "secret"> => {
+  const value = (): DestinationInput => {
     if (type.value === "amqp") return { type: "amqp", broker: amqpBroker.value.trim(), exchange: exchange.value.trim(), routingKey: routingKey.value.trim() };
     if (type.value === "nats") return { type: "nats", broker: natsBroker.value.trim(), subject: subject.value.trim() };
     return { type: "https", url: url.value };
@@ -71,14 +83,14 @@ function destinationChooser(initial?: Destination): { el: HTMLElement; value: ()
 
 export const subscriptionsPage: Render = async (main) => {
   const destination = destinationChooser();
-  const description = h("input", { type: "text", maxlength: 512 });
-  const kinds = eventsChooser(["wallet.transfer.broadcasted"]);
+  const description = h("input", { type: "text", maxlength: MAX_DESCRIPTION_LENGTH });
+  const kinds = eventsChooser([BROADCASTED]);
   const created = h("div");
   const list = h("tbody");
   const more = h("button", { type: "button", hidden: true }, "More");
   let token: string | undefined;
   async function load(reset: boolean) {
-    const page = await api<Page<Subscription>>("GET", `/v1/subscriptions${query({ limit: 50, nextPageToken: reset ? undefined : token })}`);
+    const page = await unwrap(client.GET("/v1/subscriptions", { params: { query: compact({ limit: DEFAULT_PAGE_LIMIT, nextPageToken: reset ? undefined : token }) } }));
     if (reset) list.replaceChildren();
     for (const s of page.items) {
       list.append(
@@ -106,11 +118,9 @@ export const subscriptionsPage: Render = async (main) => {
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     void attempt(async () => {
-      const s = await api<Subscription>("POST", "/v1/subscriptions", {
-        destination: destination.value(),
-        events: kinds.value(),
-        description: description.value,
-      });
+      const s = await unwrap(client.POST("/v1/subscriptions", {
+        body: { destination: destination.value(), events: kinds.value(), description: description.value },
+      }));
       created.replaceChildren(
         h("p", {}, "Created ", h("a", { href: `#/subscriptions/${s.id}` }, s.id), "."),
         secretBox(s.destination.secret ?? ""),
@@ -162,7 +172,7 @@ function pct(r: number | null): string {
 }
 
 async function healthPanel(subId: string): Promise<HTMLElement> {
-  const hl = await api<Health>("GET", `/v1/subscriptions/${subId}/health`);
+  const hl = await unwrap(client.GET("/v1/subscriptions/{id}/health", { params: { path: { id: subId } } }));
   return h("section", { "aria-labelledby": "health-h", class: "panel" },
     h("h2", { id: "health-h" }, "Health"),
     sparkline(hl.hourlySuccessRate),
@@ -178,19 +188,20 @@ async function healthPanel(subId: string): Promise<HTMLElement> {
 
 function addressesPanel(sub: Subscription): HTMLElement {
   const text = h("textarea", { rows: 6, placeholder: "One address per line (T…); commas and spaces also separate" });
-  const chain = select(CHAINS, "tron:mainnet");
+  const chain = select([...TRON_CHAINS], "tron:mainnet");
   const results = h("div", { "aria-live": "polite" });
   const list = h("ul", { class: "addresses" });
   const more = h("button", { type: "button", hidden: true }, "More addresses");
   let token: string | undefined;
   async function load(reset: boolean) {
-    const page = await api<Page<{ chainId: string; address: string }>>(
-      "GET", `/v1/subscriptions/${sub.id}/filters/addresses${query({ limit: 200, nextPageToken: reset ? undefined : token })}`);
+    const page = await unwrap(client.GET("/v1/subscriptions/{id}/filters/addresses", {
+      params: { path: { id: sub.id }, query: compact({ limit: MAX_PAGE_LIMIT, nextPageToken: reset ? undefined : token }) },
+    }));
     if (reset) list.replaceChildren();
     for (const a of page.items) {
       const remove = h("button", { type: "button", class: "small", "aria-label": `Remove ${a.address}` }, "Remove");
       remove.addEventListener("click", () => void attempt(async () => {
-        await api("PATCH", `/v1/subscriptions/${sub.id}/filters/addresses`, { remove: [a] });
+        await unwrap(client.PATCH("/v1/subscriptions/{id}/filters/addresses", { params: { path: { id: sub.id } }, body: { remove: [a] } }));
         await load(true);
       }));
       list.append(h("li", {}, h("code", {}, a.address), ` ${a.chainId} `, remove));
@@ -199,7 +210,7 @@ function addressesPanel(sub: Subscription): HTMLElement {
     more.hidden = !token;
   }
   more.addEventListener("click", () => void attempt(() => load(false)));
-  const form = h("form", { "aria-label": "Add addresses" }, field("Addresses to add", text, "Paste thousands at once; sent in requests of 10,000."), field("Chain", chain),
+  const form = h("form", { "aria-label": "Add addresses" }, field("Addresses to add", text, `Paste thousands at once; sent in requests of ${MAX_ADDRESSES_PER_REQUEST.toLocaleString("en-US")}.`), field("Chain", chain),
     h("button", { type: "submit" }, "Add addresses"));
   form.addEventListener("submit", (e) => {
     e.preventDefault();
@@ -207,9 +218,10 @@ function addressesPanel(sub: Subscription): HTMLElement {
       const entries = text.value.split(/[\s,;]+/).filter(Boolean).map((address) => ({ chainId: chain.value, address }));
       let added = 0;
       const skipped: { input: { address: string }; reason: string }[] = [];
-      for (let i = 0; i < entries.length; i += 10_000) {
-        const res = await api<{ results: { added: unknown[]; skipped: { input: { address: string }; reason: string }[] } }>(
-          "PATCH", `/v1/subscriptions/${sub.id}/filters/addresses`, { add: entries.slice(i, i + 10_000) });
+      for (let i = 0; i < entries.length; i += MAX_ADDRESSES_PER_REQUEST) {
+        const res = await unwrap(client.PATCH("/v1/subscriptions/{id}/filters/addresses", {
+          params: { path: { id: sub.id } }, body: { add: entries.slice(i, i + MAX_ADDRESSES_PER_REQUEST) },
+        }));
         added += res.results.added.length;
         skipped.push(...res.results.skipped);
       }
@@ -227,9 +239,10 @@ function addressesPanel(sub: Subscription): HTMLElement {
 
 /** The event list with filters, badges, payload, attempts, retry; polled so new events appear without a reload. */
 function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () => Promise<void> } {
-  const status = select(["", "pending", "delivered", "failed"], "", { name: "status" });
+  const statuses: EventView["status"][] = ["pending", "delivered", "failed"];
+  const status = select(["", ...statuses], "", { name: "status" });
   const kind = select(["", ...EVENT_KINDS], "", { name: "kind" });
-  const chain = select(["", ...CHAINS], "", { name: "chainId" });
+  const chain = select(["", ...TRON_CHAINS], "", { name: "chainId" });
   const txId = h("input", { type: "text", name: "txId", autocomplete: "off" });
   const address = h("input", { type: "text", name: "address", autocomplete: "off" });
   const since = h("input", { type: "datetime-local", name: "since" });
@@ -240,16 +253,18 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
   const detail = h("div", { class: "detail" });
   let open: string | undefined;
   const filters = () => ({
-    subscriptionId: subId ?? subscription.value.trim(), status: status.value, kind: kind.value, chainId: chain.value, txId: txId.value.trim(),
+    subscriptionId: subId ?? subscription.value.trim(), status: status.value as EventView["status"] | "", kind: kind.value, chainId: chain.value, txId: txId.value.trim(),
     address: address.value.trim(), since: since.value ? new Date(since.value).toISOString() : undefined,
-    until: until.value ? new Date(until.value).toISOString() : undefined, limit: 50,
+    until: until.value ? new Date(until.value).toISOString() : undefined, limit: DEFAULT_PAGE_LIMIT,
   });
   async function showDetail(e: EventView) {
     open = e.id;
-    const atts = await api<Page<Attempt>>("GET", `/v1/subscriptions/${e.subscriptionId}/events/${e.id}/attempts?limit=50`);
+    const atts = await unwrap(client.GET("/v1/subscriptions/{id}/events/{eventId}/attempts", {
+      params: { path: { id: e.subscriptionId, eventId: e.id }, query: { limit: 50 } },
+    }));
     const retry = h("button", { type: "button" }, "Retry");
     retry.addEventListener("click", () => void attempt(async () => {
-      const r = await api<EventView>("POST", `/v1/subscriptions/${e.subscriptionId}/events/${e.id}/retry`);
+      const r = await unwrap(client.POST("/v1/subscriptions/{id}/events/{eventId}/retry", { params: { path: { id: e.subscriptionId, eventId: e.id } } }));
       notify(`Event ${r.id} queued again.`);
       await refresh();
     }));
@@ -275,7 +290,7 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
     const items: EventView[] = [];
     let token: string | undefined;
     for (let i = 0; i < pages; i++) {
-      const page: Page<EventView> = await api<Page<EventView>>("GET", `/v1/events${query({ ...filters(), nextPageToken: token })}`);
+      const page = await unwrap(client.GET("/v1/events", { params: { query: compact({ ...filters(), nextPageToken: token }) } }));
       items.push(...page.items);
       token = page.nextPageToken ?? undefined;
       if (!token) break;
@@ -317,16 +332,17 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
 }
 
 export const subscriptionPage = (id: string): Render => async (main) => {
-  const sub = await api<Subscription>("GET", `/v1/subscriptions/${id}`);
+  const sub = await unwrap(client.GET("/v1/subscriptions/{id}", { params: { path: { id } } }));
   const destination = destinationChooser(sub.destination);
-  const description = h("input", { type: "text", maxlength: 512, value: sub.description });
+  const description = h("input", { type: "text", maxlength: MAX_DESCRIPTION_LENGTH, value: sub.description });
   const kinds = eventsChooser(sub.events);
   const secretArea = h("div");
   // The destination as the form holds it (its stored value until edited): saving, enabling or disabling never turns
   // a queue destination into an https one.
-  const put = (status: string) => api<Subscription>("PUT", `/v1/subscriptions/${id}`, {
-    destination: destination.value(), events: kinds.value(), description: description.value, status,
-  });
+  const put = (status: Subscription["status"]) => unwrap(client.PUT("/v1/subscriptions/{id}", {
+    params: { path: { id } },
+    body: { destination: destination.value(), events: kinds.value(), description: description.value, status },
+  }));
   const edit = h("form", { "aria-label": "Edit subscription" }, h("h2", {}, "Settings"), destination.el, kinds.el,
     field("Description", description), h("button", { type: "submit" }, "Save"));
   edit.addEventListener("submit", (e) => {
@@ -344,35 +360,36 @@ export const subscriptionPage = (id: string): Render => async (main) => {
   }));
   const rotate = h("button", { type: "button" }, "Rotate secret");
   rotate.addEventListener("click", () => void attempt(async () => {
-    const s = await api<Subscription>("POST", `/v1/subscriptions/${id}/secrets/rotate`);
+    const s = await unwrap(client.POST("/v1/subscriptions/{id}/secrets/rotate", { params: { path: { id } } }));
     secretArea.replaceChildren(secretBox(s.destination.secret ?? ""));
     notify("Secret rotated; the previous one keeps signing for 24 hours.");
   }));
   const del = h("button", { type: "button", class: "danger" }, "Delete");
   del.addEventListener("click", () => void attempt(async () => {
     if (!confirm(`Delete subscription ${id}? Its addresses and events are deleted with it.`)) return;
-    await api("DELETE", `/v1/subscriptions/${id}`);
+    await unwrap(client.DELETE("/v1/subscriptions/{id}", { params: { path: { id } } }));
     await go("#/subscriptions");
     notify(`Subscription ${id} deleted.`);
   }));
   const tests = EVENT_KINDS.map((k) => {
     const b = h("button", { type: "button", class: "small" }, `Send test ${k}`);
     b.addEventListener("click", () => void attempt(async () => {
-      const e = await api<EventView>("POST", `/v1/subscriptions/${id}/test`, { kind: k });
+      const e = await unwrap(client.POST("/v1/subscriptions/{id}/test", { params: { path: { id } }, body: { kind: k } }));
       notify(`Test event ${e.id} sent.`);
       await events.refresh();
     }));
     return b;
   });
   const recoverSince = h("input", { type: "datetime-local", required: true });
-  const recoverStatus = select(["failed", "delivered"], "failed");
+  const recoverable: NonNullable<RecoverRequest["status"]>[] = ["failed", "delivered"];
+  const recoverStatus = select(recoverable, "failed");
   const recover = h("form", { "aria-label": "Recover events" }, h("h3", {}, "Recover"), field("Since", recoverSince, "At most 14 days ago."),
     field("Events that", recoverStatus), h("button", { type: "submit" }, "Recover"));
   recover.addEventListener("submit", (e) => {
     e.preventDefault();
     void attempt(async () => {
       const since = recoverSince.value ? new Date(recoverSince.value).toISOString() : "";
-      const r = await api<{ recovered: number }>("POST", `/v1/subscriptions/${id}/events/recover`, { since, status: recoverStatus.value });
+      const r = await unwrap(client.POST("/v1/subscriptions/{id}/events/recover", { params: { path: { id } }, body: { since, status: recoverStatus.value as RecoverRequest["status"] } }));
       notify(`${r.recovered} ${r.recovered === 1 ? "event" : "events"} queued again.`);
       await events.refresh();
     });

@@ -12,13 +12,17 @@ import type { ServiceHandle } from "../common/service.ts";
 import { createSsrfPolicy, type Resolver } from "../common/ssrf.ts";
 import { watchSchedule } from "./metrics.ts";
 import { EventPartitions } from "./partitions.ts";
-import { EventPurger, type PurgeOptions } from "./purge.ts";
+import { JobRunner } from "../common/jobs.ts";
+import { idempotencyPurgeJob } from "../common/idempotency-purge.ts";
+import { EVENT_PURGE_JOB, eventPurgeJob, type PurgeOptions } from "./jobs/event-purge.ts";
+import { eventPartitionsJob } from "./jobs/event-partitions.ts";
 import { Schedule } from "./schedule.ts";
 import { createRoutingSender } from "./senders.ts";
 import { DeliveryService } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { deliveryRoutes } from "./service.ts";
 import { StreamWaker, streamEventsHandler, type StreamOptions } from "./stream.ts";
-import { DelivererStore, openDelivererDatabase, openPlannedReads, PLANNED_READS_POOL_SIZE } from "./store.ts";
+import { openDelivererDatabase, openPlannedReads, PLANNED_READS_POOL_SIZE } from "./db/connection.ts";
+import { DelivererStore } from "./db/store.ts";
 import { TargetCache } from "./targets.ts";
 import { DeliveryWorker, type WorkerOptions } from "./worker.ts";
 
@@ -48,15 +52,10 @@ export interface DelivererHandle extends ServiceHandle {
   schedule: Schedule;
   worker: DeliveryWorker;
   partitions: EventPartitions;
-  purger: EventPurger;
+  jobs: JobRunner;
   redis: Redis;
 }
 
-const PURGE_INTERVAL_MS = 10 * 60_000;
-/** Partition upkeep (next days made, expired days dropped): hourly, and once at start. */
-const PARTITION_INTERVAL_MS = 60 * 60_000;
-/** A pass that could not finish (a lock not had in time, an error) is tried again this soon. */
-const PARTITION_RETRY_MS = 60_000;
 
 export async function createDeliverer(config: Config, deps: DelivererDeps): Promise<DelivererHandle> {
   const logger = log.child({ service: "deliverer" });
@@ -76,6 +75,7 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
     caFile: config.deliveryCaFile,
   });
   const worker = new DeliveryWorker(store, schedule, targets, sender, {
+    keyConcurrency: config.quotas.deliveries,
     ...deps.worker,
     retrySchedule: config.retrySchedule,
     timeoutMs: config.deliveryTimeoutMs,
@@ -89,43 +89,11 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
   if (!(await partitions.prepare())) logger.error("event partitions for today not made; writes go to the default partition until they are");
   if (deps.startWorker !== false) worker.start();
 
-  const purge = async () => {
-    try {
-      await store.purgeExpiredIdempotency();
-    } catch (err) {
-      logger.warn("idempotency purge failed", { err });
-    }
-  };
-  void purge();
-  const timer = setInterval(purge, PURGE_INTERVAL_MS);
-  timer.unref?.();
-
-  let upkeep: Promise<void> | undefined;
-  let retry: ReturnType<typeof setTimeout> | undefined;
-  let closed = false;
-  const maintain = () => {
-    // A pass still running is not doubled; one that did not finish is retried soon rather than in an hour.
-    upkeep ??= partitions
-      .maintain()
-      .catch((err) => {
-        logger.warn("event partition upkeep failed; it is retried", { err });
-        return false;
-      })
-      .then((complete) => {
-        if (complete || closed) return;
-        clearTimeout(retry);
-        retry = setTimeout(maintain, PARTITION_RETRY_MS);
-        retry.unref?.();
-      })
-      .finally(() => {
-        upkeep = undefined;
-      });
-  };
-  maintain();
-  const partitionTimer = setInterval(maintain, PARTITION_INTERVAL_MS);
-  partitionTimer.unref?.();
-  const purger = new EventPurger(store, schedule, logger, deps.purge);
-  purger.start();
+  const jobs = new JobRunner(logger)
+    .add(idempotencyPurgeJob(store, logger))
+    .add(eventPartitionsJob(partitions))
+    .add(eventPurgeJob(store, schedule, logger, deps.purge));
+  jobs.start();
 
   return {
     routes: deliveryRoutes({
@@ -139,8 +107,8 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
         waker.notify();
       },
       reserveMs: worker.leaseMs,
-      purge: () => purger.wake(),
-      streamEvents: streamEventsHandler(store, deps.registry, waker, deps.stream),
+      purge: () => jobs.wake(EVENT_PURGE_JOB),
+      streamEvents: streamEventsHandler(store, deps.registry, waker, { perKey: config.quotas.streams, ...deps.stream }),
     }),
     callers,
     // The event log and the schedule are the deliverer's own job. The registry only refreshes delivery targets:
@@ -159,15 +127,10 @@ export async function createDeliverer(config: Config, deps: DelivererDeps): Prom
     schedule,
     worker,
     partitions,
-    purger,
+    jobs,
     redis,
     async close() {
-      clearInterval(timer);
-      closed = true;
-      clearInterval(partitionTimer);
-      clearTimeout(retry);
-      await purger.stop();
-      await upkeep;
+      await jobs.stop();
       await worker.stop();
       await sender.close();
       unwatch();

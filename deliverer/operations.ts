@@ -17,22 +17,26 @@ import {
   type SearchEventsRequest,
 } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { IdempotencyResultSchema } from "../gen/webhooks/common/v1/error_pb.ts";
-import { isChainId } from "../common/config.ts";
-import { ApiError } from "../common/errors.ts";
+import {
+  ApiError,
+  CHAIN_CHOICES,
+  EVENT_KINDS,
+  RECOVER_MAX_AGE_MS,
+  invalidRequest,
+  isChainId,
+  isEventKind,
+  notFound,
+} from "../common/contract/index.ts";
 import { checkEventSearchFilters } from "../common/event-search.ts";
 import { isId } from "../common/ids.ts";
 import { isKeyed, type IdempotentOutcome } from "../common/idempotency.ts";
 import { decodePageToken, encodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
-import { PING_KIND, toEventView, TRANSFER_KINDS } from "./payload.ts";
-import { afterEffect, beforeEffect, eventCursor, invalid, isPageCursor, notFound } from "./rpc-helpers.ts";
+import { toEventView } from "./payload.ts";
+import { afterEffect, beforeEffect, eventCursor, isPageCursor, scheduleUnavailable } from "./rpc-helpers.ts";
 import { EVENT_STATUSES, type AttemptRow, type EventStatus } from "./schema.ts";
-import type { DeliveryServiceDeps } from "./service.ts";
-import type { EventSearch, PageCursor } from "./store.ts";
+import type { DeliveryServiceDeps } from "./service-deps.ts";
+import type { EventSearch, PageCursor } from "./db/types.ts";
 
-/** The kinds an event can have: any other `kind` filter is a mistake, not an empty result. */
-const EVENT_KINDS: readonly string[] = [...TRANSFER_KINDS, PING_KIND];
-/** How far back recover reaches (the contract's bound on `since`). */
-export const RECOVER_MAX_AGE_MS = 14 * 24 * 3_600_000;
 /**
  * Events re-queued per statement: each batch is one short UPDATE, so no transaction lasts long. While a batch runs,
  * its UPDATE takes a core of PostgreSQL (it writes the five indexes of the delivery state of each event it changes)
@@ -64,7 +68,7 @@ interface Shared {
 
 function statusFilter(value: string, param: string): EventStatus | undefined {
   if (value === "") return undefined;
-  if (!(EVENT_STATUSES as readonly string[]).includes(value)) throw invalid(param, `status must be one of ${EVENT_STATUSES.join(", ")}.`);
+  if (!(EVENT_STATUSES as readonly string[]).includes(value)) throw invalidRequest(`status must be one of ${EVENT_STATUSES.join(", ")}.`, param);
   return value as EventStatus;
 }
 
@@ -123,13 +127,13 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
 
   return {
     async listAttempts(req: ListAttemptsRequest) {
-      if (!isId("sub", req.subscriptionId) || !isId("evt", req.eventId)) throw notFound();
+      if (!isId("sub", req.subscriptionId) || !isId("evt", req.eventId)) throw notFound("event");
       const limit = pageLimit(req.limit);
       const scope: PageScope = { list: "attempts", keyId: req.keyId, parent: req.eventId };
       const cursor = decodePageToken(d.tokenKeys, scope, req.pageToken, isPageCursor);
       await shared.ownedTarget(req.keyId, req.subscriptionId);
       const event = await d.store.getEvent(req.subscriptionId, req.eventId);
-      if (!event) throw notFound();
+      if (!event) throw notFound("event");
       const rows = await d.store.listAttempts(event, limit, cursor);
       const page = pageOf(d.tokenKeys, scope, rows, limit, (last): PageCursor => ({ t: last.attemptedAt.getTime(), id: last.id }));
       return create(ListAttemptsResponseSchema, { items: page.items.map(toAttempt), nextPageToken: page.nextPageToken });
@@ -139,14 +143,14 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       if (!isId("sub", req.subscriptionId)) throw notFound("subscription");
       await shared.ownedTarget(req.keyId, req.subscriptionId);
       const status = statusFilter(req.status, "/status") ?? "failed";
-      if (status === "pending") throw invalid("/status", "status must be failed or delivered.");
+      if (status === "pending") throw invalidRequest("status must be failed or delivered.", "/status");
       const now = Date.now();
-      if (req.sinceMs < BigInt(now - RECOVER_MAX_AGE_MS)) throw invalid("/since", "since must be at most 14 days ago.");
+      if (req.sinceMs < BigInt(now - RECOVER_MAX_AGE_MS)) throw invalidRequest(`since must be at most ${RECOVER_MAX_AGE_MS / 86_400_000} days ago.`, "/since");
       const since = new Date(Number(req.sinceMs));
       const until = new Date(req.untilMs === undefined ? now : Number(req.untilMs));
       // With until left to default, a future since is the mistake (not the until nobody sent).
-      if (req.untilMs === undefined && since.getTime() >= now) throw invalid("/since", "since must be in the past.");
-      if (until.getTime() <= since.getTime()) throw invalid("/until", "until must be after since.");
+      if (req.untilMs === undefined && since.getTime() >= now) throw invalidRequest("since must be in the past.", "/since");
+      if (until.getTime() <= since.getTime()) throw invalidRequest("until must be after since.", "/until");
       const scope = `POST /v1/subscriptions/${req.subscriptionId}/events/recover`;
       const idem = req.idempotency;
       if (!isKeyed(idem)) return create(RecoverEventsResponseSchema, { recovered: BigInt(await recover(req, status, since, until)) });
@@ -160,7 +164,7 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
       try {
         locked = await d.schedule.tryLock(lock, RECOVER_LOCK_MS);
       } catch {
-        throw new ApiError("service_unavailable", "The delivery schedule is unavailable; nothing was changed. Try again shortly.");
+        throw scheduleUnavailable();
       }
       if (!locked) {
         throw new ApiError("idempotency_in_flight", "A request with this Idempotency-Key is still being processed; retry shortly.");
@@ -178,9 +182,9 @@ export function operationHandlers(d: DeliveryServiceDeps, shared: Shared) {
     async searchEvents(req: SearchEventsRequest) {
       const limit = pageLimit(req.limit);
       if (req.subscriptionId !== "" && !isId("sub", req.subscriptionId)) throw notFound("subscription");
-      if (req.chainId !== "" && !isChainId(req.chainId)) throw invalid("chainId", "chainId must be tron:mainnet, tron:nile or tron:shasta.");
-      if (req.kind !== "" && !EVENT_KINDS.includes(req.kind)) throw invalid("kind", `kind must be one of ${EVENT_KINDS.join(", ")}.`);
-      if (req.sinceMs !== undefined && req.untilMs !== undefined && req.untilMs <= req.sinceMs) throw invalid("until", "until must be after since.");
+      if (req.chainId !== "" && !isChainId(req.chainId)) throw invalidRequest(`chainId must be ${CHAIN_CHOICES}.`, "chainId");
+      if (req.kind !== "" && !isEventKind(req.kind)) throw invalidRequest(`kind must be one of ${EVENT_KINDS.join(", ")}.`, "kind");
+      if (req.sinceMs !== undefined && req.untilMs !== undefined && req.untilMs <= req.sinceMs) throw invalidRequest("until must be after since.", "until");
       const { txId, address } = checkEventSearchFilters(req);
       const q: EventSearch = {
         keyId: req.keyId,

@@ -1,5 +1,5 @@
 // The events' daily partitions (migrations 0004, 0005): made ahead of time, and dropped whole once older than
-// EVENT_RETENTION_DAYS (README "Events"). events, event_deliveries and delivery_attempts share the bounds of the
+// EVENT_RETENTION_DAYS (docs/adr/0002-events-partitioned-by-day.md). events, event_deliveries and delivery_attempts share the bounds of the
 // event's created_at. Rows outside every partition sit in the default partitions (an insert is never refused);
 // retention deletes those in short batches, as they are strays, and the transfer identities and search refs of the
 // days dropped (event_transfer_keys, event_addresses, event_tx_refs: unpartitioned) the same way. Only final events
@@ -9,7 +9,7 @@
 // a short lock_timeout, so a long read never queues the events' reads and writes behind it; the step that gave up is
 // retried by a later pass (PartitionPass.complete false).
 import type { Logger } from "../common/logger.ts";
-import type { DelivererDb } from "./store.ts";
+import type { DelivererDb } from "./db/connection.ts";
 
 export const PARTITIONED_TABLES = ["events", "event_deliveries", "delivery_attempts"] as const;
 type Partitioned = (typeof PARTITIONED_TABLES)[number];

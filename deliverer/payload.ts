@@ -2,17 +2,8 @@
 import { create } from "@bufbuild/protobuf";
 import { randomBytes } from "node:crypto";
 import { EventViewSchema, type EventView, type Transfer } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
+import { CONFIRMED, FAILED } from "../common/contract/index.ts";
 import type { EventRow } from "./schema.ts";
-
-export const BROADCASTED_KIND = "wallet.transfer.broadcasted";
-export const CONFIRMED_KIND = "wallet.transfer.confirmed";
-export const FAILED_KIND = "wallet.transfer.failed";
-export const TRANSFER_KINDS: readonly string[] = [BROADCASTED_KIND, CONFIRMED_KIND, FAILED_KIND];
-export const PING_KIND = "service.ping";
-
-export function isTransferKind(kind: string): boolean {
-  return kind === BROADCASTED_KIND || kind === CONFIRMED_KIND || kind === FAILED_KIND;
-}
 
 export type Envelope = {
   id: string;
@@ -52,8 +43,8 @@ export function transferData(t: Transfer, kind: string, backfill: string | null 
     matchedAddresses: t.matchedAddresses.map((m) => ({ chainId: m.chainId, address: m.address, role: m.role })),
     backfill,
   };
-  if (kind === FAILED_KIND) data.reason = t.reason;
-  if (kind === CONFIRMED_KIND || kind === FAILED_KIND) data.solidifiedBlockNumber = Number(t.solidifiedBlockNumber);
+  if (kind === FAILED) data.reason = t.reason;
+  if (kind === CONFIRMED || kind === FAILED) data.solidifiedBlockNumber = Number(t.solidifiedBlockNumber);
   return data;
 }
 
@@ -72,7 +63,7 @@ const SAMPLE_SOLIDITY_LAG = 19;
 
 export function sampleTransferData(chainId: string, kind: string, at: Date): Record<string, unknown> {
   const mainnet = chainId === "tron:mainnet";
-  const failed = kind === FAILED_KIND;
+  const failed = kind === FAILED;
   const blockTimestamp = Math.floor(at.getTime() / 3000) * 3000;
   const blockNumber = mainnet ? 61132092 : 58000000;
   const data: Record<string, unknown> = {
@@ -97,7 +88,7 @@ export function sampleTransferData(chainId: string, kind: string, at: Date): Rec
     test: true,
   };
   if (failed) data.reason = "REVERT";
-  if (kind === CONFIRMED_KIND || failed) data.solidifiedBlockNumber = blockNumber + SAMPLE_SOLIDITY_LAG;
+  if (kind === CONFIRMED || failed) data.solidifiedBlockNumber = blockNumber + SAMPLE_SOLIDITY_LAG;
   return data;
 }
 

@@ -6,7 +6,7 @@
 import type { Logger } from "../common/logger.ts";
 import { scheduleRepaired } from "./metrics.ts";
 import type { Schedule } from "./schedule.ts";
-import type { DelivererStore } from "./store.ts";
+import type { DelivererStore } from "./db/store.ts";
 
 export interface ReconcileOptions {
   /** How often a pass runs (across replicas: the lock spans most of this). */

@@ -1,15 +1,11 @@
-// What the DeliveryService handlers share: their public errors and the two ways a schedule write around a
-// PostgreSQL effect can fail.
-import { ApiError } from "../common/errors.ts";
+// What the DeliveryService handlers share: the two ways a schedule write around a PostgreSQL effect can fail.
+import { ApiError, serviceUnavailable } from "../common/contract/index.ts";
 import { log } from "../common/logger.ts";
-import type { PageCursor } from "./store.ts";
+import type { PageCursor } from "./db/types.ts";
 
-export function notFound(what = "event"): ApiError {
-  return new ApiError("not_found", `No such ${what}.`);
-}
-
-export function invalid(param: string, message: string): ApiError {
-  return new ApiError("invalid_request", message, { param });
+/** The schedule (Redis) could not be written before the effect: nothing was done. */
+export function scheduleUnavailable(): ApiError {
+  return serviceUnavailable("The delivery schedule is unavailable; nothing was changed. Try again shortly.");
 }
 
 /** A schedule write before the effect: Redis down means nothing was done, the public 503. */
@@ -18,7 +14,7 @@ export async function beforeEffect(op: () => Promise<void>): Promise<void> {
     await op();
   } catch (err) {
     if (err instanceof ApiError) throw err;
-    throw new ApiError("service_unavailable", "The delivery schedule is unavailable; nothing was changed. Try again shortly.");
+    throw scheduleUnavailable();
   }
 }
 

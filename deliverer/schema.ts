@@ -43,7 +43,7 @@ export const events = pgTable(
     // The payload's JSON as it is delivered and shown (deliverer/payload.ts renderPayload), written once and never
     // parsed again: every read (a delivery, a page of the API, StreamEvents) hands these bytes on as they are. As
     // jsonb it was printed by PostgreSQL and parsed by the driver on every read, then put back in the contract's key
-    // order and serialized again (migration 0008; README "Event storage"). A check keeps it a JSON object.
+    // order and serialized again (migration 0008; docs/adr/0003-payload-stored-as-text.md). A check keeps it a JSON object.
     payload: text("payload").notNull(),
     createdAt: ms("created_at").notNull(),
     // The stream position (deliverer/stream.ts): the inserting transaction and the order within it. A reader takes
@@ -69,7 +69,7 @@ export const events = pgTable(
 
 // The delivery state of an event: one row per event, inserted in the event's statement and changed by every outcome.
 // Kept apart from events (migration 0005) so that an outcome rewrites this narrow row and its five indexes, not the
-// event's payload and every page index of events (README "Events", "Benchmarks"). Partitioned by the event's
+// event's payload and every page index of events (docs/architecture.md "Event storage"). Partitioned by the event's
 // created_at with the events' bounds; read joined to its event on (event_id, created_at).
 export const eventDeliveries = pgTable(
   "event_deliveries",
@@ -158,7 +158,7 @@ export const eventAddresses = pgTable(
 
 // GET /v1/events?txId=: one row per event of a key with a transaction, written in the event's statement. Not
 // partitioned, unlike the events: a txId says nothing of its time, so on the events a search probed one index in each
-// of the 30-odd daily partitions, and opening and locking them cost more than the probes (README "Events"). Here it
+// of the 30-odd daily partitions, and opening and locking them cost more than the probes (docs/adr/0002-events-partitioned-by-day.md). Here it
 // is one index range in page order; retention deletes the rows older than the oldest partition left (partitions.ts),
 // in short batches along the primary key.
 export const eventTxRefs = pgTable(

@@ -7,8 +7,7 @@ import { DestinationError, resolvePinned, type SsrfPolicy } from "../common/ssrf
 import { retryAfterOf } from "../common/retry-policy.ts";
 import { readAnswer } from "./answer-body.ts";
 import { connectionResends } from "./metrics.ts";
-
-export const RESPONSE_BODY_LIMIT = 4096;
+import { RESPONSE_BODY_LIMIT } from "../common/contract/index.ts";
 
 export interface AttemptRequest {
   /** An https destination's URL ("" for a queue destination). */

@@ -2,7 +2,7 @@
 // gateway checks that the API key owns the subscription, and so does every handler here (ownedTarget, against the
 // registry's record), so a caller naming another key's subscription finds nothing. Handlers throw ApiError.
 import { create } from "@bufbuild/protobuf";
-import { type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
+import type { ConnectRouter } from "@connectrpc/connect";
 import {
   DeliveryService,
   DeleteSubscriptionEventsResponseSchema,
@@ -13,48 +13,34 @@ import {
   type EventResponse,
 } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { IdempotencyResultSchema } from "../gen/webhooks/common/v1/error_pb.ts";
-import { isChainId } from "../common/config.ts";
-import { ApiError } from "../common/errors.ts";
+import {
+  ApiError,
+  FAILED,
+  PING,
+  TRANSFER_KINDS,
+  invalidRequest,
+  isChainId,
+  isTransferKind,
+  notFound,
+} from "../common/contract/index.ts";
 import { firstDelay } from "../common/retry-policy.ts";
-import { afterEffect, beforeEffect, eventCursor, invalid, isPageCursor, notFound } from "./rpc-helpers.ts";
+import { afterEffect, beforeEffect, eventCursor, isPageCursor } from "./rpc-helpers.ts";
 import { operationHandlers } from "./operations.ts";
 import { isId, newId } from "../common/ids.ts";
-import type { TokenKeys } from "../common/keyring.ts";
 import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
-import type { Schedule } from "./schedule.ts";
 import { EVENT_STATUSES, type EventStatus, type NewEventRow } from "./schema.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
-import { transferKey, type DelivererStore } from "./store.ts";
-import { holdReason, type TargetCache } from "./targets.ts";
+import { transferKey } from "./db/enqueue.ts";
+import { holdReason } from "./targets.ts";
 import { eventsHeld } from "./metrics.ts";
 import {
-  FAILED_KIND,
-  PING_KIND,
-  TRANSFER_KINDS,
   envelope,
-  isTransferKind,
   renderPayload,
   sampleTransferData,
   toEventView,
   transferData,
 } from "./payload.ts";
-
-export interface DeliveryServiceDeps {
-  store: DelivererStore;
-  schedule: Schedule;
-  targets: TargetCache;
-  retrySchedule: number[];
-  /** Sign (the first) and verify (any) page tokens: APP_SECRET's keyring. */
-  tokenKeys: TokenKeys;
-  /** Tells the local worker that something is due now. */
-  wake: () => void;
-  /** How long a reservation outlives a crash between the PostgreSQL commit and the schedule update. */
-  reserveMs: number;
-  /** Wakes the background purge of deleted subscriptions' events (deliverer/purge.ts). */
-  purge?: () => void;
-  /** StreamEvents (deliverer/stream.ts). */
-  streamEvents: ServiceImpl<typeof DeliveryService>["streamEvents"];
-}
+import type { DeliveryServiceDeps } from "./service-deps.ts";
 
 /** Events a DeleteSubscriptionEvents call deletes itself before leaving the rest to the background purge. */
 const PURGE_INLINE_BATCH = 1_000;
@@ -91,11 +77,11 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
 
   async function enqueue(req: EnqueueRequest) {
     req.events.forEach((e, i) => {
-      if (!isId("sub", e.subscriptionId)) throw invalid(`/events/${i}/subscriptionId`, "subscription_id is not a subscription id.");
-      if (!isTransferKind(e.kind)) throw invalid(`/events/${i}/kind`, `Only ${TRANSFER_KINDS.join(", ")} events are enqueued.`);
+      if (!isId("sub", e.subscriptionId)) throw invalidRequest("subscription_id is not a subscription id.", `/events/${i}/subscriptionId`);
+      if (!isTransferKind(e.kind)) throw invalidRequest(`Only ${TRANSFER_KINDS.join(", ")} events are enqueued.`, `/events/${i}/kind`);
       const t = e.transfer;
-      if (!t || !isChainId(t.chainId) || t.txId === "") throw invalid(`/events/${i}/transfer`, "transfer needs a known chain and a txId.");
-      if (e.kind === FAILED_KIND && t.reason === "") throw invalid(`/events/${i}/transfer/reason`, "A failed transfer needs its reason.");
+      if (!t || !isChainId(t.chainId) || t.txId === "") throw invalidRequest("transfer needs a known chain and a txId.", `/events/${i}/transfer`);
+      if (e.kind === FAILED && t.reason === "") throw invalidRequest("A failed transfer needs its reason.", `/events/${i}/transfer/reason`);
     });
     // No events for a subscription that is gone, disabled or whose key is revoked (docs/CONTRACT.md). One whose
     // secret cannot be read gets its events, held (out of the schedule) until the secret reads again: the block
@@ -191,10 +177,10 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
 
       async createTestEvent(req) {
         if (!isId("sub", req.subscriptionId)) throw notFound("subscription");
-        const kind = req.kind === "" ? PING_KIND : req.kind;
+        const kind = req.kind === "" ? PING : req.kind;
         const transfer = isTransferKind(kind);
-        if (kind !== PING_KIND && !transfer) {
-          throw new ApiError("unsupported_event", `Test events are ${[PING_KIND, ...TRANSFER_KINDS].join(", ")}.`, { event: req.kind });
+        if (kind !== PING && !transfer) {
+          throw new ApiError("unsupported_event", `Test events are ${[PING, ...TRANSFER_KINDS].join(", ")}.`, { event: req.kind });
         }
         let scheduled: string | undefined;
         const out = await d.store.idempotent(
@@ -241,7 +227,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
         let status: EventStatus | undefined;
         if (req.status !== "") {
           if (!(EVENT_STATUSES as readonly string[]).includes(req.status)) {
-            throw invalid("status", `status must be one of ${EVENT_STATUSES.join(", ")}.`);
+            throw invalidRequest(`status must be one of ${EVENT_STATUSES.join(", ")}.`, "status");
           }
           status = req.status as EventStatus;
         }
@@ -254,15 +240,15 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
       },
 
       async getEvent(req) {
-        if (!isId("sub", req.subscriptionId) || !isId("evt", req.eventId)) throw notFound();
+        if (!isId("sub", req.subscriptionId) || !isId("evt", req.eventId)) throw notFound("event");
         await ownedTarget(req.keyId, req.subscriptionId);
         const row = await d.store.getEvent(req.subscriptionId, req.eventId);
-        if (!row) throw notFound();
+        if (!row) throw notFound("event");
         return create(EventResponseSchema, { event: toEventView(row) });
       },
 
       async retryEvent(req) {
-        if (!isId("sub", req.subscriptionId) || !isId("evt", req.eventId)) throw notFound();
+        if (!isId("sub", req.subscriptionId) || !isId("evt", req.eventId)) throw notFound("event");
         await ownedTarget(req.keyId, req.subscriptionId);
         let scheduled: string | undefined;
         const out = await d.store.idempotent(
@@ -272,7 +258,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
           req.idempotency,
           async (tx) => {
             const row = await d.store.lockEvent(tx, req.subscriptionId, req.eventId);
-            if (!row) throw notFound();
+            if (!row) throw notFound("event");
             if (row.status === "pending") {
               throw new ApiError("event_not_retryable", "The event is still pending; only delivered or failed events can be retried.");
             }
@@ -295,7 +281,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
         if (target?.exists) return create(DeleteSubscriptionEventsResponseSchema, { deleted: 0n });
         // Recorded first (the events leave GET /v1/events at once), then one short batch here, so a small
         // subscription's events are gone when the call returns; a larger one's rest goes in the background
-        // (deliverer/purge.ts), never in one long statement.
+        // (deliverer/jobs/event-purge.ts), never in one long statement.
         await d.store.requestPurge(req.subscriptionId);
         const { deleted, pendingIds } = await d.store.purgeBatch(req.subscriptionId, PURGE_INLINE_BATCH);
         // The events are gone from PostgreSQL: a schedule entry left behind is dropped when it is claimed.

@@ -8,17 +8,20 @@
 // streams), otherwise every `pollMs` (events made by another replica).
 //
 // Authentication: the API key in the `authorization: Bearer whk_…` metadata, resolved through the registry as the
-// gateway does; checked again every `authRecheckMs` while the stream lasts, so a revoked key's stream ends.
+// gateway does; checked again every `authRecheckMs` while the stream lasts, so a revoked key's stream ends. A key may
+// hold its `streams` quota of streams open in this process at once (common/quotas.ts); one more is quota_exceeded.
 import { create } from "@bufbuild/protobuf";
 import { createClient, type HandlerContext, type Transport } from "@connectrpc/connect";
-import { isChainId } from "../common/config.ts";
-import { ApiError, toConnectError } from "../common/errors.ts";
+import { ApiError, invalidRequest, isChainId } from "../common/contract/index.ts";
+import { toConnectError } from "../common/rpc-errors.ts";
 import { isId } from "../common/ids.ts";
 import { bearerToken } from "../common/internal-auth.ts";
 import { StreamEventsResponseSchema, type StreamEventsRequest, type StreamEventsResponse } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
-import { ApiKeyService } from "../gen/webhooks/registry/v1/registry_pb.ts";
+import { ApiKeyService, type ApiKey } from "../gen/webhooks/registry/v1/registry_pb.ts";
+import { QUOTA_DEFAULTS, quotaExceeded } from "../common/quotas.ts";
 import { toEventView } from "./payload.ts";
-import type { DelivererStore, StreamFilter, StreamPosition, StreamRow } from "./store.ts";
+import type { DelivererStore } from "./db/store.ts";
+import type { StreamFilter, StreamPosition, StreamRow } from "./db/types.ts";
 
 export interface StreamOptions {
   /** Poll interval for events made elsewhere (default 200 ms). */
@@ -29,6 +32,8 @@ export interface StreamOptions {
   messageEvents?: number;
   /** How often the key is checked again during a stream (default 5 s). */
   authRecheckMs?: number;
+  /** Open streams per key in this process unless the key has its own quota (QUOTA_STREAMS; default 16). */
+  perKey?: number;
 }
 
 /** Wakes waiting streams when this process has made events. */
@@ -69,7 +74,7 @@ export function parseCursor(cursor: string): StreamPosition {
   if (cursor === "") return START;
   const m = CURSOR.exec(cursor);
   const seq = m ? Number(m[2]) : NaN;
-  if (!m || !Number.isSafeInteger(seq)) throw new ApiError("invalid_request", "cursor is not a cursor this stream gave.", { param: "cursor" });
+  if (!m || !Number.isSafeInteger(seq)) throw invalidRequest("cursor is not a cursor this stream gave.", "cursor");
   return { xid: m[1]!, seq };
 }
 
@@ -95,18 +100,35 @@ export function streamEventsHandler(store: DelivererStore, registry: Transport, 
   const batch = opts.batch ?? 2_000;
   const perMessage = Math.max(1, opts.messageEvents ?? 250);
   const recheckMs = opts.authRecheckMs ?? 5_000;
+  const defaultPerKey = opts.perKey ?? QUOTA_DEFAULTS.streams.value;
+  const open = new Map<string, number>();
 
-  async function keyIdOf(secret: string): Promise<string> {
+  async function keyOf(secret: string): Promise<ApiKey> {
     const res = await keys.resolveApiKey({ secret });
     if (!res.valid || !res.key) throw new ApiError("unauthorized", "The API key is unknown or revoked.");
-    return res.key.id;
+    return res.key;
+  }
+
+  /** Takes one of the key's stream places; the returned function gives it back. */
+  function admit(key: ApiKey): () => void {
+    const limit = key.quotas?.streams ?? defaultPerKey;
+    const n = open.get(key.id) ?? 0;
+    if (n >= limit) throw quotaExceeded("streams", limit);
+    open.set(key.id, n + 1);
+    return () => {
+      const left = (open.get(key.id) ?? 1) - 1;
+      if (left <= 0) open.delete(key.id);
+      else open.set(key.id, left);
+    };
   }
 
   return async function* streamEvents(req: StreamEventsRequest, ctx: HandlerContext): AsyncGenerator<StreamEventsResponse> {
+    let release: (() => void) | undefined;
     try {
       const secret = bearer(ctx.requestHeader.get("authorization"));
-      const keyId = await keyIdOf(secret);
-      const filter = checkFilter(req, keyId);
+      const key = await keyOf(secret);
+      const filter = checkFilter(req, key.id);
+      release = admit(key);
       let position = parseCursor(req.cursor);
       let checkedAt = Date.now();
       let next: Promise<StreamRow[]> | undefined;
@@ -134,7 +156,7 @@ export function streamEventsHandler(store: DelivererStore, registry: Transport, 
           }
         }
         if (Date.now() - checkedAt >= recheckMs) {
-          await keyIdOf(secret);
+          await keyOf(secret);
           checkedAt = Date.now();
         }
         if (rows.length < batch) {
@@ -149,6 +171,8 @@ export function streamEventsHandler(store: DelivererStore, registry: Transport, 
       // A streaming handler's errors surface while the stream is read, past the router's ApiError interceptor.
       if (err instanceof ApiError) throw toConnectError(err);
       throw err;
+    } finally {
+      release?.();
     }
   };
 }

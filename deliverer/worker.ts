@@ -1,17 +1,20 @@
 // The delivery loop: claim due events from the schedule, look up their targets, send, record outcomes in batches,
-// reschedule or finish. Concurrency is bounded per process and per destination host: a host at its limit gets its
-// events put back for a moment instead of occupying slots, so one slow or dead destination cannot starve others.
+// reschedule or finish. Concurrency is bounded per process, per destination host and, for HTTPS, per API key over all
+// its hosts (its `deliveries` quota): a host or key at its limit gets its events put back for a moment instead of
+// occupying slots, so one slow or dead destination, or one customer with many of them, cannot starve the others.
 import type { DeliveryTarget } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import { newId } from "../common/ids.ts";
 import { isExhausted, nextDelay } from "../common/retry-policy.ts";
 import { createLogger, type Logger } from "../common/logger.ts";
 import type { Schedule, ScheduleEntry } from "./schedule.ts";
-import type { ClaimedEvent, DelivererStore, Outcome } from "./store.ts";
+import type { DelivererStore } from "./db/store.ts";
+import type { ClaimedEvent, Outcome } from "./db/types.ts";
 import type { AttemptOutcome, Sender } from "./send.ts";
 import { holdReason, type TargetCache } from "./targets.ts";
 import { HOLD_REASONS, type HoldReason } from "../common/hold-reasons.ts";
 import { destinationKey, queueTarget } from "./senders.ts";
 import { reconcileSchedule, type ReconcileResult } from "./reconcile.ts";
+import { QUOTA_DEFAULTS } from "../common/quotas.ts";
 import { deliveryHeaders } from "./sign.ts";
 import {
   attemptsTotal,
@@ -40,6 +43,13 @@ export interface WorkerOptions {
   prefetch?: number;
   /** Attempts in flight per destination host in this process. */
   perHostConcurrency?: number;
+  /**
+   * HTTPS attempts in flight per API key in this process, over all its hosts (the `deliveries` quota's default,
+   * QUOTA_DELIVERIES_IN_FLIGHT; a key's own override comes with its delivery target). Per-host slots alone let a key
+   * with twenty host names take twenty hosts' worth of slots. Queue destinations are not counted: their brokers are
+   * the operator's, each destination has its own window, and a publish takes milliseconds.
+   */
+  keyConcurrency?: number;
   /**
    * Attempts in flight per queue destination (broker + exchange / subject) in this process. Higher than a host's:
    * a broker the operator registered is built for many unconfirmed publishes on one channel / connection (confirms
@@ -123,11 +133,23 @@ const WAKE_COALESCE_MS = 5;
 /** Subscriptions the held check looks up in the registry at once (one page of heldSubscriptions). */
 const HELD_PAGE = 500;
 
+/** How far an event whose key is at its cap is pushed back before any of the key's attempts has ended here. */
+const KEY_DEFER_UNKNOWN_MS = 1_000;
+
+/** The waiting queue of events held back by their key's cap (host names never hold a space). */
+function keyQueue(keyId: string): string {
+  return `key ${keyId}`;
+}
+
 interface Waiting {
   row: ClaimedEvent;
   target: DeliveryTarget;
   /** The destination's unit of fairness (destinationKey). */
   host: string;
+  /** The API key whose HTTPS attempts in flight are capped together; undefined for a queue destination. */
+  key: string | undefined;
+  /** That key's cap (at least 1). */
+  keySlots: number;
   /** Latest start that still ends inside the claim's lease. */
   startBy: number;
   /** When the claim's lease ends. */
@@ -145,7 +167,12 @@ export class DeliveryWorker {
   private wakeTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly inflight = new Map<string, Promise<void>>();
   private readonly perHost = new Map<string, number>();
-  // Claimed events whose host is at its limit wait here for one of its slots. How many may wait follows the host's
+  /** HTTPS attempts in flight per API key. */
+  private readonly perKey = new Map<string, number>();
+  /** Per key at its cap, when the next of its events handed back comes due (deferral). */
+  private readonly keyHorizon = new Map<string, number>();
+  // Claimed events whose host is at its limit wait here for one of its slots (and those whose key is at its cap, in
+  // the key's queue, keyQueue()). How many may wait follows the host's
   // recent attempt time (see waitCap): a fast host keeps a deep queue, so the loop is not claiming, loading and
   // handing back the same events while its slots turn over; a slow or dead one keeps one round of attempts. An event
   // still waiting when its lease could no longer cover an attempt goes back to the schedule instead of being sent.
@@ -210,6 +237,7 @@ export class DeliveryWorker {
       concurrency: opts.concurrency ?? 512,
       prefetch: opts.prefetch ?? 512,
       perHostConcurrency: opts.perHostConcurrency ?? 32,
+      keyConcurrency: opts.keyConcurrency ?? QUOTA_DEFAULTS.deliveries.value,
       queuePerDestinationConcurrency: opts.queuePerDestinationConcurrency ?? 256,
       claimBatch: opts.claimBatch ?? 256,
       pollMs: opts.pollMs ?? 50,
@@ -433,11 +461,16 @@ export class DeliveryWorker {
         continue;
       }
       // The "host" of fairness: the URL's host, or the broker and exchange / subject of a queue destination.
-      const w: Waiting = { row, target, host: destinationKey(target), startBy, leaseUntil };
+      const w: Waiting = { row, target, host: destinationKey(target), ...this.keyOf(target), startBy, leaseUntil };
       if (this.ready.length > 0) this.ready.push(w);
-      else if (!this.place(w)) {
-        later.push({ id: row.id, dueMs: now + this.o.deferMs });
-        full++;
+      else {
+        const refused = this.place(w);
+        if (refused) {
+          later.push({ id: row.id, dueMs: now + this.deferral(w, refused) });
+          // A key at its cap does not hold the claims back: its events are pushed past its next round instead, and
+          // the next claim finds the other keys' events.
+          if (refused === "host") full++;
+        }
       }
     }
     this.startReady();
@@ -471,22 +504,83 @@ export class DeliveryWorker {
   }
 
   /**
-   * Starts an event if both its destination and the process have a slot; else it waits for the process's slots
-   * (ready) or for its destination's (waiting, up to waitCap). False: its destination's queue is full.
+   * Starts an event if its destination, its key and the process have a slot; else it waits for the process's slots
+   * (ready), its destination's or its key's (waiting, up to waitCap). Returns which queue was full, if one was.
    */
-  private place(w: Waiting): boolean {
-    const slots = queueTarget(w.target) ? this.o.queuePerDestinationConcurrency : this.o.perHostConcurrency;
-    if ((this.perHost.get(w.host) ?? 0) < slots) {
-      if (this.inflight.size < this.o.concurrency) this.launch(w);
-      else this.ready.push(w);
-      return true;
+  private place(w: Waiting): "host" | "key" | undefined {
+    const slots = this.hostSlots(w);
+    if ((this.perHost.get(w.host) ?? 0) >= slots) return this.enqueue(w.host, w, slots) ? undefined : "host";
+    if (!this.keyHasRoom(w)) return this.enqueue(keyQueue(w.key!), w, w.keySlots) ? undefined : "key";
+    if (this.inflight.size < this.o.concurrency) this.launch(w);
+    else this.ready.push(w);
+    return undefined;
+  }
+
+  /**
+   * How far an event that found a queue full goes back in the schedule: a host's, a moment (deferMs). A key's, spread
+   * over the key's coming rounds at the rate its cap lets them run: the first a round from now (the recent pace of its
+   * attempts, 1 s before any has ended here, within [deferMs, the attempt timeout]), each next one a slot's share of a
+   * round later. Handed back every deferMs instead, a key's deep backlog behind a slow destination came due again and
+   * again ahead of the other keys' new events, and the claims spent themselves loading it (bench fairness).
+   */
+  private deferral(w: Waiting, full: "host" | "key"): number {
+    if (full === "host") return this.o.deferMs;
+    const key = w.key!;
+    const now = Date.now();
+    const round = Math.min(this.o.timeoutMs, Math.max(this.o.deferMs, this.hostMs.get(keyQueue(key)) ?? KEY_DEFER_UNKNOWN_MS));
+    const due = Math.max(this.keyHorizon.get(key) ?? 0, now + round);
+    if (!this.keyHorizon.has(key) && this.keyHorizon.size >= 10_000) {
+      for (const [k, t] of this.keyHorizon) if (t < now) this.keyHorizon.delete(k);
     }
-    const queue = this.waiting.get(w.host) ?? [];
-    if (queue.length >= this.waitCap(w.host, slots)) return false;
+    this.keyHorizon.set(key, due + round / w.keySlots);
+    return due - now;
+  }
+
+  private hostSlots(w: Waiting): number {
+    return queueTarget(w.target) ? this.o.queuePerDestinationConcurrency : this.o.perHostConcurrency;
+  }
+
+  private keyHasRoom(w: Waiting): boolean {
+    return w.key === undefined || (this.perKey.get(w.key) ?? 0) < w.keySlots;
+  }
+
+  /** The key whose cap an event's attempt counts against, and that cap: HTTPS destinations only. */
+  private keyOf(target: DeliveryTarget): Pick<Waiting, "key" | "keySlots"> {
+    if (queueTarget(target)) return { key: undefined, keySlots: 0 };
+    return { key: target.keyId, keySlots: Math.max(1, target.keyDeliveriesQuota ?? this.o.keyConcurrency) };
+  }
+
+  /** Queues an event for a slot of `name` (a host, or a key's queue); false when that queue is full. */
+  private enqueue(name: string, w: Waiting, slots: number): boolean {
+    const queue = this.waiting.get(name) ?? [];
+    if (queue.length >= this.waitCap(name, slots)) return false;
     queue.push(w);
-    this.waiting.set(w.host, queue);
+    this.waiting.set(name, queue);
     this.waitingCount++;
     return true;
+  }
+
+  /**
+   * An attempt ended: the events waiting for its host's slot, then those waiting for its key's, are placed again
+   * while that slot stays free (one whose other limit is full moves to that limit's queue). Anything not placed goes
+   * back to the schedule for a moment.
+   */
+  private refill(ended: Waiting): void {
+    const back: ScheduleEntry[] = [];
+    const now = Date.now();
+    const pump = (name: string, free: () => boolean) => {
+      let next: Waiting | undefined;
+      while (free() && (next = this.nextWaiting(name))) {
+        if (!this.running) back.push({ id: next.row.id, dueMs: now });
+        else {
+          const refused = this.place(next);
+          if (refused) back.push({ id: next.row.id, dueMs: now + this.deferral(next, refused) });
+        }
+      }
+    };
+    pump(ended.host, () => (this.perHost.get(ended.host) ?? 0) < this.hostSlots(ended));
+    if (ended.key !== undefined) pump(keyQueue(ended.key), () => this.keyHasRoom(ended));
+    if (back.length > 0) void this.giveBack(back);
   }
 
   /** Starts ready events while the process has slots; any whose lease could no longer cover an attempt go back. */
@@ -500,7 +594,10 @@ export class DeliveryWorker {
     while (taken < this.ready.length && this.inflight.size < this.o.concurrency) {
       const w = this.ready[taken++]!;
       if (w.startBy < now) expired.push(w);
-      else if (!this.place(w)) back.push({ id: w.row.id, dueMs: now + this.o.deferMs });
+      else {
+        const refused = this.place(w);
+        if (refused) back.push({ id: w.row.id, dueMs: now + this.deferral(w, refused) });
+      }
     }
     // Spliced in place, not copied: usually one event is taken.
     if (taken > 0) this.ready.splice(0, taken);
@@ -538,6 +635,14 @@ export class DeliveryWorker {
     return slots * rounds;
   }
 
+  /** Folds an attempt's time into the recent pace of a host (or of a key's queue): waitCap follows it. */
+  private pace(name: string, durationMs: number): void {
+    const prevMs = this.hostMs.get(name);
+    // Only a pacing hint: forgetting every host now and then bounds the map where destinations churn.
+    if (prevMs === undefined && this.hostMs.size >= 10_000) this.hostMs.clear();
+    this.hostMs.set(name, prevMs === undefined ? durationMs : prevMs + (durationMs - prevMs) * 0.2);
+  }
+
   /** The next waiting event of a host that can still start inside its lease; later ones' claims are released. */
   private nextWaiting(host: string): Waiting | undefined {
     const queue = this.waiting.get(host);
@@ -563,17 +668,14 @@ export class DeliveryWorker {
       this.release([w], now);
       return;
     }
-    this.perHost.set(host, (this.perHost.get(host) ?? 0) + 1);
+    count(this.perHost, host, 1);
+    if (w.key !== undefined) count(this.perKey, w.key, 1);
     const p = this.attempt(w).finally(() => {
       this.inflight.delete(row.id);
-      const n = (this.perHost.get(host) ?? 1) - 1;
-      if (n <= 0) this.perHost.delete(host);
-      else this.perHost.set(host, n);
-      const next = this.nextWaiting(host);
-      if (next) {
-        if (this.running) this.launch(next);
-        else void this.schedule.moveToDue([{ id: next.row.id, dueMs: Date.now() }]).catch(() => {});
-      } else if (this.running) this.startReady();
+      count(this.perHost, host, -1);
+      if (w.key !== undefined) count(this.perKey, w.key, -1);
+      this.refill(w);
+      if (this.running) this.startReady();
       this.wake();
     });
     this.inflight.set(row.id, p);
@@ -597,10 +699,8 @@ export class DeliveryWorker {
       await this.schedule.moveToDue([{ id: row.id, dueMs: Date.now() }]).catch(() => {});
       return;
     }
-    const prevMs = this.hostMs.get(host);
-    // Only a pacing hint: forgetting every host now and then bounds the map where destinations churn.
-    if (prevMs === undefined && this.hostMs.size >= 10_000) this.hostMs.clear();
-    this.hostMs.set(host, prevMs === undefined ? result.durationMs : prevMs + (result.durationMs - prevMs) * 0.2);
+    this.pace(host, result.durationMs);
+    if (w.key !== undefined) this.pace(keyQueue(w.key), result.durationMs);
     const label = result.ok ? "success" : (result.failure ?? "http");
     attemptsTotal.inc({ result: label });
     deliveryLatency.observe({ result: label }, result.durationMs / 1000);
@@ -839,4 +939,11 @@ export class DeliveryWorker {
     }
     return count;
   }
+}
+
+/** Adds `delta` to a counter of the map, dropping it at zero. */
+function count(map: Map<string, number>, name: string, delta: number): void {
+  const n = (map.get(name) ?? 0) + delta;
+  if (n <= 0) map.delete(name);
+  else map.set(name, n);
 }

@@ -1,31 +1,29 @@
 // The public HTTP API. Order of work per request, cheapest and most telling first: request id → (under /v1)
-// authentication (a lookup of an unknown key limited per client address first) → rate limit → body (size, media type, JSON) → schema → route → RPC. Each route file is one
-// Elysia plugin; this file wires them and the cross-cutting hooks.
+// authentication (a lookup of an unknown key limited per client address first) → rate limit → body (size, media type, JSON) → schema → route → RPC. Each operation's file is one
+// Elysia plugin (gateway/routes/); this file wires them and the cross-cutting hooks.
 import type { Transport } from "@connectrpc/connect";
 import { Elysia, t, ValidationError, type AnyElysia } from "elysia";
 import type { Config } from "../common/config.ts";
-import { ApiError } from "../common/errors.ts";
+import { ApiError, internalError, invalidRequest, MAX_TARGET_LENGTH, notFound } from "../common/contract/index.ts";
 import { operationalResponse } from "../common/http-service.ts";
 import { log } from "../common/logger.ts";
 import { openRedis, type Redis } from "../common/redis.ts";
 import { createAuthenticator, UNAUTHORIZED_HEADERS } from "./auth.ts";
-import { createClientLimiter } from "./client-limit.ts";
+import { clientKey, createClientLimiter } from "./client-limit.ts";
 import { parseJsonBody } from "./body.ts";
 import { beginRequest, pathOf, requestIdOf, stateOf, targetLength } from "./context.ts";
 import { createDeps } from "./deps.ts";
 import { consolePlugin } from "./console.ts";
 import { docsPlugin } from "./docs.ts";
-import { createMethodIndex, errorResponse, fromValidationError, methodNotAllowed, notFound } from "./errors.ts";
+import { createMethodIndex, errorResponse, fromValidationError, methodNotAllowed } from "./errors.ts";
 import { canonicalJson, IDEMPOTENCY_HEADER } from "./idempotency.ts";
 import { countRateLimitFailOpen, observeRequest } from "./metrics.ts";
 import { createRateLimiter, rateLimitHeaders } from "./rate-limit.ts";
+import { requestCost } from "./request-cost.ts";
 import { gatewayReadiness } from "./readiness.ts";
+import { createRefusalPacer, type RefusalPacerOptions } from "./refusal-pace.ts";
 import { pickRequestId, REQUEST_ID_HEADER } from "./request-id.ts";
-import { addressRoutes } from "./routes/addresses.ts";
-import { backfillRoutes } from "./routes/backfills/index.ts";
-import { eventRoutes } from "./routes/events.ts";
-import { operationRoutes } from "./routes/operations.ts";
-import { subscriptionRoutes } from "./routes/subscriptions.ts";
+import { apiRoutes } from "./routes/index.ts";
 
 const gatewayLog = log.child({ service: "gateway" });
 
@@ -39,6 +37,8 @@ export interface GatewayOptions {
   redis?: Redis;
   /** How long a resolved API key is trusted before asking the registry again (default 3 s). */
   authCacheMs?: number;
+  /** Bounds of the refusals held until their Retry-After (default 256 per client address, 4,096 in all). */
+  refusalsHeld?: RefusalPacerOptions;
 }
 
 const ReadinessSchema = t.Object({
@@ -69,11 +69,10 @@ function record(request: Request, route: string, status: number): void {
 }
 
 /**
- * Longest request target (path and query) the gateway serves. No route needs more than a few hundred characters
- * (the longest is a page token); beyond this the answer is 414 in the error contract. Bun's own header limit
- * (`--max-http-header-size`, 16 KiB, request line included) stops anything longer still, with its bare 431.
+ * Refused unknown-key requests held until their Retry-After, per client address and in all (refusal-pace.ts): one
+ * client's 256 is more than a client's HTTP pool keeps in flight by default (Bun's fetch: 256).
  */
-export const MAX_TARGET_LENGTH = 8192;
+const REFUSALS_HELD: RefusalPacerOptions = { perClient: 256, total: 4_096 };
 
 function isV1(path: string): boolean {
   return path === "/v1" || path.startsWith("/v1/");
@@ -109,6 +108,7 @@ export function createGatewayApp(opts: GatewayOptions) {
     cacheMs: opts.authCacheMs,
     lookupLimiter: createClientLimiter({ rps: config.unknownKeyRateLimitRps, burst: config.unknownKeyRateLimitBurst }),
   });
+  const pacer = createRefusalPacer(opts.refusalsHeld ?? REFUSALS_HELD);
   const limiter = createRateLimiter({
     redis,
     prefix: config.redisPrefix,
@@ -142,16 +142,20 @@ export function createGatewayApp(opts: GatewayOptions) {
       if (!isV1(pathOf(request.url))) return;
 
       // Authentication comes before anything else, so an unauthenticated caller learns nothing (not even 404).
+      const address = server?.requestIP(request)?.address;
       try {
-        state.principal = await auth.authenticate(request.headers.get("authorization"), server?.requestIP(request)?.address);
+        state.principal = await auth.authenticate(request.headers.get("authorization"), address);
       } catch (err) {
         const apiErr = err instanceof ApiError ? err : new ApiError("service_unavailable", "Authentication is unavailable.");
+        const headers = authErrorHeaders(apiErr);
+        // A refused lookup is answered after its Retry-After, within the pacer's bounds (refusal-pace.ts).
+        if (headers["retry-after"] !== undefined) await pacer.hold(clientKey(address), Number(headers["retry-after"]) * 1_000);
         // An answer from here skips Elysia's later hooks (onAfterResponse included): record it now.
         record(request, "unauthenticated", apiErr.status);
-        return errorResponse(apiErr, requestId, authErrorHeaders(apiErr));
+        return errorResponse(apiErr, requestId, headers);
       }
 
-      const decision = await limiter.take(state.principal.keyId);
+      const decision = await limiter.take(state.principal.keyId, requestCost(request.method, pathOf(request.url), request.headers));
       if (decision === undefined) {
         countRateLimitFailOpen();
         return;
@@ -195,10 +199,10 @@ export function createGatewayApp(opts: GatewayOptions) {
           apiErr = notFound();
         }
       } else if (code === "PARSE") {
-        apiErr = new ApiError("invalid_request", "The request body is not valid JSON.", { param: "/" });
+        apiErr = invalidRequest("The request body is not valid JSON.", "/");
       } else {
         gatewayLog.error("unhandled gateway error", { requestId, method: request.method, path: pathOf(request.url), err: error });
-        apiErr = new ApiError("internal_error", "An unexpected error occurred.");
+        apiErr = internalError();
       }
       if (apiErr.code === "not_found" && !extra.allow) {
         // A literal path that shares its shape with a parameter route (GET …/events/recover reaches GET
@@ -235,12 +239,8 @@ export function createGatewayApp(opts: GatewayOptions) {
       response: { 200: t.String({ description: "Prometheus text exposition format." }) },
       detail: { summary: "Prometheus metrics", tags: ["operations"], security: [] },
     })
-    // Resources, one plugin per route file.
-    .use(subscriptionRoutes(deps))
-    .use(addressRoutes(deps))
-    .use(eventRoutes(deps))
-    .use(operationRoutes(deps))
-    .use(backfillRoutes(deps))
+    // The /v1 operations, one file each (gateway/routes/).
+    .use(apiRoutes(deps))
     .onStop(() => {
       if (ownsRedis) redis.disconnect();
     });

@@ -3,7 +3,8 @@
 // of a key not known valid is first limited per client address (client-limit.ts), so made-up keys cost no database.
 import { createClient, type Transport } from "@connectrpc/connect";
 import { RPC_DEADLINE_MS } from "../common/deadlines.ts";
-import { ApiError, fromRpcError } from "../common/errors.ts";
+import { ApiError } from "../common/contract/index.ts";
+import { fromRpcError } from "../common/rpc-errors.ts";
 import { ApiKeyService } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import type { ClientLimiter } from "./client-limit.ts";
 import type { Principal } from "./context.ts";

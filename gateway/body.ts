@@ -1,8 +1,7 @@
 // Request bodies: JSON only, at most 1 MiB, read before any route sees them. An absent body is `null` (the routes
 // whose body is optional accept it; the others answer invalid_request), so POSTs like rotate work with no body.
-import { ApiError } from "../common/errors.ts";
+import { ApiError, invalidRequest, MAX_BODY_BYTES } from "../common/contract/index.ts";
 
-export const MAX_BODY_BYTES = 1024 * 1024;
 /** Deepest nesting of arrays and objects a body may have; no request of this API needs more than a few levels. */
 export const MAX_JSON_DEPTH = 32;
 
@@ -117,17 +116,17 @@ export async function parseJsonBody(request: Request): Promise<ParsedBody> {
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
     value = JSON.parse(text);
   } catch {
-    throw new ApiError("invalid_request", "The request body is not valid JSON.", { param: "/" });
+    throw invalidRequest("The request body is not valid JSON.", "/");
   }
   // JSON can carry NUL only as the escape \u0000, so only a body containing one is walked (bounded by the depth).
   if (/\\u0000/.test(text)) {
     const param = findNul(value);
-    if (param !== null) throw new ApiError("invalid_request", `The field ${param} contains a NUL character.`, { param });
+    if (param !== null) throw invalidRequest(`The field ${param} contains a NUL character.`, param);
   }
   // Every body of this API is a JSON object (or, for an address list, an array): a bare string, number or
   // boolean is never one, whatever a route's schema would let through.
   if (value !== null && typeof value !== "object") {
-    throw new ApiError("invalid_request", "The request body must be a JSON object.", { param: "/" });
+    throw invalidRequest("The request body must be a JSON object.", "/");
   }
   return { value, present: value !== null };
 }

@@ -3,7 +3,7 @@
 // talks only to the public /v1 API with the API key the user types in (kept in the tab's sessionStorage).
 import { join } from "node:path";
 import { Elysia } from "elysia";
-import { notFound } from "./errors.ts";
+import { notFound } from "../common/contract/index.ts";
 
 const SOURCE = join(import.meta.dir, "..", "console");
 

@@ -1,6 +1,6 @@
 // What the gateway learns about a request before its route runs (request id, caller, idempotency hash input),
 // kept beside the Request object so every hook, route plugin and error handler reads the same facts.
-import { ApiError } from "../common/errors.ts";
+import { ApiError } from "../common/contract/index.ts";
 
 export interface Principal {
   /** The API key's id ("key_..."): every RPC acts for it. */

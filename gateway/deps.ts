@@ -3,7 +3,7 @@
 import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import type { Config } from "../common/config.ts";
 import { REQUEST_BUDGET_MS, RPC_DEADLINE_MS, writeRpcDeadline } from "../common/deadlines.ts";
-import { fromRpcError } from "../common/errors.ts";
+import { fromRpcError } from "../common/rpc-errors.ts";
 import { SubscriptionService } from "../gen/webhooks/registry/v1/registry_pb.ts";
 
 export interface GatewayDeps {

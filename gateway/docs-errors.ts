@@ -1,7 +1,19 @@
 // The error answers of the OpenAPI document: for each operation and status, the codes it can give, each with an
 // example body in the one error shape (docs/CONTRACT.md "HTTP conventions"). Codes and statuses come from
-// common/errors.ts, so a code that is renamed or moved to another status fails the type check or the document test.
-import { ERROR_STATUS, type ErrorCode, type ErrorDetail } from "../common/errors.ts";
+// common/contract/errors.ts, so a code renamed or moved to another status fails the type check or the document test.
+import {
+  ERROR_STATUS,
+  internalError,
+  MAX_ADDRESSES_PER_REQUEST,
+  MAX_BODY_BYTES,
+  MAX_DESCRIPTION_LENGTH,
+  MAX_TARGET_LENGTH,
+  notFound,
+  serviceUnavailable,
+  TRON_CHAINS,
+  type ErrorCode,
+  type ErrorDetail,
+} from "../common/contract/index.ts";
 import { SSRF_ALLOW_HINT } from "../common/ssrf.ts";
 
 const REQUEST_ID = "7f1c2d3e-4b5a-4c6d-8e9f-0a1b2c3d4e5f";
@@ -13,64 +25,50 @@ const EXAMPLES: Record<ErrorCode, { message: string; detail: ErrorDetail }> = {
     detail: { ip: "10.0.0.5", cidr: "10.0.0.0/8" },
   },
   unsupported_event: { message: 'The event kind "wallet.transfer.pending" is not supported.', detail: { event: "wallet.transfer.pending" } },
-  description_too_long: { message: "description must be at most 512 characters.", detail: { max: 512 } },
+  description_too_long: {
+    message: `description must be at most ${MAX_DESCRIPTION_LENGTH} characters.`,
+    detail: { max: MAX_DESCRIPTION_LENGTH },
+  },
   invalid_pagination_token: { message: "The page token is malformed, altered or belongs to another list.", detail: null },
   invalid_address: {
     message: "Not a base58check TRON address (34 characters, version byte 0x41, valid checksum).",
     detail: { index: 0, input: { chainId: "tron:mainnet", address: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6u" } },
   },
   invalid_chain: {
-    message: '"tron:testnet" is not one of tron:mainnet, tron:nile, tron:shasta.',
+    message: `"tron:testnet" is not one of ${TRON_CHAINS.join(", ")}.`,
     detail: { index: 0, input: { chainId: "tron:testnet", address: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t" } },
   },
   chain_not_enabled: {
     message: "tron:nile is not enabled for this API key.",
     detail: { index: 0, input: { chainId: "tron:nile", address: "TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8" } },
   },
-  addresses_limit_exceeded: { message: "A request may carry at most 10000 address entries (add and remove together).", detail: { limit: 10000, count: 10001 } },
+  addresses_limit_exceeded: {
+    message: `A request may carry at most ${MAX_ADDRESSES_PER_REQUEST} address entries (add and remove together).`,
+    detail: { limit: MAX_ADDRESSES_PER_REQUEST, count: MAX_ADDRESSES_PER_REQUEST + 1 },
+  },
   unauthorized: { message: "A valid API key is required.", detail: null },
-  not_found: { message: "No such resource.", detail: null },
+  quota_exceeded: { message: "This API key's subscriptions quota is 10000.", detail: { quota: "subscriptions", limit: 10000 } },
+  not_found: { message: notFound().message, detail: null },
   method_not_allowed: { message: "This path accepts GET, PUT, DELETE only.", detail: null },
   idempotency_in_flight: { message: "A request with this Idempotency-Key is still being processed; retry shortly.", detail: null },
   idempotency_conflict: { message: "This Idempotency-Key was already used with a different request; use a new key for a new request.", detail: null },
   event_not_retryable: { message: "The event is still pending; only delivered or failed events can be retried.", detail: null },
   subscription_disabled: { message: "The subscription is disabled; enable it before sending or retrying events.", detail: null },
-  payload_too_large: { message: "The request body exceeds 1048576 bytes.", detail: null },
+  payload_too_large: { message: `The request body exceeds ${MAX_BODY_BYTES} bytes.`, detail: null },
   unsupported_media_type: { message: "Request bodies must be sent with Content-Type: application/json.", detail: null },
-  uri_too_long: { message: "The request target is longer than 8192 characters.", detail: { limit: 8192 } },
+  uri_too_long: { message: `The request target is longer than ${MAX_TARGET_LENGTH} characters.`, detail: { limit: MAX_TARGET_LENGTH } },
   rate_limited: { message: "Too many requests for this API key; retry after the Retry-After delay.", detail: { retryAfterSeconds: 1 } },
-  internal_error: { message: "An unexpected error occurred.", detail: null },
-  service_unavailable: { message: "A dependency is unavailable; nothing was changed. Try again shortly.", detail: null },
+  internal_error: { message: internalError().message, detail: null },
+  service_unavailable: { message: serviceUnavailable().message, detail: null },
 };
 
 /** Codes every authenticated operation can answer, whatever its own rules. */
 const COMMON: ErrorCode[] = ["unauthorized", "uri_too_long", "rate_limited", "service_unavailable"];
 /** A request with a body: its size, media type and JSON shape. */
-const BODY: ErrorCode[] = ["invalid_request", "payload_too_large", "unsupported_media_type"];
-const IDEMPOTENT: ErrorCode[] = ["idempotency_in_flight", "idempotency_conflict", "invalid_request"];
-const URL_POLICY: ErrorCode[] = ["ssrf_blocked", "unsupported_event", "description_too_long"];
-const PAGE: ErrorCode[] = ["invalid_request", "invalid_pagination_token"];
-
-/** The codes of each operation ("METHOD /path" as in the document), beyond COMMON. */
-export const OPERATION_ERRORS: Record<string, ErrorCode[]> = {
-  "post /v1/subscriptions": [...BODY, ...URL_POLICY, ...IDEMPOTENT],
-  "get /v1/subscriptions": PAGE,
-  "get /v1/subscriptions/{id}": ["not_found"],
-  "put /v1/subscriptions/{id}": [...BODY, ...URL_POLICY, "not_found"],
-  "delete /v1/subscriptions/{id}": ["not_found"],
-  "post /v1/subscriptions/{id}/secrets/rotate": [...BODY, ...IDEMPOTENT, "not_found"],
-  "patch /v1/subscriptions/{id}/filters/addresses": [...BODY, "addresses_limit_exceeded", "not_found"],
-  "put /v1/subscriptions/{id}/filters/addresses": [
-    ...BODY, "invalid_address", "invalid_chain", "chain_not_enabled", "addresses_limit_exceeded", "not_found",
-  ],
-  "get /v1/subscriptions/{id}/filters/addresses": [...PAGE, "not_found"],
-  "post /v1/subscriptions/{id}/test": [...BODY, "unsupported_event", "subscription_disabled", ...IDEMPOTENT, "not_found"],
-  "get /v1/subscriptions/{id}/events": [...PAGE, "not_found"],
-  "get /v1/subscriptions/{id}/events/{eventId}": ["not_found"],
-  "post /v1/subscriptions/{id}/events/{eventId}/retry": [
-    "event_not_retryable", "subscription_disabled", ...IDEMPOTENT, "payload_too_large", "unsupported_media_type", "not_found",
-  ],
-};
+export const BODY: ErrorCode[] = ["invalid_request", "payload_too_large", "unsupported_media_type"];
+export const IDEMPOTENT: ErrorCode[] = ["idempotency_in_flight", "idempotency_conflict", "invalid_request"];
+export const URL_POLICY: ErrorCode[] = ["ssrf_blocked", "unsupported_event", "description_too_long"];
+export const PAGE: ErrorCode[] = ["invalid_request", "invalid_pagination_token"];
 
 export interface ErrorResponseObject {
   description: string;
@@ -82,19 +80,22 @@ const RETRY_AFTER = {
   "Retry-After": { description: "Seconds to wait before the next request.", schema: { type: "integer", minimum: 1 } },
 };
 
-/** Every code answered with one of `statuses`: the fallback for an operation missing from OPERATION_ERRORS. */
+/** Every code answered with one of `statuses`: the fallback for an operation that lists no codes of its own. */
 function codesOfStatuses(statuses: readonly number[]): ErrorCode[] {
   return (Object.keys(ERROR_STATUS) as ErrorCode[]).filter((c) => statuses.includes(ERROR_STATUS[c]) && c !== "internal_error");
 }
 
 /**
  * The error responses of one /v1 operation by status: the codes listed in the description and one example per code,
- * every body a reference to the shared error schema. An operation not in OPERATION_ERRORS lists every code of the
- * statuses its route declares.
+ * every body a reference to the shared error schema. Without codes of its own (`own`, from its file in
+ * gateway/routes/), an operation lists every code of the statuses its route declares.
  */
-export function errorResponsesFor(operation: string, errorSchemaRef: string, declared: readonly number[]): Record<string, ErrorResponseObject> {
-  const own = OPERATION_ERRORS[operation] ?? codesOfStatuses(declared);
-  const codes = [...new Set([...own, ...COMMON])];
+export function errorResponsesFor(
+  own: readonly ErrorCode[] | undefined,
+  errorSchemaRef: string,
+  declared: readonly number[],
+): Record<string, ErrorResponseObject> {
+  const codes = [...new Set([...(own ?? codesOfStatuses(declared)), ...COMMON])];
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes) byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code]);
   const out: Record<string, ErrorResponseObject> = {};

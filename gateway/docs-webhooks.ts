@@ -6,14 +6,13 @@ import {
   ConfirmedDataSchema,
   DELIVERY_HEADERS,
   EVENT_DESCRIPTIONS,
-  EVENT_KINDS,
   FailedDataSchema,
   GUARANTEES,
   PingDataSchema,
   VERIFY_EXAMPLE,
   exampleDelivery,
-  type EventKind,
 } from "./event-catalog.ts";
+import { EVENT_KINDS, RESPONSE_BODY_LIMIT, type EventKind } from "../common/contract/index.ts";
 import { DEFAULT_RETRY_SCHEDULE, JITTER_FRACTION, RETRY_AFTER_MAX_FACTOR, describeSchedule, parseRetrySchedule } from "../common/retry-policy.ts";
 
 /** A TypeBox schema as plain JSON Schema (TypeBox's symbol keys dropped). */
@@ -88,7 +87,9 @@ function ordinal(n: number): string {
 }
 
 const RESPONSES = {
-  "2XX": { description: "Any 2xx acknowledges the delivery. The first 4,096 bytes of the answer are kept as the event's responseBody." },
+  "2XX": {
+    description: `Any 2xx acknowledges the delivery. The first ${RESPONSE_BODY_LIMIT.toLocaleString("en-US")} bytes of the answer are kept as the event's responseBody.`,
+  },
   "429": {
     description:
       "A failed attempt. A Retry-After header (seconds or an HTTP date) sets the delay before the next one, kept within " +

@@ -5,11 +5,12 @@ import { dirname, join } from "node:path";
 import { toOpenAPISchema, unwrapSchema } from "@elysiajs/openapi/openapi";
 import { Elysia, type AnyElysia, type TSchema } from "elysia";
 import { errorResponsesFor } from "./docs-errors.ts";
-import { OPERATION_EXAMPLES, PARAMETER_EXAMPLES } from "./docs-examples.ts";
+import { PARAMETER_EXAMPLES } from "./docs-examples.ts";
 import { plainSchema, webhooksSection, WEBHOOK_PAYLOAD_REFS, WEBHOOK_SCHEMAS, WEBHOOKS_TAG } from "./docs-webhooks.ts";
-import { notFound } from "./errors.ts";
+import { operationOf } from "./routes/index.ts";
 import { ErrorBodySchema } from "./schemas.ts";
-import { DEFAULT_PAGE_LIMIT, PAGE_LIMIT_DESCRIPTION } from "../common/page-token.ts";
+import { PAGE_LIMIT_DESCRIPTION } from "../common/page-token.ts";
+import { DEFAULT_PAGE_LIMIT, notFound } from "../common/contract/index.ts";
 
 const OPENAPI_VERSION = "3.1.0";
 const ASSET_BASE = "/docs/assets";
@@ -81,7 +82,8 @@ function enrich(key: string, op: Operation): void {
     const example = PARAMETER_EXAMPLES[p.name];
     if (example !== undefined) p.example = example;
   }
-  const examples = OPERATION_EXAMPLES[key];
+  const operation = operationOf(key);
+  const examples = operation?.examples;
   const requestJson = op.requestBody?.content?.["application/json"];
   if (requestJson && examples?.request !== undefined) requestJson.example = examples.request;
   const responses = (op.responses ??= {});
@@ -97,7 +99,7 @@ function enrich(key: string, op: Operation): void {
     const example = examples?.response?.[status];
     if (json && example !== undefined) json.example = example;
   }
-  if (key.includes(" /v1/")) Object.assign(responses, errorResponsesFor(key, ERROR_REF, declaredErrors));
+  if (key.includes(" /v1/")) Object.assign(responses, errorResponsesFor(operation?.errors, ERROR_REF, declaredErrors));
 }
 
 /** The event log's `payload` is one of the webhook payloads: point every EventView at their schemas. */
@@ -108,6 +110,36 @@ function linkEventPayloads(node: unknown): void {
     schema.properties.payload = { description: "The webhook payload, as delivered.", oneOf: WEBHOOK_PAYLOAD_REFS };
   }
   for (const child of Object.values(node)) linkEventPayloads(child);
+}
+
+/**
+ * Elysia's t.Integer is "an integer, or a string of one" so that query strings coerce; what the service sends (its
+ * answers, the webhook payloads) always holds the integer, so those say integer. A copy: `node` is left as it is.
+ */
+function integersAsSent(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(integersAsSent);
+  if (!node || typeof node !== "object") return node;
+  const schema = node as Record<string, unknown>;
+  const members = schema.anyOf as Record<string, unknown>[] | undefined;
+  const integer = members?.length === 2 && members.some((m) => m.type === "string" && m.format === "integer") ? members.find((m) => m.type === "integer") : undefined;
+  if (integer) {
+    const { anyOf: _coercion, ...rest } = schema;
+    return { ...integer, ...rest };
+  }
+  return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, integersAsSent(v)]));
+}
+
+/**
+ * Elysia writes additionalProperties: false into a schema when it compiles a route's validator (at the route's first
+ * request), and the schemas are shared by every app in the process: without this the document would depend on which
+ * routes had been called. No schema here sets it (inputs set true), so every such mark is the validator's. A copy.
+ */
+function withoutValidatorMarks(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(withoutValidatorMarks);
+  if (!node || typeof node !== "object") return node;
+  return Object.fromEntries(
+    Object.entries(node).filter(([k, v]) => !(k === "additionalProperties" && v === false)).map(([k, v]) => [k, withoutValidatorMarks(v)]),
+  );
 }
 
 /**
@@ -139,6 +171,7 @@ export function openApiDocument(app: AnyElysia): Record<string, unknown> {
       }
     }
     enrich(`${method} ${path}`, op);
+    if (op.responses) op.responses = integersAsSent(op.responses) as Operation["responses"];
   }
   linkEventPayloads(paths);
   return {
@@ -153,10 +186,10 @@ export function openApiDocument(app: AnyElysia): Record<string, unknown> {
       { name: "operations", description: "Health, readiness and metrics (no authentication)" },
       WEBHOOKS_TAG,
     ],
-    paths,
-    webhooks: webhooksSection(),
+    paths: withoutValidatorMarks(paths),
+    webhooks: integersAsSent(webhooksSection()),
     components: {
-      schemas: { ...components.schemas, Error: plainSchema(ErrorBodySchema), ...WEBHOOK_SCHEMAS },
+      schemas: withoutValidatorMarks({ ...components.schemas, Error: plainSchema(ErrorBodySchema), ...(integersAsSent(WEBHOOK_SCHEMAS) as typeof WEBHOOK_SCHEMAS) }),
       securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "An API key: whk_..." } },
     },
   };

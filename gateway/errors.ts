@@ -2,7 +2,7 @@
 // Elysia's own failures (validation, parse, unknown route) are translated here too, so no framework-shaped body
 // ever reaches a client.
 import { ValidationError } from "elysia";
-import { ApiError, type ErrorDetail } from "../common/errors.ts";
+import { ApiError, internalError, notFound, type ErrorDetail } from "../common/contract/index.ts";
 
 export interface ErrorBody {
   error: string;
@@ -20,10 +20,6 @@ export function errorResponse(err: ApiError, requestId: string, headers: Record<
     status: err.status,
     headers: { "content-type": "application/json", "x-request-id": requestId, ...headers },
   });
-}
-
-export function notFound(): ApiError {
-  return new ApiError("not_found", "No such resource.");
 }
 
 export function methodNotAllowed(allow: string[]): ApiError {
@@ -71,7 +67,7 @@ function refine(e: ValueErrorLike): ValueErrorLike {
 export function fromValidationError(err: ValidationError): ApiError {
   const type = err.type;
   if (type === "params") return notFound();
-  if (type === "response") return new ApiError("internal_error", "An unexpected error occurred.");
+  if (type === "response") return internalError();
   const all = (err.all as ValueErrorLike[] | undefined) ?? [];
   // The shallowest problem names the field the caller got wrong ("destination" is not an object), not its
   // consequences ("destination/type" is then missing too).

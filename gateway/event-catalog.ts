@@ -2,10 +2,11 @@
 // one payload schema per event kind (docs/CONTRACT.md "Events and delivery" and "Transfer lifecycle"), when each fires,
 // the guarantees a receiver can build on, the delivery headers and a full example of each, signed for real.
 import { t, type Static, type TSchema } from "elysia";
+import { CHAIN_CHOICES, type EventKind } from "../common/contract/index.ts";
 import { renderPayload } from "../deliverer/payload.ts";
 import { deliveryHeaders } from "../deliverer/sign.ts";
 
-const ChainId = t.String({ description: "CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.", examples: ["tron:mainnet"] });
+const ChainId = t.String({ description: `CAIP-2 chain id: ${CHAIN_CHOICES}.`, examples: ["tron:mainnet"] });
 const Address = t.String({ description: "Base58check TRON address (T..., 34 characters).", examples: ["TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS"] });
 const Nullable = <T extends TSchema>(schema: T, description: string) => t.Union([schema, t.Null()], { description });
 
@@ -78,14 +79,6 @@ export type BroadcastedData = Static<typeof BroadcastedDataSchema>;
 export type ConfirmedData = Static<typeof ConfirmedDataSchema>;
 export type FailedData = Static<typeof FailedDataSchema>;
 export type PingData = Static<typeof PingDataSchema>;
-
-export const EVENT_KINDS = [
-  "wallet.transfer.broadcasted",
-  "wallet.transfer.confirmed",
-  "wallet.transfer.failed",
-  "service.ping",
-] as const;
-export type EventKind = (typeof EVENT_KINDS)[number];
 
 export interface Envelope<D> {
   id: string;

@@ -2,7 +2,7 @@
 // JSON, so key order and white space do not matter) and hand both to the service that owns the effect; it keeps
 // the record in the same transaction as the effect and answers a replay from it.
 import { create } from "@bufbuild/protobuf";
-import { ApiError } from "../common/errors.ts";
+import { ApiError, invalidRequest, MAX_IDEMPOTENCY_KEY_LENGTH } from "../common/contract/index.ts";
 import { sha256Hex } from "../common/crypto.ts";
 import { IdempotencyRequestSchema, type IdempotencyRequest, type IdempotencyResult } from "../gen/webhooks/common/v1/error_pb.ts";
 import { stateOf } from "./context.ts";
@@ -10,16 +10,14 @@ import { stateOf } from "./context.ts";
 export const IDEMPOTENCY_HEADER = "idempotency-key";
 export const REPLAYED_HEADER = "idempotent-replayed";
 
-const PRINTABLE_ASCII = /^[\x20-\x7e]{1,255}$/;
+const PRINTABLE_ASCII = new RegExp(`^[\\x20-\\x7e]{1,${MAX_IDEMPOTENCY_KEY_LENGTH}}$`);
 
 /** The header's value, undefined when absent; a malformed one is invalid_request naming the header. */
 export function readIdempotencyKey(headers: Headers): string | undefined {
   const key = headers.get(IDEMPOTENCY_HEADER);
   if (key === null) return undefined;
   if (!PRINTABLE_ASCII.test(key)) {
-    throw new ApiError("invalid_request", "Idempotency-Key must be 1 to 255 printable ASCII characters.", {
-      param: "Idempotency-Key",
-    });
+    throw invalidRequest(`Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters.`, "Idempotency-Key");
   }
   return key;
 }

@@ -1,12 +1,14 @@
 // Per-API-key rate limiting in Redis with GCRA (the token bucket as one timestamp per key): one Lua script, one
-// round trip, Redis's own clock so every gateway replica agrees. Redis being down never blocks the API: the
+// round trip, Redis's own clock so every gateway replica agrees. A request takes as many tokens as it costs
+// (gateway/request-cost.ts): all of them or none. Redis being down never blocks the API: the
 // limiter fails open (docs/CONTRACT.md "HTTP conventions").
 import { createHash } from "node:crypto";
 import type { Redis } from "../common/redis.ts";
 
-// KEYS[1] = the key's bucket; ARGV[1] = emission interval (µs per request); ARGV[2] = burst; ARGV[3] = how many
+// KEYS[1] = the key's bucket; ARGV[1] = emission interval (µs per token); ARGV[2] = burst; ARGV[3] = how many
 // requests to take, one after the other at Redis's one `now` (the requests of one key gathered in one event-loop
-// turn). Returns {allowed (1|0), remaining, retry_after_us, reset_us} per request, flattened.
+// turn); ARGV[4..] = each request's cost in tokens. Returns {allowed (1|0), remaining, retry_after_us, reset_us} per
+// request, flattened.
 const GCRA = `
 local interval = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -19,7 +21,7 @@ local tolerance = interval * burst
 local out = {}
 local taken = false
 for i = 1, n do
-  local new_tat = tat + interval
+  local new_tat = tat + interval * tonumber(ARGV[3 + i])
   local allow_at = new_tat - tolerance
   if allow_at > now then
     out[#out+1] = 0; out[#out+1] = 0; out[#out+1] = allow_at - now; out[#out+1] = tat - now
@@ -48,8 +50,11 @@ export interface RateDecision {
 }
 
 export interface RateLimiter {
-  /** The decision for one request of this key, or undefined when Redis could not answer (fail open). */
-  take(keyId: string): Promise<RateDecision | undefined>;
+  /**
+   * The decision for one request of this key costing `cost` tokens (default 1; more than the burst counts as the
+   * burst), or undefined when Redis could not answer (fail open).
+   */
+  take(keyId: string, cost?: number): Promise<RateDecision | undefined>;
 }
 
 export interface RateLimitOptions {
@@ -71,12 +76,12 @@ export function createRateLimiter(opts: RateLimitOptions): RateLimiter {
   const timeoutMs = opts.timeoutMs ?? 250;
   const { redis } = opts;
 
-  const run = async (key: string, n: number): Promise<unknown> => {
+  const run = async (key: string, costs: number[]): Promise<unknown> => {
     try {
-      return await redis.evalsha(GCRA_SHA, 1, key, interval, burst, n);
+      return await redis.evalsha(GCRA_SHA, 1, key, interval, burst, costs.length, ...costs);
     } catch (err) {
       if (!String(err).includes("NOSCRIPT")) throw err;
-      return await redis.eval(GCRA, 1, key, interval, burst, n);
+      return await redis.eval(GCRA, 1, key, interval, burst, costs.length, ...costs);
     }
   };
 
@@ -96,7 +101,7 @@ export function createRateLimiter(opts: RateLimitOptions): RateLimiter {
     };
   };
 
-  type Waiter = (d: RateDecision | undefined) => void;
+  type Waiter = { cost: number; resolve: (d: RateDecision | undefined) => void };
 
   // One script call per key and event-loop turn instead of one per request: under load the Redis round trip (and
   // ioredis' per-command work) was the gateway's largest cost. Each request still gets its own GCRA decision.
@@ -106,15 +111,15 @@ export function createRateLimiter(opts: RateLimitOptions): RateLimiter {
       const timeout = new Promise<undefined>((resolve) => {
         timer = setTimeout(resolve, timeoutMs);
       });
-      const reply = await Promise.race([run(key, waiters.length), timeout]);
+      const reply = await Promise.race([run(key, waiters.map((w) => w.cost)), timeout]);
       if (!Array.isArray(reply) || reply.length !== waiters.length * 4) {
-        for (const w of waiters) w(undefined);
+        for (const w of waiters) w.resolve(undefined);
         return;
       }
-      waiters.forEach((w, i) => w(decision(reply, i * 4)));
+      waiters.forEach((w, i) => w.resolve(decision(reply, i * 4)));
     } catch (err) {
       opts.onFailure?.(err);
-      for (const w of waiters) w(undefined);
+      for (const w of waiters) w.resolve(undefined);
     } finally {
       clearTimeout(timer);
     }
@@ -130,14 +135,14 @@ export function createRateLimiter(opts: RateLimitOptions): RateLimiter {
   };
 
   return {
-    take(keyId) {
+    take(keyId, cost = 1) {
       // While disconnected, ioredis would queue the command until it reconnects: answer at once instead.
       if (redis.status !== "ready") return Promise.resolve(undefined);
       const key = `${opts.prefix}ratelimit:{${keyId}}`;
       return new Promise<RateDecision | undefined>((resolve) => {
         let waiters = pending.get(key);
         if (!waiters) pending.set(key, (waiters = []));
-        waiters.push(resolve);
+        waiters.push({ cost: Math.min(burst, Math.max(1, Math.ceil(cost))), resolve });
         if (waiters.length >= MAX_BATCH) {
           pending.delete(key);
           void send(key, waiters);

@@ -3,6 +3,14 @@
 // (events, description length, URL policy) belong to the registry.
 import { t, type TSchema } from "elysia";
 import { PAGE_LIMIT_DESCRIPTION } from "../common/page-token.ts";
+import {
+  CHAIN_CHOICES,
+  EVENT_KINDS,
+  INLINE_ADDRESSES,
+  MAX_EVENTS,
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+  MAX_MATCH_ASSETS,
+} from "../common/contract/index.ts";
 
 type ObjectOptions = NonNullable<Parameters<typeof t.Object>[1]>;
 type TProperties = Record<string, TSchema>;
@@ -30,7 +38,7 @@ export const ErrorBodySchema = t.Object(
 
 export const AddressEntrySchema = t.Object(
   {
-    chainId: t.String({ description: "CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.", examples: ["tron:mainnet"] }),
+    chainId: t.String({ description: `CAIP-2 chain id: ${CHAIN_CHOICES}.`, examples: ["tron:mainnet"] }),
     address: t.String({ description: "Base58check TRON address (T...).", examples: ["TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"] }),
   },
   { title: "AddressEntry" },
@@ -77,7 +85,7 @@ export const MatchInput = t.Union(
       {
         assets: t.Optional(
           t.Union([t.Null(), t.Array(AssetConditionInput)], {
-            description: "null or omitted: every asset. Otherwise 1 to 100 distinct assets, each at or above its minAmount.",
+            description: `null or omitted: every asset. Otherwise 1 to ${MAX_MATCH_ASSETS} distinct assets, each at or above its minAmount.`,
           }),
         ),
         directions: t.Optional(t.Array(DIRECTION, { description: 'Default both. Not empty; duplicates collapse.' })),
@@ -139,7 +147,9 @@ export const SubscriptionSchema = t.Object(
     }),
     events: t.Array(t.String()),
     filters: t.Object({
-      addresses: t.Array(AddressEntrySchema, { description: "Up to 200 inlined addresses, oldest first, where the endpoint inlines them." }),
+      addresses: t.Array(AddressEntrySchema, {
+        description: `Up to ${INLINE_ADDRESSES} inlined addresses, oldest first, where the endpoint inlines them.`,
+      }),
       hasMore: t.Optional(t.Boolean({ description: "More than the inlined addresses exist." })),
     }),
     match: MatchSchema,
@@ -177,7 +187,7 @@ export const DestinationInput = InputObject({
 });
 
 export const EventsInput = t.Array(t.String(), {
-  description: "Event kinds: wallet.transfer.broadcasted, wallet.transfer.confirmed, wallet.transfer.failed, service.ping. 1 to 16 distinct entries.",
+  description: `Event kinds: ${EVENT_KINDS.join(", ")}. 1 to ${MAX_EVENTS} distinct entries.`,
 });
 
 export const StatusInput = t.Union([t.Literal("enabled"), t.Literal("disabled")]);
@@ -194,7 +204,9 @@ export const PageQuery = InputObject({
 
 export const IdempotencyHeaders = t.Object({
   "idempotency-key": t.Optional(
-    t.String({ description: "1 to 255 printable ASCII characters; the same key and body within 24 h replays the first answer." }),
+    t.String({
+      description: `1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters; the same key and body within 24 h replays the first answer.`,
+    }),
   ),
 });
 

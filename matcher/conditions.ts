@@ -1,5 +1,5 @@
 // A subscription's match conditions applied to one transfer (docs/CONTRACT.md "Match conditions"). Pure: the conditions
-// come with the watcher from the watch index (common/watch-index.ts), so matching reads no PostgreSQL.
+// come with the watcher from the watch index (common/watch-index/), so matching reads no PostgreSQL.
 //   - includeZeroValue false: a transfer of amount 0 passes no role (the address-poisoning vector);
 //   - assets: null lets every asset through; otherwise the transfer's asset must be listed, at or above its minAmount;
 //   - directions: `incoming` keeps the role `to`, `outgoing` keeps the role `from`.

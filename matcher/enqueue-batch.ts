@@ -1,8 +1,7 @@
 // The events of a run of blocks handed to the deliverer in few Enqueue calls instead of one per block: each call
 // costs the deliverer a target lookup, a schedule reservation, one INSERT and a schedule update (Redis and PostgreSQL
-// round trips and a commit) whatever its size, and a catch-up over 1,000 blocks made 1,000 of them; in batches the
-// time blocks spend waiting on Enqueue fell to a third to a half (README "Benchmarks", matcher/README.md "Catch-up:
-// where the time goes"). Events are sent as soon as MAX_EVENTS_PER_CALL
+// round trips and a commit) whatever its size, and a catch-up over 1,000 blocks made 1,000 of them (measured in
+// matcher/README.md "Catch-up: where the time goes"). Events are sent as soon as MAX_EVENTS_PER_CALL
 // of them are ready, while the other blocks of the run are still matched; the caller moves its checkpoint only after
 // around() resolved, i.e. after every call was accepted. A failed call fails around(): the caller retries the whole run,
 // and the deliverer's one event per (subscription, kind, transfer) makes the calls that did succeed harmless to repeat.

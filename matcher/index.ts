@@ -6,23 +6,24 @@
 import { createClient, type Transport } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
 import { DeliveryService, type NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
-import type { ChainId, Config } from "../common/config.ts";
+import type { ChainId } from "../common/contract/index.ts";
+import type { Config } from "../common/config.ts";
 import { PROBE_DEADLINE_MS } from "../common/deadlines.ts";
 import { log as rootLog } from "../common/logger.ts";
 import { openRedis, type Redis } from "../common/redis.ts";
 import { refuseEvictingRedis } from "../common/redis-eviction.ts";
 import type { ServiceHandle } from "../common/service.ts";
-import { lookup } from "../common/watch-index.ts";
-import { StreamLink } from "./block-cache.ts";
+import { WatchIndexReader } from "../common/watch-index/reader.ts";
 import { BackfillScanner } from "./backfill/scanner.ts";
-import { AppliedPositionsReader } from "./index-positions.ts";
+import { StreamLink } from "./block-cache.ts";
 import { acquireChainLease, type ChainLease } from "./lease.ts";
 import type { WatchLookup } from "./match.ts";
 import * as m from "./metrics.ts";
 import { NodeHealth } from "./node-health.ts";
 import { Rematcher } from "./rematch.ts";
 import { SolidifiedStream, type SolidProgress } from "./solid-stream.ts";
-import { ChainStream, sleep, type Progress } from "./stream.ts";
+import { ChainStream, type Progress } from "./stream.ts";
+import { sleep } from "../common/timing.ts";
 import { LeaseLostError, openMatcherDatabase, type MatcherDb } from "./store.ts";
 import { TronClient, TronNodeError } from "./tron-client.ts";
 
@@ -108,11 +109,9 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
     m.lagSeconds.set({ chain }, Number.NaN);
   }
 
-  // Every lookup compares Redis with what PostgreSQL says was applied before it (matcher/index-positions.ts): a Redis
-  // that lost applied changes (a failover to a lagging replica) is waited for until the registry replayed them.
-  const applied = new AppliedPositionsReader(db, config.watchIndexShards);
-  const watchLookup: WatchLookup = (chainId, addresses) =>
-    lookup(redis, config.redisPrefix, chainId, addresses, { shards: config.watchIndexShards, minPositions: () => applied.read(chainId) });
+  // Lookups wait for Redis to hold what PostgreSQL says was applied before them (common/watch-index/README.md).
+  const index = new WatchIndexReader(redis, db, { prefix: config.redisPrefix, shards: config.watchIndexShards });
+  const watchLookup: WatchLookup = (chainId, addresses) => index.lookup(chainId, addresses);
   const enqueue = async (events: NewEvent[]) => {
     await deliverer.enqueue({ events });
   };

@@ -6,18 +6,11 @@
 // emits it processes the block.
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { AssetSchema, NewEventSchema, type Asset, type NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
-import type { ChainId } from "../common/config.ts";
-import type { Watcher } from "../common/watch-index.ts";
+import { BROADCASTED, CONFIRMED, FAILED, type ChainId, type TransferKind } from "../common/contract/index.ts";
+import type { Watcher } from "../common/watch-index/reader.ts";
 import type { DecodedTransfer } from "./decode.ts";
 import { rolePasses } from "./conditions.ts";
 import { knownToken } from "./tokens.ts";
-
-/** The head stream's kind: a successful transfer appeared in a new block. */
-export const BROADCASTED = "wallet.transfer.broadcasted";
-/** The solidified stream's kinds: a successful transfer's block is final; a transfer failed for good. */
-export const CONFIRMED = "wallet.transfer.confirmed";
-export const FAILED = "wallet.transfer.failed";
-export type TransferKind = typeof BROADCASTED | typeof CONFIRMED | typeof FAILED;
 
 /** What a confirmed or failed event adds: the solidified head when it is made, and for failed a forced reason. */
 export interface Finality {

@@ -1,6 +1,7 @@
 // Whether each chain's TRON node answers, for readiness, and what an operator reads when it does not: one line per
 // chain per minute at most, naming the variable that points at the node, never a stack trace per retry.
-import { NODE_URL_VARIABLES, type ChainId } from "../common/config.ts";
+import { NODE_URL_VARIABLES } from "../common/config.ts";
+import { type ChainId } from "../common/contract/index.ts";
 import type { Logger } from "../common/logger.ts";
 import type { TronNodeError } from "./tron-client.ts";
 

@@ -1,5 +1,5 @@
 // Re-matching after a repair of the watch index. When the registry finds the index lost keys outside its writers
-// (registry/watch-index.ts verify) or lost its state and rebuilds it, blocks the streams processed meanwhile were
+// (registry/watch-index/upkeep.ts verify) or lost its state and rebuilds it, blocks the streams processed meanwhile were
 // matched against a partial index and missed the addresses it lacked. The registry then files a request
 // (watch_rematch_requests) holding both streams' checkpoints at the index's last clean check; the chain's lease
 // holder re-reads the blocks after them up to its current checkpoints from the node and runs them through the same
@@ -12,7 +12,7 @@
 // a re-match never makes an event for a block the streams did not accept. Older blocks are logged as not re-matched.
 import { and, asc, eq, inArray, isNull, lt } from "drizzle-orm";
 import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
-import type { ChainId } from "../common/config.ts";
+import type { ChainId } from "../common/contract/index.ts";
 import type { Logger } from "../common/logger.ts";
 import { EnqueueBatch } from "./enqueue-batch.ts";
 import { fetchDecodedRange, mapLimit, type DecodedBlock } from "./fetch.ts";
@@ -20,7 +20,8 @@ import { matchBroadcasted, matchFinal, type BlockContext, type WatchLookup } fro
 import * as m from "./metrics.ts";
 import { watchRematchRequests } from "./schema.ts";
 import { loadCheckpoint, loadSolidifiedCheckpoint, recentBlocks, recentSolidifiedBlocks, type BlockRef, type MatcherDb } from "./store.ts";
-import { sleep, stepRetryDelay } from "./stream.ts";
+import { stepRetryDelay } from "./stream.ts";
+import { sleep } from "../common/timing.ts";
 import { MAX_BLOCKS_PER_RANGE, type TronClient } from "./tron-client.ts";
 
 /** How often the lease holder looks for requests. */

@@ -95,7 +95,7 @@ export const matcherSolidifiedTxs = pgTable(
 );
 
 /**
- * Re-matches the registry asked for (registry/watch-index.ts): the watch index was repaired after losing keys, so
+ * Re-matches the registry asked for (registry/watch-index/upkeep.ts): the watch index was repaired after losing keys, so
  * blocks the streams processed since its last clean check (after `head_from` / `solid_from`, the checkpoints then)
  * may have missed watched addresses. The chain's lease holder re-matches them (matcher/rematch.ts) and sets done_at.
  */

@@ -7,13 +7,13 @@
 // only on a miss. Its checkpoint (with the pending drops it settled) moves only after the deliverer accepted the
 // events of every block up to it, like the head stream's, so a crash re-reads instead of skipping.
 import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
-import type { ChainId } from "../common/config.ts";
+import { CONFIRMED, FAILED, type ChainId } from "../common/contract/index.ts";
 import type { Logger } from "../common/logger.ts";
 import type { StreamLink } from "./block-cache.ts";
 import { EnqueueBatch } from "./enqueue-batch.ts";
 import { fetchDecodedRange, mapLimit, type DecodedBlock } from "./fetch.ts";
 import type { ChainLease } from "./lease.ts";
-import { CONFIRMED, FAILED, matchFinal, type BlockContext, type WatchLookup } from "./match.ts";
+import { matchFinal, type BlockContext, type WatchLookup } from "./match.ts";
 import * as m from "./metrics.ts";
 import {
   LeaseLostError,
@@ -29,7 +29,8 @@ import {
   type MatcherDb,
   type PendingDrop,
 } from "./store.ts";
-import { sleep, stepRetryDelay } from "./stream.ts";
+import { stepRetryDelay } from "./stream.ts";
+import { sleep } from "../common/timing.ts";
 import { MAX_BLOCKS_PER_RANGE, lacksSolidityApi, type TronClient } from "./tron-client.ts";
 
 /** What blocks() answers when the node's chain no longer holds the checkpoint's block. */

@@ -7,8 +7,9 @@
 // into the chain's block cache for the solidified stream (solid-stream.ts); a block processed above the solidified
 // head keeps its transfers with its id, so a fork that replaces it turns them into pending drops (store.ts).
 import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
-import type { ChainId } from "../common/config.ts";
+import type { ChainId } from "../common/contract/index.ts";
 import type { Logger } from "../common/logger.ts";
+import { sleep } from "../common/timing.ts";
 import { EnqueueBatch } from "./enqueue-batch.ts";
 import { decoded, fetchDecodedRange, infosFor, mapLimit, type DecodedBlock } from "./fetch.ts";
 import type { ChainLease } from "./lease.ts";
@@ -71,20 +72,6 @@ function blockRef(b: DecodedBlock): Progress {
 /** How long a stream waits after its `failures`-th failed step in a row: 250 ms doubling, at most 10 s. */
 export function stepRetryDelay(failures: number): number {
   return Math.min(10_000, 250 * 2 ** Math.min(failures - 1, 6));
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0 || signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
 
 export class ChainStream {

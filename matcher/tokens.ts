@@ -1,7 +1,7 @@
 // Well-known TRC-20 tokens per chain: symbol and decimals for the `asset` of a transfer event. A contract address
 // means something only on the chain it was deployed on (the same base58 string on Nile is another contract, or
 // nothing), so the table is keyed by chain first. Unknown contracts get null symbol and decimals.
-import type { ChainId } from "../common/config.ts";
+import type { ChainId } from "../common/contract/index.ts";
 
 export interface TokenInfo {
   symbol: string;

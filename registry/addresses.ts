@@ -1,28 +1,36 @@
 // Address filters (docs/CONTRACT.md "Address filters"): PATCH (per-item results), PUT (all or nothing), the keyset list,
 // and the watch-index rebuild RPC. Each change runs in one transaction under the subscription's row lock (so
 // concurrent PATCHes of one subscription serialize), in bulk SQL (unnest of arrays, never one INSERT per address).
-// Its index change is one outbox row per chain in the same transaction (registry/watch-outbox.ts), and the answer
-// waits until the applier wrote it to Redis (registry/watch-index.ts), so a 200 means the matcher matches them.
+// Its index change is one outbox row per chain in the same transaction (registry/watch-index/outbox.ts), and the answer
+// waits until the applier wrote it to Redis (registry/watch-index/), so a 200 means the matcher matches them.
 import { create } from "@bufbuild/protobuf";
 import { eq, sql as dsql } from "drizzle-orm";
 import type { AddressEntry } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import { PatchAddressesResponseSchema, SubscriptionResponseSchema } from "../gen/webhooks/registry/v1/registry_pb.ts";
-import { isChainId, TRON_CHAINS } from "../common/config.ts";
+import {
+  ApiError,
+  INLINE_ADDRESSES,
+  invalidRequest,
+  isChainId,
+  MAX_ADDRESSES_PER_REQUEST,
+  notFound,
+  TRON_CHAINS,
+} from "../common/contract/index.ts";
 import { ADDRESS_CHANGE_BUDGET_MS, storeDeadline } from "../common/deadlines.ts";
-import { ApiError } from "../common/errors.ts";
 import { isId } from "../common/ids.ts";
 import type { TokenKeys } from "../common/keyring.ts";
 import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import { isBase58Address } from "../common/tron-address.ts";
 import { subscriptions, type SubscriptionRow } from "./schema.ts";
-import { INLINE_ADDRESSES, notFound, subscriptionMessage, type AddressRpcs } from "./service.ts";
-import type { RegistryStore, RegistryTx } from "./store.ts";
-import type { KeyState } from "./watch-applier.ts";
-import type { WatchIndex } from "./watch-index.ts";
-import { NO_TICKET, pgTextArray, recordIndexChanges, type IndexChange, type OutboxTicket } from "./watch-outbox.ts";
+import { checkAddressQuota } from "./quotas.ts";
+import type { QuotaLimits } from "../common/quotas.ts";
+import { subscriptionMessage, type AddressRpcs } from "./service.ts";
+import type { RegistryTx } from "./db/connection.ts";
+import type { RegistryStore } from "./db/store.ts";
+import type { KeyState } from "./watch-index/applier.ts";
+import type { WatchIndex } from "./watch-index/index.ts";
+import { NO_TICKET, pgTextArray, recordIndexChanges, type IndexChange, type OutboxTicket } from "./watch-index/outbox.ts";
 
-/** Addresses per request: PATCH add and remove together, PUT (docs/CONTRACT.md "Limits"). */
-export const MAX_ADDRESSES_PER_REQUEST = 10_000;
 /** A change of 10,000 addresses against a large subscription may take longer than a plain store call. */
 const CHANGE_DEADLINE_MS = storeDeadline(ADDRESS_CHANGE_BUDGET_MS);
 /** Additions validated per slice while PostgreSQL inserts the previous one. */
@@ -105,6 +113,8 @@ export interface AddressDeps {
   index: WatchIndex;
   tokenKeys: TokenKeys;
   maxPerSubscription: number;
+  /** The operator's default quotas; the key's total of address entries is checked against its own (registry/quotas.ts). */
+  quotas: QuotaLimits;
 }
 
 export function addressRpcs(deps: AddressDeps): AddressRpcs {
@@ -119,7 +129,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
 
   async function lockSubscription(tx: RegistryTx, keyId: string, id: string): Promise<SubscriptionRow> {
     const row = await store.findSubscription(tx, keyId, id, true);
-    if (!row) throw notFound();
+    if (!row) throw notFound("subscription");
     return row;
   }
 
@@ -163,7 +173,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
   }
 
   /**
-   * The outbox rows of one subscription's net change (registry/watch-outbox.ts), one row per chain however many
+   * The outbox rows of one subscription's net change (registry/watch-index/outbox.ts), one row per chain however many
    * addresses: inserted last in the transaction, under the subscription's row lock. An entry both removed and added
    * is present afterwards, so it is not removed from the index.
    */
@@ -196,13 +206,13 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
 
   return {
     async patchAddresses(req) {
-      if (!isId("sub", req.id)) throw notFound();
+      if (!isId("sub", req.id)) throw notFound("subscription");
       if (req.add.length === 0 && req.remove.length === 0) {
-        throw new ApiError("invalid_request", "add or remove must list at least one address entry.", { param: "/add" });
+        throw invalidRequest("add or remove must list at least one address entry.", "/add");
       }
       const total = req.add.length + req.remove.length;
       // A missing subscription is 404 whatever the body says.
-      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
+      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound("subscription");
       if (total > MAX_ADDRESSES_PER_REQUEST) {
         throw limitExceeded(`A request may carry at most ${MAX_ADDRESSES_PER_REQUEST} address entries (add and remove together).`, {
           limit: MAX_ADDRESSES_PER_REQUEST,
@@ -276,6 +286,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
                 count,
               });
             }
+            if (count > row.addressCount) await checkAddressQuota(tx, req.keyId, row.id, count, deps.quotas);
             let current = row;
             let ticket = NO_TICKET;
             if (removed.length > 0 || added.length > 0) {
@@ -296,8 +307,8 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
     },
 
     async replaceAddresses(req) {
-      if (!isId("sub", req.id)) throw notFound();
-      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
+      if (!isId("sub", req.id)) throw notFound("subscription");
+      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound("subscription");
       if (req.addresses.length > MAX_ADDRESSES_PER_REQUEST) {
         throw limitExceeded(`A request may carry at most ${MAX_ADDRESSES_PER_REQUEST} address entries.`, {
           limit: MAX_ADDRESSES_PER_REQUEST,
@@ -355,6 +366,7 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
             let current = row;
             let ticket = NO_TICKET;
             await Promise.all(steps);
+            if (wanted.length > row.addressCount) await checkAddressQuota(tx, req.keyId, row.id, wanted.length, deps.quotas);
             if (!same) {
               // Only the difference goes to the index: entries in both lists keep their place there.
               const oldSet = new EntrySet(old);
@@ -372,9 +384,9 @@ export function addressRpcs(deps: AddressDeps): AddressRpcs {
     },
 
     async listAddresses(req) {
-      if (!isId("sub", req.id)) throw notFound();
+      if (!isId("sub", req.id)) throw notFound("subscription");
       const limit = pageLimit(req.limit);
-      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
+      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound("subscription");
       const scope = addressesScope(req.keyId, req.id);
       const cursor = decodePageToken(deps.tokenKeys, scope, req.pageToken, isCursor);
       const after = cursor?.s ?? 0;

@@ -1,7 +1,8 @@
 // What a backfill's range is resolved against when the job is created: the chain's solidified head (the node's
 // /walletsolidity head; the head minus MATCHER_CONFIRMATIONS, or minus 19 without a solidity API, as the matcher
 // counts finality) and the blocks at given times. Asked of the same java-tron node the matcher reads.
-import type { ChainId, Config } from "../common/config.ts";
+import type { Config } from "../common/config.ts";
+import type { ChainId } from "../common/contract/index.ts";
 import { lacksSolidityApi, TronClient } from "../matcher/tron-client.ts";
 import type { TronBlock } from "../matcher/tron-types.ts";
 

@@ -7,8 +7,8 @@ import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import { IdempotencyResultSchema } from "../gen/webhooks/common/v1/error_pb.ts";
 import { BackfillResponseSchema, BackfillService, type BackfillResponse, type BackfillSchema } from "../gen/webhooks/registry/v1/backfill_pb.ts";
 import type { BackfillConfig } from "../common/backfill-config.ts";
-import { isChainId, TRON_CHAINS, type ChainId } from "../common/config.ts";
-import { ApiError } from "../common/errors.ts";
+import { isChainId, TRON_CHAINS, type ChainId } from "../common/contract/index.ts";
+import { ApiError } from "../common/contract/index.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
 import { isId, newId } from "../common/ids.ts";
 import type { TokenKeys } from "../common/keyring.ts";
@@ -18,7 +18,8 @@ import { backfills, type BackfillRow } from "./schema.ts";
 import type { ChainView } from "./backfill-range.ts";
 import { idempotentReplays } from "./metrics.ts";
 import { subscriptionAddresses } from "./schema.ts";
-import type { RegistryExecutor, RegistryStore } from "./store.ts";
+import type { RegistryExecutor } from "./db/connection.ts";
+import type { RegistryStore } from "./db/store.ts";
 
 export interface BackfillContext {
   store: RegistryStore;

@@ -7,7 +7,7 @@
 // - AMQP: a named exchange must start with one; the default exchange ("", which routes to any queue by name) needs
 //   a grant with defaultExchange, and then the routing key (the queue's name) must start with that grant's prefix.
 // - A prefix is matched as text: give "tenant-a." rather than "tenant-a" so "tenant-ab.x" stays out.
-import { ApiError } from "../common/errors.ts";
+import { ApiError, invalidRequest } from "../common/contract/index.ts";
 
 /** Placeholder in a grant's prefix for the id of the key it is applied to (for a grant to every key, "*"). */
 export const KEY_ID_PLACEHOLDER = "{keyId}";
@@ -40,33 +40,29 @@ function prefixList(grants: readonly BrokerGrant[]): string {
   return grants.map((g) => (g.prefix === "" ? '"" (any)' : JSON.stringify(g.prefix))).join(", ");
 }
 
-function outside(message: string, param: string): ApiError {
-  return new ApiError("invalid_request", message, { param });
-}
-
 /** Throws invalid_request (with the field's param) unless the key's grants on the broker cover the destination. */
 export function checkGrant(target: QueueTarget, keyId: string, grants: readonly BrokerGrant[]): void {
   const mine = grantsOf(keyId, grants);
   if (mine.length === 0) {
-    throw outside(`No ${target.type} broker named "${target.broker}" is registered.`, "/destination/broker");
+    throw invalidRequest(`No ${target.type} broker named "${target.broker}" is registered.`, "/destination/broker");
   }
   if (target.type === "nats") {
     const subject = target.subject ?? "";
     if (mine.some((g) => subject.startsWith(g.prefix))) return;
-    throw outside(`destination.subject must start with a prefix this key is granted on "${target.broker}": ${prefixList(mine)}.`, "/destination/subject");
+    throw invalidRequest(`destination.subject must start with a prefix this key is granted on "${target.broker}": ${prefixList(mine)}.`, "/destination/subject");
   }
   const exchange = target.exchange ?? "";
   if (exchange !== "") {
     if (mine.some((g) => exchange.startsWith(g.prefix))) return;
-    throw outside(`destination.exchange must start with a prefix this key is granted on "${target.broker}": ${prefixList(mine)}.`, "/destination/exchange");
+    throw invalidRequest(`destination.exchange must start with a prefix this key is granted on "${target.broker}": ${prefixList(mine)}.`, "/destination/exchange");
   }
   const defaults = mine.filter((g) => g.defaultExchange);
   if (defaults.length === 0) {
-    throw outside(`This key may not use the default exchange ("") of "${target.broker}"; name an exchange.`, "/destination/exchange");
+    throw invalidRequest(`This key may not use the default exchange ("") of "${target.broker}"; name an exchange.`, "/destination/exchange");
   }
   const routingKey = target.routingKey ?? "";
   if (defaults.some((g) => routingKey.startsWith(g.prefix))) return;
-  throw outside(
+  throw invalidRequest(
     `On the default exchange the routing key names a queue, and must start with a prefix this key is granted there: ${prefixList(defaults)}.`,
     "/destination/routingKey",
   );

@@ -1,7 +1,7 @@
 // Queue destinations and the brokers they name: pure checks that return the normalized value or throw the public
 // ApiError (invalid_request with detail.param). The HTTPS URL is checked by common/ssrf.ts checkDestinationUrl.
 //
-// Names and keys, decided here (README "Destinations"):
+// Names and keys, decided here (docs/destinations.md):
 // - broker: a registered broker's name, 1 to 64 characters of [A-Za-z0-9._-] starting with a letter or digit.
 // - AMQP exchange: 0 to 255 characters of [A-Za-z0-9._:-] (AMQP 0-9-1's short string, narrowed to RabbitMQ's
 //   exchange-name characters); "" is the default exchange, which routes to the queue named by the routing key.
@@ -9,7 +9,7 @@
 // - NATS subject: 1 to 255 bytes of printable ASCII without white space, tokens separated by "." and none empty, no
 //   wildcard token ("*" or ">") and no "*" or ">" anywhere, and not under a reserved prefix ("$" — "$JS.API.…",
 //   "$SYS.…", "$KV.…" are the server's own API, which a customer must never reach through us — nor "_INBOX.").
-import { ApiError } from "../common/errors.ts";
+import { ApiError, invalidRequest } from "../common/contract/index.ts";
 
 const DESTINATION_TYPES = ["https", "amqp", "nats"] as const;
 export type DestinationType = (typeof DESTINATION_TYPES)[number];
@@ -24,16 +24,12 @@ const EXCHANGE = /^[A-Za-z0-9._:-]*$/;
 const CONTROL = /[\u0000-\u001f\u007f]/;
 const SUBJECT_TOKEN = /^[!-~]+$/;
 
-function invalid(message: string, param: string): ApiError {
-  return new ApiError("invalid_request", message, { param });
-}
-
 function isDestinationType(type: string): type is DestinationType {
   return (DESTINATION_TYPES as readonly string[]).includes(type);
 }
 
 export function checkDestinationType(type: string): DestinationType {
-  if (!isDestinationType(type)) throw invalid('destination.type must be "https", "amqp" or "nats".', "/destination/type");
+  if (!isDestinationType(type)) throw invalidRequest('destination.type must be "https", "amqp" or "nats".', "/destination/type");
   return type;
 }
 
@@ -43,7 +39,7 @@ export function isBrokerName(name: string): boolean {
 
 export function checkExchange(exchange: string): string {
   if (Buffer.byteLength(exchange) > MAX_SHORT_STRING_BYTES || !EXCHANGE.test(exchange)) {
-    throw invalid(
+    throw invalidRequest(
       "destination.exchange must be at most 255 characters of letters, digits, '.', '_', ':' and '-' (\"\" is the default exchange).",
       "/destination/exchange",
     );
@@ -53,13 +49,13 @@ export function checkExchange(exchange: string): string {
 
 export function checkRoutingKey(routingKey: string): string {
   if (Buffer.byteLength(routingKey) > MAX_SHORT_STRING_BYTES || CONTROL.test(routingKey)) {
-    throw invalid("destination.routingKey must be at most 255 bytes of UTF-8 without control characters.", "/destination/routingKey");
+    throw invalidRequest("destination.routingKey must be at most 255 bytes of UTF-8 without control characters.", "/destination/routingKey");
   }
   return routingKey;
 }
 
 export function checkSubject(subject: string): string {
-  const bad = (why: string) => invalid(`destination.subject ${why}`, "/destination/subject");
+  const bad = (why: string) => invalidRequest(`destination.subject ${why}`, "/destination/subject");
   if (subject === "") throw bad("is required.");
   if (Buffer.byteLength(subject) > MAX_SHORT_STRING_BYTES) throw bad("must be at most 255 bytes.");
   const tokens = subject.split(".");

@@ -1,8 +1,11 @@
 // createRegistry: opens the registry's database (migrations applied) and Redis, and returns its RPC routes and
 // readiness checks. `bun run registry` serves it alone (main.ts); `npm start` and the tests run it in-process.
+import { JobRunner } from "../common/jobs.ts";
+import { idempotencyPurgeJob } from "../common/idempotency-purge.ts";
 import { loadAppKeys, loadInternalRoot } from "../common/app-secret.ts";
 import { poolSize } from "../common/db.ts";
-import type { ChainId, Config } from "../common/config.ts";
+import type { Config } from "../common/config.ts";
+import type { ChainId } from "../common/contract/index.ts";
 import { NodeChainView } from "./backfill-range.ts";
 import type { Keyring } from "../common/keyring.ts";
 import { acceptedCallers, type AcceptedCallers } from "../common/internal-auth.ts";
@@ -12,9 +15,10 @@ import { openRedis, type Redis } from "../common/redis.ts";
 import type { ServiceHandle } from "../common/service.ts";
 import { checkDestinationUrl, createSsrfPolicy, type Resolver } from "../common/ssrf.ts";
 import { registryRoutes, type AddressRpcs, type RegistryContext } from "./service.ts";
-import { openRegistryDatabase, openRegistryReadPool, READ_POOL_SIZE, RegistryStore } from "./store.ts";
+import { openRegistryDatabase, openRegistryReadPool, READ_POOL_SIZE } from "./db/connection.ts";
+import { RegistryStore } from "./db/store.ts";
 import { addressRpcs } from "./addresses.ts";
-import { WatchIndex } from "./watch-index.ts";
+import { WatchIndex } from "./watch-index/index.ts";
 
 export interface RegistryDeps {
   /** DNS resolver for the request-time SSRF check (tests inject a static one). */
@@ -34,8 +38,6 @@ export interface RegistryHandle extends ServiceHandle {
   watchIndex: WatchIndex;
 }
 
-/** How often expired idempotency records (24 h) are purged. */
-const PURGE_INTERVAL_MS = 10 * 60_000;
 
 export async function createRegistry(config: Config, deps: RegistryDeps = {}): Promise<RegistryHandle> {
   const redis = openRedis(config.redisUrl);
@@ -61,6 +63,7 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
     index: watchIndex,
     tokenKeys: keyring.tokenKeys,
     maxPerSubscription: config.maxAddressesPerSubscription,
+    quotas: config.quotas,
   });
   watchIndex.start();
   const context: RegistryContext = {
@@ -69,21 +72,13 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
     checkDestination: async (url) => (await checkDestinationUrl(policy, url)).url.href,
     index: watchIndex,
     addresses,
+    quotas: config.quotas,
     backfill: { chains: new NodeChainView(config, deps.nodeUrls), limits: config.backfill },
     log: log.child({ service: "registry" }),
   };
 
-  const purge = async () => {
-    try {
-      const n = await store.purgeExpiredIdempotency();
-      if (n > 0) context.log.info("purged expired idempotency records", { count: n });
-    } catch (err) {
-      context.log.warn("idempotency purge failed", { err });
-    }
-  };
-  void purge();
-  const timer = setInterval(purge, PURGE_INTERVAL_MS);
-  timer.unref?.();
+  const jobs = new JobRunner(context.log).add(idempotencyPurgeJob(store, context.log));
+  jobs.start();
 
   return {
     routes: registryRoutes(context),
@@ -102,7 +97,7 @@ export async function createRegistry(config: Config, deps: RegistryDeps = {}): P
     context,
     watchIndex,
     async close() {
-      clearInterval(timer);
+      await jobs.stop();
       await watchIndex.stop();
       redis.disconnect();
       await store.close();

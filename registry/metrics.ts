@@ -3,7 +3,7 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Counter, Histogram } from "prom-client";
-import { ApiError } from "../common/errors.ts";
+import { ApiError } from "../common/contract/index.ts";
 import { metrics } from "../common/http-service.ts";
 
 const rpcCalls = new Counter({

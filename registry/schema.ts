@@ -15,6 +15,11 @@ export const apiKeys = pgTable("api_keys", {
   chains: text("chains").array().notNull(),
   createdAt: ms("created_at").notNull().defaultNow(),
   revokedAt: ms("revoked_at"),
+  // The key's own quotas (`bun run keys quotas`); null: the operator's default (common/quotas.ts).
+  quotaSubscriptions: integer("quota_subscriptions"),
+  quotaAddresses: integer("quota_addresses"),
+  quotaDeliveries: integer("quota_deliveries"),
+  quotaStreams: integer("quota_streams"),
 });
 
 // Message brokers registered by the operator (`bun run brokers`): queue destinations name one, never a host, so the
@@ -99,10 +104,10 @@ export const subscriptionAddresses = pgTable(
   ],
 );
 
-// The watch index's transactional outbox (registry/watch-outbox.ts): every change the Redis watch index must learn
+// The watch index's transactional outbox (registry/watch-index/outbox.ts): every change the Redis watch index must learn
 // is inserted here in the transaction that makes it, and one applier per chain writes the rows to Redis in id order
 // and marks them applied with their position (kept WATCH_OUTBOX_RETENTION_MS so a Redis that lost them can be
-// replayed to: registry/watch-applier.ts replay). `kind`: "addresses" (add/remove of one subscription's entries), "meta"
+// replayed to: registry/watch-index/applier.ts replay). `kind`: "addresses" (add/remove of one subscription's entries), "meta"
 // (status, kinds or match changed: re-read when applied), "drop" (subscription deleted), "key" (key revoked or chains
 // changed: re-read).
 export const watchOutbox = pgTable(
@@ -131,7 +136,7 @@ export const watchOutbox = pgTable(
 export const watchPositionSeq = pgSequence("watch_position_seq");
 
 // Per chain and shard of the watch index, the position of the last change applied to that shard: the index must be
-// at least there (common/watch-index.ts keeps the same number in the shard's state key, written by the script that
+// at least there (common/watch-index/ keeps the same number in the shard's state key, written by the script that
 // applies the change). `shard` -1 holds the chain's `pruned` mark instead: applied rows up to that position are gone,
 // so a shard behind it cannot be replayed and is rebuilt.
 export const watchIndexPositions = pgTable(

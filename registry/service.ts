@@ -19,7 +19,7 @@ import {
   type SubscriptionSchema,
 } from "../gen/webhooks/registry/v1/registry_pb.ts";
 import type { MatchConditions } from "../common/match-conditions.ts";
-import { ApiError } from "../common/errors.ts";
+import { ApiError, INLINE_ADDRESSES, invalidRequest, notFound } from "../common/contract/index.ts";
 import type { HoldReason } from "../common/hold-reasons.ts";
 import { isId } from "../common/ids.ts";
 import type { Logger } from "../common/logger.ts";
@@ -27,6 +27,8 @@ import type { TokenKeys } from "../common/keyring.ts";
 import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import type { RegisterRoutes } from "../common/rpc.ts";
 import { checkGrant, type QueueTarget } from "./broker-grants.ts";
+import { checkSubscriptionQuota, quotasMessage } from "./quotas.ts";
+import type { QuotaLimits } from "../common/quotas.ts";
 import { checkDestinationType, checkExchange, checkRoutingKey, checkSubject, isBrokerName, type DestinationType } from "./destination.ts";
 import {
   checkDescription,
@@ -41,21 +43,12 @@ import {
 import { idempotentReplays, instrument, unreadableTargets } from "./metrics.ts";
 import type { ApiKeyRow, SubscriptionRow } from "./schema.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
-import type {
-  AddressRef,
-  Changed,
-  DestinationFields,
-  RegistryStore,
-  RegistryExecutor,
-  SubscriptionCursor,
-  SubscriptionFields,
-} from "./store.ts";
-import type { OutboxTicket } from "./watch-outbox.ts";
+import type { RegistryExecutor } from "./db/connection.ts";
+import type { RegistryStore } from "./db/store.ts";
+import type { AddressRef, Changed, DestinationFields, SubscriptionCursor, SubscriptionFields } from "./db/types.ts";
+import type { OutboxTicket } from "./watch-index/outbox.ts";
 import { BackfillService } from "../gen/webhooks/registry/v1/backfill_pb.ts";
 import { backfillService, type BackfillContext } from "./backfills.ts";
-
-/** Inlined addresses on GET and rotate (docs/CONTRACT.md "Subscriptions"). */
-export const INLINE_ADDRESSES = 200;
 
 /** The address RPCs and the watch-index rebuild, implemented in registry/addresses.ts. */
 export type AddressRpcs = Pick<
@@ -75,10 +68,12 @@ export interface RegistryContext {
   checkDestination(url: string): Promise<string>;
   /**
    * The watch index: a change that touched it waits (bounded) until its outbox rows are applied, so the answer means
-   * the matcher sees it (registry/watch-index.ts).
+   * the matcher sees it (registry/watch-index/settle.ts).
    */
   index: { settle(ticket: OutboxTicket): Promise<void> };
   addresses: AddressRpcs;
+  /** The operator's default quotas (QUOTA_*); a key's own overrides win (registry/quotas.ts). */
+  quotas: QuotaLimits;
   /** Backfill jobs (registry/backfills.ts): the node their ranges are resolved against, and the limits. */
   backfill: Pick<BackfillContext, "chains" | "limits">;
   log: Logger;
@@ -138,11 +133,8 @@ function apiKeyMessage(row: ApiKeyRow): MessageInitShape<typeof ApiKeySchema> {
     chains: row.chains,
     dateCreatedMs: BigInt(row.createdAt.getTime()),
     dateRevokedMs: row.revokedAt ? BigInt(row.revokedAt.getTime()) : 0n,
+    quotas: quotasMessage(row),
   };
-}
-
-export function notFound(): ApiError {
-  return new ApiError("not_found", "No such subscription.");
 }
 
 function subscriptionsScope(keyId: string): PageScope {
@@ -166,12 +158,12 @@ function isCursor(value: unknown): value is SubscriptionCursor {
 function destinationShape(d: Destination): DestinationFields {
   const type: DestinationType = checkDestinationType(d.type);
   if (type === "https") {
-    if (d.url === "") throw new ApiError("invalid_request", "destination.url is required.", { param: "/destination/url" });
+    if (d.url === "") throw invalidRequest("destination.url is required.", "/destination/url");
     return { destinationType: type, url: d.url, broker: null, exchange: null, routingKey: null, subject: null };
   }
-  if (d.broker === "") throw new ApiError("invalid_request", "destination.broker is required.", { param: "/destination/broker" });
+  if (d.broker === "") throw invalidRequest("destination.broker is required.", "/destination/broker");
   if (!isBrokerName(d.broker)) {
-    throw new ApiError("invalid_request", `No ${type} broker named "${d.broker}" is registered.`, { param: "/destination/broker" });
+    throw invalidRequest(`No ${type} broker named "${d.broker}" is registered.`, "/destination/broker");
   }
   const base = { destinationType: type, url: "", broker: d.broker, exchange: null, routingKey: null, subject: null };
   if (type === "amqp") return { ...base, exchange: checkExchange(d.exchange), routingKey: checkRoutingKey(d.routingKey) };
@@ -187,10 +179,10 @@ async function checkBroker(ctx: RegistryContext, keyId: string, destination: Des
   const name = destination.broker!;
   const [broker, grants] = await Promise.all([ctx.store.getBroker(name), ctx.store.brokerGrants(name)]);
   if (!broker) {
-    throw new ApiError("invalid_request", `No ${type} broker named "${name}" is registered.`, { param: "/destination/broker" });
+    throw invalidRequest(`No ${type} broker named "${name}" is registered.`, "/destination/broker");
   }
   if (broker.type !== type) {
-    throw new ApiError("invalid_request", `The broker "${name}" is ${broker.type === "amqp" ? "an" : "a"} ${broker.type} broker, not ${type}.`, { param: "/destination/broker" });
+    throw invalidRequest(`The broker "${name}" is ${broker.type === "amqp" ? "an" : "a"} ${broker.type} broker, not ${type}.`, "/destination/broker");
   }
   checkGrant({ type: type as QueueTarget["type"], broker: name, exchange: destination.exchange, routingKey: destination.routingKey, subject: destination.subject }, keyId, grants);
 }
@@ -204,7 +196,7 @@ async function checkSubscriptionFields(
   input: { keyId: string; destination?: Destination; events: string[]; status: string; description: string; match?: MatchConditionsMessage },
 ): Promise<SubscriptionFields> {
   if (!input.destination) {
-    throw new ApiError("invalid_request", "destination is required.", { param: "/destination" });
+    throw invalidRequest("destination is required.", "/destination");
   }
   const destination = destinationShape(input.destination);
   const events = checkEvents(input.events);
@@ -244,7 +236,7 @@ function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Subscript
     const effect = await prepare();
     const outcome = await store.idempotent(SubscriptionResponseSchema, keyId, scope, idem, async (tx) => {
       const done = await effect(tx);
-      if (!done) throw notFound();
+      if (!done) throw notFound("subscription");
       return create(SubscriptionResponseSchema, { subscription: subscriptionMessage(done.row, done.view) });
     });
     return { response: withReplay(outcome) };
@@ -256,6 +248,7 @@ function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Subscript
         const fields = await checkSubscriptionFields(ctx, req);
         const secret = generateSigningSecret();
         return async (tx) => {
+          await checkSubscriptionQuota(tx, req.keyId, ctx.quotas);
           const row = await store.insertSubscription(tx, { keyId: req.keyId, ...fields, secret });
           return { row, view: { secret, addresses: [], hasMore: false } };
         };
@@ -275,31 +268,31 @@ function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Subscript
     },
 
     async getSubscription(req) {
-      if (!isId("sub", req.id)) throw notFound();
+      if (!isId("sub", req.id)) throw notFound("subscription");
       const found = await store.getSubscriptionWithAddresses(req.keyId, req.id, INLINE_ADDRESSES);
-      if (!found) throw notFound();
+      if (!found) throw notFound("subscription");
       return { subscription: subscriptionMessage(found.row, { addresses: found.items, hasMore: found.hasMore }) };
     },
 
     async updateSubscription(req) {
-      if (!isId("sub", req.id)) throw notFound();
+      if (!isId("sub", req.id)) throw notFound("subscription");
       // A missing subscription is 404 even when the body is also wrong: look first (cheap), then validate.
-      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound();
+      if (!(await store.getSubscription(req.keyId, req.id))) throw notFound("subscription");
       const fields = await checkSubscriptionFields(ctx, req);
       const row = await settled(ctx, store.updateSubscription(req.keyId, req.id, fields));
-      if (!row) throw notFound();
+      if (!row) throw notFound("subscription");
       return { subscription: subscriptionMessage(row, { addresses: [], hasMore: false }) };
     },
 
     async deleteSubscription(req) {
-      if (!isId("sub", req.id)) throw notFound();
+      if (!isId("sub", req.id)) throw notFound("subscription");
       const row = await settled(ctx, store.deleteSubscription(req.keyId, req.id));
-      if (!row) throw notFound();
+      if (!row) throw notFound("subscription");
       return {};
     },
 
     async rotateSecret(req) {
-      if (!isId("sub", req.id)) throw notFound();
+      if (!isId("sub", req.id)) throw notFound("subscription");
       const scope = `POST /v1/subscriptions/${req.id}/secrets/rotate`;
       // The watch index holds no secrets: a rotation has nothing to tell it.
       const { response } = await idempotentSubscription(req.keyId, scope, req.idempotency, async () => {
@@ -344,6 +337,7 @@ function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Subscript
           destination: destinationMessage(t.subscription),
           brokerUrl: credentials.ok ? credentials.brokerUrl : "",
           holdReason,
+          keyDeliveriesQuota: t.key.quotaDeliveries ?? undefined,
         };
       });
       return { targets };
@@ -357,7 +351,6 @@ function subscriptionService(ctx: RegistryContext): ServiceImpl<typeof Subscript
 
 function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeyService> {
   const { store } = ctx;
-  const keyNotFound = () => new ApiError("not_found", "No such API key.");
   return {
     async createApiKey(req) {
       const chains = checkKeyChains(req.chains, true);
@@ -368,16 +361,16 @@ function apiKeyService(ctx: RegistryContext): ServiceImpl<typeof ApiKeyService> 
       return { keys: (await store.listApiKeys()).map(apiKeyMessage) };
     },
     async revokeApiKey(req) {
-      if (!isId("key", req.id)) throw keyNotFound();
+      if (!isId("key", req.id)) throw notFound("API key");
       const row = await settled(ctx, store.revokeApiKey(req.id));
-      if (!row) throw keyNotFound();
+      if (!row) throw notFound("API key");
       return { key: apiKeyMessage(row) };
     },
     async setApiKeyChains(req) {
-      if (!isId("key", req.id)) throw keyNotFound();
+      if (!isId("key", req.id)) throw notFound("API key");
       const chains = checkKeyChains(req.chains, false);
       const row = await settled(ctx, store.setApiKeyChains(req.id, chains));
-      if (!row) throw keyNotFound();
+      if (!row) throw notFound("API key");
       return { key: apiKeyMessage(row) };
     },
     async resolveApiKey(req) {

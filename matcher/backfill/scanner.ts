@@ -11,14 +11,16 @@
 // run starts while the head stream is behind the node's head.
 import { randomUUID } from "node:crypto";
 import type { NewEvent } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
-import type { ChainId } from "../../common/config.ts";
+import type { ChainId } from "../../common/contract/index.ts";
 import type { Logger } from "../../common/logger.ts";
-import type { Watcher } from "../../common/watch-index.ts";
+import type { Watcher } from "../../common/watch-index/layout.ts";
 import { EnqueueBatch } from "../enqueue-batch.ts";
 import { decoded, infosFor, mapLimit, type DecodedBlock } from "../fetch.ts";
-import { BROADCASTED, CONFIRMED, FAILED, buildEvents, succeeded, touchedAddresses, type BlockContext, type WatchLookup } from "../match.ts";
+import { BROADCASTED, CONFIRMED, FAILED } from "../../common/contract/index.ts";
+import { buildEvents, succeeded, touchedAddresses, type BlockContext, type WatchLookup } from "../match.ts";
 import type { MatcherDb } from "../store.ts";
-import { sleep, stepRetryDelay } from "../stream.ts";
+import { sleep } from "../../common/timing.ts";
+import { stepRetryDelay } from "../stream.ts";
 import { MAX_BLOCKS_PER_RANGE, type TronClient } from "../tron-client.ts";
 import { advanceJob, claimJobs, failJob, releaseJobs, type BackfillJob } from "./jobs.ts";
 import { blocksScanned, historyRequests } from "./metrics.ts";

@@ -15,7 +15,8 @@ import { startRedisPair, type RedisPair } from "../support/redis-pair.ts";
 import { until } from "../support/wait.ts";
 import { createTestPki } from "../../tools/receiver/certs.ts";
 import { startBalancer, type Balancer } from "./balancer.ts";
-import { checkInvariants, KINDS, type CheckpointSample, type InvariantResult, type MadeTransfer, type PlannedSubscription, type RunRecord, type WatchInterval } from "./invariants.ts";
+import { classifyMissed, type MissedClass } from "./classify.ts";
+import { checkInvariants, expectedDeliveries, KINDS, type CheckpointSample, type InvariantResult, type MadeTransfer, type PlannedSubscription, type RunRecord, type WatchInterval } from "./invariants.ts";
 import { startNodeFaults, type NodeFaults } from "./node-faults.ts";
 import { startChaosReceiver, type ChaosReceiver } from "./receiver.ts";
 import { superviseServices, type Supervisor } from "./services.ts";
@@ -33,6 +34,28 @@ const SOLID_LAG = 22;
 const TRAFFIC_MS = 1_000;
 /** The simulator's transactions expire a minute after they are made (tools/tron-sim/generate.ts). */
 const EXPIRATION_MS = 60_000;
+/** The drain's deadline: generous, as it ends as soon as nothing more can arrive. */
+const DRAIN_MS = 600_000;
+/** The receivers' outages, as fractions of the phase: which subscription's path, failing (500) or hanging. */
+const RECEIVER_OUTAGES = [
+  { sub: "all", mode: "fail", from: 0.08, to: 0.16 },
+  { sub: "final", mode: "hang", from: 0.3, to: 0.37 },
+  { sub: "all", mode: "fail", from: 0.55, to: 0.6 },
+  { sub: "head", mode: "hang", from: 0.72, to: 0.77 },
+] as const;
+
+/**
+ * The deliverers' RETRY_SCHEDULE for a phase of `phaseMs`: short delays (the run is minutes, not hours), but in all
+ * longer than its longest receiver outage with a margin, since the contract lets an event fail once its attempts run
+ * out: an outage alone must never exhaust them, or "delivered at least once" would count the contract's own `failed`.
+ */
+export function retrySchedule(phaseMs: number): string {
+  const delays = [0, 250, 500, 1_000, 2_000, 3_000, 5_000, 5_000, 5_000, 5_000, 5_000, 5_000, 5_000];
+  const longest = Math.max(...RECEIVER_OUTAGES.map((o) => (o.to - o.from) * phaseMs));
+  const needed = longest * 1.25 + 20_000;
+  for (let total = delays.reduce((a, b) => a + b, 0); total < needed; total += 15_000) delays.push(15_000);
+  return delays.map((d) => `${d}ms`).join(",");
+}
 
 export interface FaultRunOptions {
   /** How long faults and transfers go on (the setup and the drain come on top). */
@@ -45,6 +68,8 @@ export interface FaultRunOptions {
   handleSignals?: boolean;
   /** Where to write every service's log lines (JSON, one per line) at the end, for diagnosis. */
   logFile?: string;
+  /** Leave the run's PostgreSQL cluster and Redis running at the end (their addresses are in the report), to look into. */
+  keep?: boolean;
 }
 
 export interface FaultRunReport {
@@ -52,6 +77,8 @@ export interface FaultRunReport {
   /** What was done and seen, one line each. */
   summary: string[];
   seconds: number;
+  /** Every missed expected delivery, classified by what the database says became of it (empty when none). */
+  missed: MissedClass[];
 }
 
 /** mulberry32: a small seeded generator, so a run's fault schedule can be replayed from its seed. */
@@ -102,10 +129,13 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
     cleanups.push(() => rmSync(pki.dir, { recursive: true, force: true }));
     const receiver: ChaosReceiver = startChaosReceiver({ cert: pki.cert, key: pki.key });
     cleanups.push(() => receiver.close());
+    // --keep: both left running for a look afterwards (the Redis left is the replica promoted mid-run).
     const pg: PgCluster = await startPgCluster();
-    cleanups.push(() => pg.stop());
+    if (opts.keep) cleanups.push(() => say(`kept: PostgreSQL ${pg.url("webhooks")} (stop: pg_ctl -D ${pg.dataDir} -m fast stop)`));
+    else cleanups.push(() => pg.stop());
     const redis: RedisPair = await startRedisPair();
-    cleanups.push(() => redis.stop());
+    if (opts.keep) cleanups.push(() => say(`kept: Redis 127.0.0.1:${redis.replicaPort}, keys prefixed chaos: (stop: redis-cli -p ${redis.replicaPort} shutdown nosave)`));
+    else cleanups.push(() => redis.stop());
     const redisLb: Balancer = startBalancer([redis.primaryPort]);
     cleanups.push(() => redisLb.close());
 
@@ -147,8 +177,7 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
       DELIVERER_URL: `http://127.0.0.1:${delivererLb.port}`,
       DELIVERY_CA_FILE: pki.caFile,
       SSRF_ALLOW_CIDRS: "127.0.0.0/8",
-      // Longer in all than any receiver outage of the run, so an outage alone never exhausts an event's attempts.
-      RETRY_SCHEDULE: "0,250ms,500ms,1s,2s,3s,5s,5s,5s,5s,5s,5s,5s",
+      RETRY_SCHEDULE: retrySchedule(opts.phaseMs),
       DELIVERY_TIMEOUT_MS: "2000",
       RATE_LIMIT_RPS: "100000",
       RATE_LIMIT_BURST: "100000",
@@ -413,11 +442,9 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
         node.setMode("ok");
         step("node: ok");
       };
+      const paths = { all: all.path, final: final.path, head: head.path };
       const scheduled = [
-        stretch(all.path, "fail", 0.08, 0.16),
-        stretch(final.path, "hang", 0.3, 0.37),
-        stretch(all.path, "fail", 0.55, 0.6),
-        stretch(head.path, "hang", 0.72, 0.77),
+        ...RECEIVER_OUTAGES.map((o) => stretch(paths[o.sub], o.mode, o.from, o.to)),
         nodeStretch("429", 0.14, 0.2),
         nodeStretch("timeout", 0.84, 0.94),
       ];
@@ -522,11 +549,31 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
       const state = await simCall<SimState>("/sim/state");
       return { addressLabels, subscriptions, transfers, watches, canonicalTx, canonicalBlocks, finalSolidTimestampMs: state.solid.timestamp, requests, checkpoints: [...checkpoints], rollbacks };
     };
-    const drainEnd = Date.now() + (opts.drainMs ?? 60_000);
+    // Until every expected delivery came, or nothing more can come (the solidified stream past the last block and no
+    // event pending): a miss is then final, not late. The deadline only bounds a run whose events stay pending.
+    const pendingNow = async () => {
+      try {
+        const [row] = (await sampler`SELECT count(*) FILTER (WHERE NOT held) AS pending, count(*) FILTER (WHERE held) AS held FROM event_deliveries WHERE status = 'pending'`) as { pending: string; held: string }[];
+        return { pending: Number(row!.pending), held: Number(row!.held) };
+      } catch {
+        return null;
+      }
+    };
+    const drainStarted = Date.now();
+    const drainEnd = drainStarted + (opts.drainMs ?? DRAIN_MS);
+    let drained = "its deadline passed";
     let results = checkInvariants(await record());
     while (Date.now() < drainEnd) {
-      const solid = checkpoints.at(-1)?.solid ?? 0;
-      if (results[0]!.broken === 0 && solid > afterAdvance + 1) break;
+      const now = checkpoints.at(-1);
+      const solidPast = (now?.solid ?? 0) > afterAdvance + 1 && (now?.head ?? 0) > afterAdvance + 1;
+      if (solidPast && results[0]!.broken === 0) {
+        drained = "every expected delivery came";
+        break;
+      }
+      if (solidPast && (await pendingNow())?.pending === 0) {
+        drained = "nothing was pending any more";
+        break;
+      }
       await Bun.sleep(2_000);
       results = checkInvariants(await record());
     }
@@ -534,7 +581,16 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
     await sampled;
     // A last look after a settling pause: late duplicates or contradictions count too.
     await Bun.sleep(1_000);
-    results = checkInvariants(await record());
+    const last = await record();
+    results = checkInvariants(last);
+    const left = await pendingNow();
+    const progress = checkpoints.findLast((c) => c.head !== null && c.solid !== null) ?? { head: null, solid: null };
+    const missed = results[0]!.broken > 0
+      ? await classifyMissed(sampler, expectedDeliveries(last).filter((e) => !e.acknowledged), last.requests, progress, t0).catch((err) => {
+          say(`  the missed deliveries could not be classified: ${err}`);
+          return [];
+        })
+      : [];
 
     const requests = receiver.arrivals();
     const summary = [
@@ -542,9 +598,10 @@ export async function runFaults(opts: FaultRunOptions): Promise<FaultRunReport> 
       `SIGKILLs: ${[...faults.kills].map(([n, c]) => `${n}×${c}`).join(" ") || "none"}; starts ${[...supervisor.starts].map(([n, c]) => `${n}×${c}`).join(" ")}`,
       `forks ${faults.forks} (${faults.drops} dropping a broadcasted transfer, ${faults.forksRefused} refused at the solidified head); rollbacks logged ${supervisor.logs.filter((l) => l.record.msg === "fork: rolled back to the common ancestor").length}`,
       `Redis failovers ${faults.failovers}; PostgreSQL restarts ${faults.pgRestarts}; receiver outages ${faults.receiverStretches}; node stretches ${faults.nodeStretches} (429 answered ${node.counts["429"]}, held to timeout ${node.counts.timeout})`,
-      `checkpoint samples ${checkpoints.length}`,
+      `checkpoint samples ${checkpoints.length}; matchers at head ${progress.head}, solidified ${progress.solid}`,
+      `drain ${((Date.now() - drainStarted) / 1000).toFixed(0)} s, ended as ${drained}; events pending at its end ${left ? `${left.pending} (and ${left.held} held)` : "unknown (PostgreSQL did not answer)"}`,
     ];
-    return { results, summary, seconds: (Date.now() - started) / 1000 };
+    return { results, summary, seconds: (Date.now() - started) / 1000, missed };
   } finally {
     await cleanup();
     if (opts.logFile && services) {

@@ -7,7 +7,7 @@
 // The stack is the in-process one of test/support/stack.ts, on loopback; the deliverer serves its RPCs without
 // a worker, so test events are recorded but nothing is ever sent anywhere.
 import fc from "fast-check";
-import { isErrorCode } from "../../common/errors.ts";
+import { isErrorCode } from "../../common/contract/index.ts";
 import { startStack, TEST_HOSTS, type Stack } from "../support/stack.ts";
 import { staticResolver } from "../../common/ssrf.ts";
 

@@ -163,37 +163,61 @@ function distinctEvents(requests: ReceivedRequest[]): Delivered[] {
   return [...byId.values()];
 }
 
+/** One (subscription, kind, transfer) the run expects delivered, and whether a request of it was answered 2xx. */
+export interface ExpectedDelivery {
+  subscriptionId: string;
+  path: string;
+  kind: string;
+  transfer: MadeTransfer;
+  /** Its block on the final canonical chain; null when a fork removed it for good. */
+  blockNumber: number | null;
+  acknowledged: boolean;
+}
+
+/**
+ * Every expected (subscription, kind, transfer): the address watched from before the transfer was submitted to the
+ * end of the run (every stream saw it watched), the kinds the subscription asked for that the transfer's fate calls for.
+ */
+export function expectedDeliveries(run: RunRecord, events: Delivered[] = distinctEvents(run.requests)): ExpectedDelivery[] {
+  const acked = new Set(events.filter((e) => e.acknowledged).map((e) => `${e.subscriptionId} ${e.kind} ${e.data.txId}`));
+  const broadcastedTx = new Set(events.filter((e) => e.kind === KINDS.broadcasted).map((e) => e.data.txId));
+  const out: ExpectedDelivery[] = [];
+  for (const sub of run.subscriptions) {
+    for (const t of run.transfers) {
+      if (!run.watches.some((w) => w.subscriptionId === sub.id && w.address === t.to && w.addAnsweredAt <= t.submittedAt && w.removeSentAt === null)) continue;
+      const where = run.canonicalTx.get(t.txId);
+      const expected: string[] = [];
+      if (where && t.result === "SUCCESS") expected.push(KINDS.broadcasted, KINDS.confirmed);
+      if (where && t.result !== "SUCCESS") expected.push(KINDS.failed);
+      // Forked away for good: `failed` (dropped) once the solidified chain passed its expiration, provided the head
+      // stream had broadcasted it (a fork while no matcher ran leaves nothing to drop).
+      if (!where && t.result === "SUCCESS" && broadcastedTx.has(t.txId) && run.finalSolidTimestampMs > t.expirationMs) {
+        expected.push(KINDS.failed);
+      }
+      for (const kind of expected.filter((k) => sub.kinds.includes(k))) {
+        out.push({ subscriptionId: sub.id, path: sub.path, kind, transfer: t, blockNumber: where?.blockNumber ?? null, acknowledged: acked.has(`${sub.id} ${kind} ${t.txId}`) });
+      }
+    }
+  }
+  return out;
+}
+
 export function checkInvariants(run: RunRecord): InvariantResult[] {
   const events = distinctEvents(run.requests);
   const made = new Map(run.transfers.map((t) => [t.txId, t]));
   const watchesOf = (sub: string, address: string) => run.watches.filter((w) => w.subscriptionId === sub && w.address === address);
   const label = (address: string) => run.addressLabels?.get(address) ?? address;
-  const broadcastedTx = new Set(events.filter((e) => e.kind === KINDS.broadcasted).map((e) => e.data.txId));
 
   // 1. Every expected (subscription, kind, transfer) delivered (answered 2xx) at least once.
   const delivered = result("every expected (subscription, kind, transfer) delivered at least once");
-  const acked = new Set(events.filter((e) => e.acknowledged).map((e) => `${e.subscriptionId} ${e.kind} ${e.data.txId}`));
-  for (const sub of run.subscriptions) {
-    for (const t of run.transfers) {
-      // Watched from before it was submitted to the end of the run: every stream saw it watched.
-      if (!watchesOf(sub.id, t.to).some((w) => w.addAnsweredAt <= t.submittedAt && w.removeSentAt === null)) continue;
-      const onChain = run.canonicalTx.has(t.txId);
-      const expected: string[] = [];
-      if (onChain && t.result === "SUCCESS") expected.push(KINDS.broadcasted, KINDS.confirmed);
-      if (onChain && t.result !== "SUCCESS") expected.push(KINDS.failed);
-      // Forked away for good: `failed` (dropped) once the solidified chain passed its expiration, provided the head
-      // stream had broadcasted it (a fork while no matcher ran leaves nothing to drop).
-      if (!onChain && t.result === "SUCCESS" && broadcastedTx.has(t.txId) && run.finalSolidTimestampMs > t.expirationMs) {
-        expected.push(KINDS.failed);
-      }
-      for (const kind of expected.filter((k) => sub.kinds.includes(k))) {
-        delivered.checked++;
-        if (!acked.has(`${sub.id} ${kind} ${t.txId}`)) delivered.fail(
-            `${sub.path} ${kind.split(".").pop()} tx ${short(t.txId)} to ${label(t.to)}${onChain ? ` block ${run.canonicalTx.get(t.txId)!.blockNumber}` : " (forked away)"} never delivered`,
-            `${kind.split(".").pop()} to ${label(t.to)}`,
-          );
-      }
-    }
+  for (const e of expectedDeliveries(run, events)) {
+    delivered.checked++;
+    if (e.acknowledged) continue;
+    const t = e.transfer;
+    delivered.fail(
+      `${e.path} ${e.kind.split(".").pop()} tx ${short(t.txId)} to ${label(t.to)}${e.blockNumber !== null ? ` block ${e.blockNumber}` : " (forked away)"} never delivered`,
+      `${e.kind.split(".").pop()} to ${label(t.to)}`,
+    );
   }
 
   // 2. No transfer with both confirmed and failed (across every subscription: finality is one fact).

@@ -1,15 +1,17 @@
 // `bun run chaos [REQUESTS] [SEED]`: the hostile-input fuzzer (test/chaos/fuzz.ts) against a stack it starts itself on
 // loopback, 10,000 requests by default. Prints a summary and exits 1 if any answer broke the contract.
-// `bun run chaos --faults [--minutes N] [--seed S]`: the fault run (test/chaos/faults.ts), faults for N minutes (3);
-// prints each invariant's count checked and broken, and exits 1 if any is broken.
+// `bun run chaos --faults [--minutes N] [--seed S] [--keep]`: the fault run (test/chaos/faults.ts), faults for N
+// minutes (3); prints each invariant's count checked and broken, what became of each missed delivery, and exits 1 if
+// any is broken. --keep leaves the run's PostgreSQL and Redis running afterwards, to look into.
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { formatMissed } from "./classify.ts";
 import { formatInvariants } from "./invariants.ts";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { faults: { type: "boolean", default: false }, minutes: { type: "string" }, seed: { type: "string" } },
+  options: { faults: { type: "boolean", default: false }, minutes: { type: "string" }, seed: { type: "string" }, keep: { type: "boolean", default: false } },
 });
 
 if (values.faults) {
@@ -22,9 +24,11 @@ if (values.faults) {
     log: (line) => console.log(line),
     logFile,
     handleSignals: true,
+    keep: values.keep,
   });
   for (const line of report.summary) console.log(line);
   console.log(formatInvariants(report.results));
+  if (report.missed.length > 0) console.log(formatMissed(report.missed));
   console.log(`fault run: ${report.seconds.toFixed(0)} s in all; the services' log lines are in ${logFile}`);
   process.exit(report.results.some((r) => r.broken > 0) ? 1 : 0);
 }

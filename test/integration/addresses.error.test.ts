@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { SQL } from "bun";
 import fixtures from "../../fixtures/tron/addresses.json";
 import { hexToBase58 } from "../../common/tron-address.ts";
-import { lookup } from "../../common/watch-index.ts";
+import { lookup } from "../../common/watch-index/reader.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";
 
 const VALID = fixtures.valid as string[];
@@ -74,7 +74,7 @@ async function indexed(id: string, entries: Entry[]): Promise<Entry[]> {
   const out: Entry[] = [];
   for (const chainId of [MAINNET, NILE, "tron:shasta"]) {
     const addrs = entries.filter((e) => e.chainId === chainId).map((e) => e.address);
-    const found = await lookup(stack.registry.redis, stack.config.redisPrefix, chainId, addrs, { includeInactive: true });
+    const found = await lookup(stack.registry.watchIndex.index(chainId), addrs, { includeInactive: true });
     for (const a of addrs) if (found.get(a)?.some((w) => w.subscriptionId === id)) out.push({ chainId, address: a });
   }
   return out;

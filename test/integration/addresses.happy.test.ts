@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import fixtures from "../../fixtures/tron/addresses.json";
 import { hexToBase58 } from "../../common/tron-address.ts";
-import { lookup } from "../../common/watch-index.ts";
+import { lookup } from "../../common/watch-index/reader.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";
 
 const VALID = fixtures.valid as string[];
@@ -63,7 +63,7 @@ async function listAll(id: string, limit = 200): Promise<Entry[]> {
 }
 
 async function watchedBy(chainId: string, addresses: string[]): Promise<Map<string, string[]>> {
-  const found = await lookup(stack.registry.redis, stack.config.redisPrefix, chainId, addresses, { includeInactive: true });
+  const found = await lookup(stack.registry.watchIndex.index(chainId), addresses, { includeInactive: true });
   return new Map([...found].map(([a, ws]) => [a, ws.map((w) => w.subscriptionId)]));
 }
 
@@ -246,7 +246,7 @@ describe("watch index follows the subscription", () => {
     const id = await newSubscription();
     const a = VALID[15]!;
     await api("PATCH", addressesPath(id), { add: [mainnet(a)] });
-    const active = async () => (await lookup(stack.registry.redis, stack.config.redisPrefix, MAINNET, [a])).get(a)?.map((w) => w.subscriptionId) ?? [];
+    const active = async () => (await lookup(stack.registry.watchIndex.index(MAINNET), [a])).get(a)?.map((w) => w.subscriptionId) ?? [];
     expect(await active()).toContain(id);
     const put = (status: string) =>
       api("PUT", `/v1/subscriptions/${id}`, { destination: { type: "https", url: TEST_DESTINATION }, events: ["wallet.transfer.broadcasted"], status });
@@ -265,7 +265,7 @@ describe("watch index follows the subscription", () => {
     const a = VALID[17]!;
     await api("PATCH", addressesPath(id), { add: [mainnet(a), { chainId: NILE, address: a }] }, owner);
     const state = async (chainId: string) =>
-      (await lookup(stack.registry.redis, stack.config.redisPrefix, chainId, [a], { includeInactive: true })).get(a)?.find((w) => w.subscriptionId === id)?.active;
+      (await lookup(stack.registry.watchIndex.index(chainId), [a], { includeInactive: true })).get(a)?.find((w) => w.subscriptionId === id)?.active;
     const keys = async (...args: string[]) => {
       const proc = Bun.spawn([process.execPath, new URL("../../cli/keys.ts", import.meta.url).pathname, ...args], {
         env: { ...process.env, DATABASE_URL: stack.config.databaseUrl, REDIS_URL: stack.config.redisUrl, REDIS_PREFIX: stack.config.redisPrefix, APP_SECRET: "" },
@@ -289,7 +289,7 @@ describe("watch index follows the subscription", () => {
     const a = VALID[16]!;
     await api("PATCH", addressesPath(id), { add: [mainnet(a)] });
     await api("PUT", `/v1/subscriptions/${id}`, { destination: { type: "https", url: TEST_DESTINATION }, events: ["service.ping"] });
-    const found = await lookup(stack.registry.redis, stack.config.redisPrefix, MAINNET, [a]);
+    const found = await lookup(stack.registry.watchIndex.index(MAINNET), [a]);
     expect(found.get(a)?.find((w) => w.subscriptionId === id)?.events).toEqual(["service.ping"]);
   });
 });

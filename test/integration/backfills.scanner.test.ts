@@ -7,7 +7,7 @@ import type { HandlerContext } from "@connectrpc/connect";
 import { loadBackfillConfig } from "../../common/backfill-config.ts";
 import { log } from "../../common/logger.ts";
 import { openRedis, type Redis } from "../../common/redis.ts";
-import { lookup } from "../../common/watch-index.ts";
+import { WatchIndexReader } from "../../common/watch-index/reader.ts";
 import { CreateBackfillRequestSchema } from "../../gen/webhooks/registry/v1/backfill_pb.ts";
 import { BackfillScanner } from "../../matcher/backfill/scanner.ts";
 import { openMatcherDatabase, type MatcherDb } from "../../matcher/store.ts";
@@ -69,12 +69,13 @@ test("no run while the live streams are behind; at most BACKFILL_NODE_CONCURRENC
     },
     { preconnect: fetch.preconnect },
   );
+  const index = new WatchIndexReader(redis, db, { prefix: t.bed.config.redisPrefix, shards: t.bed.config.watchIndexShards });
   let behind = true;
   const scanner = new BackfillScanner({
     chainId: CHAIN,
     client: new TronClient({ baseUrl: sim.url, fetch: counting }),
     db,
-    lookup: (chainId, addresses) => lookup(redis, t.bed.config.redisPrefix, chainId, addresses, { shards: t.bed.config.watchIndexShards }),
+    lookup: (chainId, addresses) => index.lookup(chainId, addresses),
     enqueue: (events) => t.bed.delivery.enqueue({ events }),
     log,
     nodeConcurrency: 2,

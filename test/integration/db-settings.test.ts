@@ -3,9 +3,9 @@
 // events a subscription's page of 50 was compiled on each run (README "Benchmarks", events).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { SQL } from "bun";
-import { openDelivererDatabase, openPlannedReads } from "../../deliverer/store.ts";
+import { openDelivererDatabase, openPlannedReads } from "../../deliverer/db/connection.ts";
 import { openMatcherDatabase } from "../../matcher/store.ts";
-import { openRegistryDatabase } from "../../registry/store.ts";
+import { openRegistryDatabase } from "../../registry/db/connection.ts";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
 
 let database: TestDatabase;

@@ -1,9 +1,10 @@
 // A claim's rows are read by their ids on the primary key, on the generic plan the deliverer's connections use: never
 // every event between the claim's first and last times. In a catch-up the claimed events are a small share of the
-// events created meanwhile, and reading the whole window cost 70-160 ms a claim (deliverer/store.ts CLAIMED_ROWS_SQL).
+// events created meanwhile, and reading the whole window cost 70-160 ms a claim (deliverer/db/claims.sql).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { SQL } from "bun";
-import { CLAIMED_ROWS_SQL, openDelivererDatabase, type DelivererDb } from "../../deliverer/store.ts";
+import { CLAIMED_ROWS_SQL } from "../../deliverer/db/claims.ts";
+import { openDelivererDatabase, type DelivererDb } from "../../deliverer/db/connection.ts";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
 
 let database: TestDatabase;

@@ -3,7 +3,7 @@
 // gone or disabled; bad input changes nothing.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { create } from "@bufbuild/protobuf";
-import { fromRpcError } from "../../common/errors.ts";
+import { fromRpcError } from "../../common/rpc-errors.ts";
 import { NewEventSchema, type Transfer } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { sampleTransfer, startDeliveryBed, waitForEvent, type DeliveryBed } from "../support/delivery.ts";
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import * as grpc from "@grpc/grpc-js";
 import type { DescMessage, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
-import { fromRpcError } from "../../common/errors.ts";
+import { fromRpcError } from "../../common/rpc-errors.ts";
 import { serveService, type ServedService } from "../../common/service.ts";
 import {
   DeliveryService,

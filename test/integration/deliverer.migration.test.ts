@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { SQL } from "bun";
 import { ulid } from "ulid";
 import { openDatabase, runMigrations, type Database } from "../../common/db.ts";
-import { DELIVERER_MIGRATIONS, DELIVERER_MIGRATIONS_TABLE } from "../../deliverer/store.ts";
+import { DELIVERER_MIGRATIONS, DELIVERER_MIGRATIONS_TABLE } from "../../deliverer/db/connection.ts";
 import { delivererSchema } from "../../deliverer/schema.ts";
 import { envelope, renderPayload, sampleTransferData } from "../../deliverer/payload.ts";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";

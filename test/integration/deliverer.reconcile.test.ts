@@ -6,7 +6,7 @@ import Redis from "ioredis";
 import { setLogSink } from "../../common/logger.ts";
 import { createDeliverer, type DelivererHandle } from "../../deliverer/index.ts";
 import { scheduleRepaired } from "../../deliverer/metrics.ts";
-import type { OverdueCursor } from "../../deliverer/store.ts";
+import type { OverdueCursor } from "../../deliverer/db/types.ts";
 import type { WorkerOptions } from "../../deliverer/worker.ts";
 import { enqueueTransfers, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
 

@@ -8,7 +8,7 @@
 // back for three leases, as a 45 s stall is against the default's 40 s.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { createDeliverer, type DelivererHandle } from "../../deliverer/index.ts";
-import type { Outcome } from "../../deliverer/store.ts";
+import type { Outcome } from "../../deliverer/db/types.ts";
 import { enqueueTransfers, startDeliveryBed, waitForEvent, type DeliveryBed } from "../support/delivery.ts";
 import { until } from "../support/wait.ts";
 

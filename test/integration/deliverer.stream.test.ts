@@ -16,6 +16,7 @@ import {
   type StreamEventsResponse,
 } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import { ErrorInfoSchema } from "../../gen/webhooks/common/v1/error_pb.ts";
 import { enqueueTransfers, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
 import { until } from "../support/wait.ts";
 
@@ -219,6 +220,50 @@ test("Connect: the same stream over the deliverer's HTTP port", async () => {
     code = ConnectError.from(err).code;
   }
   expect(code).toBe(Code.Unauthenticated);
+});
+
+test("a key holds at most its streams quota open: one more is ResourceExhausted quota_exceeded; a closed one frees its place", async () => {
+  const k = await keyWithSubscription();
+  await bed.registry.store.setApiKeyQuotas(k.keyId, { streams: 1 });
+  const made = await enqueueTransfers(bed, k.subscriptionId, 1, 900);
+  const connect = createClient(DeliveryService, createConnectTransport({ baseUrl: `http://127.0.0.1:${served.http.port}` }));
+  const headers = { authorization: `Bearer ${k.secret}` };
+  /** Reads a stream until aborted; resolves with the error that ended it (undefined: aborted here). */
+  const read = (signal: AbortSignal, got: string[]) =>
+    (async () => {
+      for await (const r of connect.streamEvents({}, { headers, signal })) got.push(...r.events.map((e) => e.event!.id));
+      return undefined;
+    })().catch((err: unknown) => {
+      const ce = ConnectError.from(err);
+      return ce.code === Code.Canceled ? undefined : ce;
+    });
+  const holder = new AbortController();
+  const held: string[] = [];
+  const holding = read(holder.signal, held);
+  await until("the first stream is open", async () => held.length > 0, 10_000);
+
+  const refused = await read(new AbortController().signal, []);
+  expect(refused?.code).toBe(Code.ResourceExhausted);
+  const [info] = refused!.findDetails(ErrorInfoSchema);
+  expect([info?.code, JSON.parse(info?.detailJson || "null")]).toEqual(["quota_exceeded", { quota: "streams", limit: 1 }]);
+
+  holder.abort();
+  expect(await holding).toBeUndefined();
+  // The place comes back once the server has seen the first stream end (asked again until then).
+  const tryOnce = async (): Promise<string[] | null> => {
+    const ctl = new AbortController();
+    const ids: string[] = [];
+    let ended = false;
+    const reading = read(ctl.signal, ids).finally(() => {
+      ended = true;
+    });
+    const deadline = Date.now() + 5_000;
+    while (ids.length === 0 && !ended && Date.now() < deadline) await Bun.sleep(20);
+    ctl.abort();
+    await reading;
+    return ids.length > 0 ? ids : null;
+  };
+  expect(await until("a new stream once the first closed", tryOnce, 15_000)).toEqual(made.ids);
 });
 
 test("a slow consumer (paused reads while thousands are made) loses nothing and keeps the order", async () => {

@@ -2,6 +2,7 @@
 // and DELETE of a subscription taking its events along. Real registry, deliverer, PostgreSQL, Redis and receiver.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
+import { createTronWebhooksClient } from "../../clients/typescript/src/index.ts";
 import { call, startEventsStack, type EventsStack } from "../support/events.ts";
 
 type Ev = {
@@ -22,23 +23,25 @@ afterAll(async () => {
   await env?.stop();
 }, 60_000);
 
+/** A key and, through the generated client as a customer would, a subscription to the receiver's `path`. */
 async function setup(path: string, chains?: string[]) {
   const { key } = await env.stack.createKey(chains ? { chains } : {});
-  const created = await call<{ id: string; destination: { secret: string } }>(base, key, "POST", "/v1/subscriptions", {
-    destination: { type: "https", url: env.receiver.url(path) },
-    events: ["wallet.transfer.broadcasted"],
+  const created = await createTronWebhooksClient({ baseUrl: base, apiKey: key }).POST("/v1/subscriptions", {
+    body: { destination: { type: "https", url: env.receiver.url(path) }, events: ["wallet.transfer.broadcasted"] },
   });
-  expect(created.status).toBe(201);
-  env.receiver.setSecrets(path, [created.body.destination.secret]);
-  return { key, id: created.body.id, secret: created.body.destination.secret };
+  expect(created.response.status).toBe(201);
+  const secret = created.data!.destination.secret!;
+  env.receiver.setSecrets(path, [secret]);
+  return { key, id: created.data!.id, secret };
 }
 
 async function waitFor(key: string, subId: string, eventId: string, pred: (e: Ev) => boolean): Promise<Ev> {
+  const api = createTronWebhooksClient({ baseUrl: base, apiKey: key });
   const deadline = Date.now() + 20_000;
   for (;;) {
-    const res = await call<Ev>(base, key, "GET", `/v1/subscriptions/${subId}/events/${eventId}`);
-    if (res.status === 200 && pred(res.body)) return res.body;
-    if (Date.now() > deadline) throw new Error(`event not in the expected state: ${JSON.stringify(res.body)}`);
+    const res = await api.GET("/v1/subscriptions/{id}/events/{eventId}", { params: { path: { id: subId, eventId } } });
+    if (res.response.status === 200 && res.data && pred(res.data)) return res.data;
+    if (Date.now() > deadline) throw new Error(`event not in the expected state: ${JSON.stringify(res.data ?? res.error)}`);
     await Bun.sleep(25);
   }
 }

@@ -17,9 +17,9 @@ import {
   bearerToken,
   callerToken,
   derivedToken,
-  INTERNAL_CALLERS,
   METHOD_CALLERS,
 } from "../../common/internal-auth.ts";
+import { INTERNAL_CALLERS } from "../../common/internal-callers.ts";
 import { inProcessTransport, networkTransport } from "../../common/rpc.ts";
 import { setLogSink } from "../../common/logger.ts";
 import { serveService, type ServedService } from "../../common/service.ts";

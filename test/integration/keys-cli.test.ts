@@ -100,6 +100,31 @@ test("list, chains and revoke work on the stored keys", async () => {
   expect(outbox.map((r) => r.kind)).toEqual(["key", "key", "key", "key", "key", "key"]);
 });
 
+test("quotas shows a key's limits, sets its own and puts one back to the default", async () => {
+  const made = await keys("create", "--name", "quota");
+  const id = made.lines.find((l) => l.startsWith("key_"))!;
+  const shown = await keys("quotas", id);
+  expect(shown.code).toBe(0);
+  expect(shown.lines).toEqual([
+    "quota\tlimit\tsource",
+    "subscriptions\t10000\tdefault (QUOTA_SUBSCRIPTIONS)",
+    "addresses\t10000000\tdefault (QUOTA_ADDRESSES)",
+    "deliveries\t128\tdefault (QUOTA_DELIVERIES_IN_FLIGHT)",
+    "streams\t16\tdefault (QUOTA_STREAMS)",
+  ]);
+  const set = await keys("quotas", id, "--subscriptions", "5", "--deliveries", "8", "--streams", "0");
+  expect(set.code).toBe(0);
+  expect(set.lines).toContain("subscriptions\t5\tthis key's own");
+  expect(set.lines).toContain("deliveries\t8\tthis key's own");
+  expect(set.lines).toContain("streams\t0\tthis key's own");
+  expect((await keys("list")).lines.find((l) => l.startsWith(id))).toEndWith("\tsubscriptions=5,deliveries=8,streams=0");
+  const back = await keys("quotas", id, "--deliveries", "default");
+  expect(back.lines).toContain("deliveries\t128\tdefault (QUOTA_DELIVERIES_IN_FLIGHT)");
+  expect(back.lines).toContain("subscriptions\t5\tthis key's own");
+  const [row] = (await sql`SELECT quota_subscriptions, quota_addresses, quota_deliveries, quota_streams FROM api_keys WHERE id = ${id}`) as unknown[];
+  expect(row).toEqual({ quota_subscriptions: 5, quota_addresses: null, quota_deliveries: null, quota_streams: 0 });
+});
+
 test("bad input exits non-zero with a message and changes nothing", async () => {
   const made = await keys("create", "--name", "stable", "--chains", "tron:mainnet");
   const id = made.lines.find((l) => l.startsWith("key_"))!;
@@ -120,6 +145,9 @@ test("bad input exits non-zero with a message and changes nothing", async () => 
     ["chains", id, "tron:moon"],
     ["chains", "key_01ARZ3NDEKTSV4RRFFQ69G5FAV", "tron:nile"],
     ["list", "extra"],
+    ["quotas"],
+    ["quotas", id, "--streams", "many"],
+    ["quotas", "key_01ARZ3NDEKTSV4RRFFQ69G5FAV", "--streams", "2"],
   ];
   // Run at once: each is its own process, and one after another they took a minute on a loaded machine.
   const runs = await Promise.all(cases.map((args) => keys(...args)));

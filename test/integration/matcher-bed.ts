@@ -1,7 +1,7 @@
 // The matcher's test bed: the delivery bed (real registry, deliverer and verifying HTTPS receiver on a fresh
 // database and Redis DB) plus one tools/tron-sim node per chain and the real matcher reading them. Nothing is
 // mocked; the simulator is the TRON node.
-import type { ChainId } from "../../common/config.ts";
+import type { ChainId } from "../../common/contract/index.ts";
 import { loadConfig } from "../../common/config.ts";
 import { inProcessTransport } from "../../common/rpc.ts";
 import type { MessageInitShape } from "@bufbuild/protobuf";
@@ -10,6 +10,7 @@ import type { MatchConditionsSchema } from "../../gen/webhooks/registry/v1/regis
 import { createMatcher, type MatcherDeps, type MatcherHandle } from "../../matcher/index.ts";
 import { startTronSim, type TronSim, type TronSimOptions } from "../../tools/tron-sim/server.ts";
 import { startDeliveryBed, type DeliveryBed, type DeliveryBedOptions } from "../support/delivery.ts";
+import { servePublicApi, type PublicApi } from "../support/public-api.ts";
 import type { RedisKind } from "../support/redis-cluster.ts";
 
 export type MatchConditionsInit = MessageInitShape<typeof MatchConditionsSchema>;
@@ -18,6 +19,8 @@ export interface MatcherBed {
   bed: DeliveryBed;
   sims: Partial<Record<ChainId, TronSim>>;
   matcher: MatcherHandle | undefined;
+  /** The gateway and the generated client, when started with `publicApi` (the end-to-end tests). */
+  api: PublicApi | undefined;
   /** Starts the in-process matcher (when the bed was made without one). */
   startMatcher(): Promise<MatcherHandle>;
   /** A key (with `chains`) and a subscription to the receiver's `path`; the receiver verifies with its secret. */
@@ -43,6 +46,8 @@ export interface MatcherBedOptions {
   stream?: MatcherDeps["stream"];
   /** Passed to the deliverer (e.g. its worker's reconciliation timing). */
   delivererDeps?: DeliveryBedOptions["delivererDeps"];
+  /** Serve the public API too (bed.api): subscribe, watch and read events as a customer does. */
+  publicApi?: boolean;
 }
 
 export async function startMatcherBed(opts: MatcherBedOptions = {}): Promise<MatcherBed> {
@@ -54,7 +59,9 @@ export async function startMatcherBed(opts: MatcherBedOptions = {}): Promise<Mat
   });
   const sims: Partial<Record<ChainId, TronSim>> = {};
   let matcher: MatcherHandle | undefined;
+  let api: PublicApi | undefined;
   const stop = async () => {
+    await api?.stop().catch(() => {});
     await matcher?.close().catch(() => {});
     for (const sim of Object.values(sims)) await sim.stop().catch(() => {});
     await bed.stop();
@@ -79,10 +86,12 @@ export async function startMatcherBed(opts: MatcherBedOptions = {}): Promise<Mat
       });
       return matcher;
     };
+    if (opts.publicApi) api = servePublicApi(bed);
     if (opts.matcher ?? true) await startMatcher();
     return {
       bed,
       sims,
+      api,
       get matcher() {
         return matcher;
       },

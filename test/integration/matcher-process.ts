@@ -2,7 +2,8 @@
 // the crash tests SIGKILL it and start it again. stop() kills a matcher still running and ends the bed.
 import type { Subprocess } from "bun";
 import { join } from "node:path";
-import { NODE_URL_VARIABLES, type ChainId } from "../../common/config.ts";
+import { NODE_URL_VARIABLES } from "../../common/config.ts";
+import { type ChainId } from "../../common/contract/index.ts";
 import { serveService, type ServedService } from "../../common/service.ts";
 import { openMatcherDatabase, type MatcherDb } from "../../matcher/store.ts";
 import { startMatcherBed, type MatcherBed, type MatcherBedOptions } from "./matcher-bed.ts";

@@ -1,7 +1,9 @@
 // End to end through the simulator: a transfer touching a watched address in a new block becomes exactly one
 // signed delivery with the contract's payload; a disabled subscription, a subscription on another chain, one
-// without the kind, and a failed transaction make nothing.
+// without the kind, and a failed transaction make nothing. Subscriptions, watches and event reads go through the
+// public API with the generated client, as a customer's would.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { PublicApi } from "../support/public-api.ts";
 import { blockWith, startMatcherBed, type MatcherBed } from "./matcher-bed.ts";
 
 const A = "TPH479jG91GcRbPr4pnx7bwdN47twUvuy8";
@@ -11,9 +13,11 @@ const USDT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
 const UNKNOWN_TOKEN = "TFkyVCGCU1AQYpTyZgtZ2bFJX8EszoTx96";
 
 let t: MatcherBed;
+let api: PublicApi;
 
 beforeAll(async () => {
-  t = await startMatcherBed({ chains: ["tron:mainnet", "tron:nile"] });
+  t = await startMatcherBed({ chains: ["tron:mainnet", "tron:nile"], publicApi: true });
+  api = t.api!;
 });
 afterAll(async () => {
   await t?.stop();
@@ -24,17 +28,17 @@ type Payload = { id: string; kind: string; date: string; subscriptionId: string;
 describe("matcher end to end", () => {
   test("watched addresses in a new block → one signed delivery per transfer, payload as the contract says", async () => {
     const main = t.sims["tron:mainnet"]!;
-    const sub = await t.subscribe("/main");
-    await t.watch(sub, "tron:mainnet", [A]);
+    const sub = await api.subscribe("/main");
+    await api.watch(sub, "tron:mainnet", [A]);
     // Negative subscriptions watching the same address.
-    const disabled = await t.subscribe("/disabled", { status: "disabled" });
-    await t.watch(disabled, "tron:mainnet", [A]);
-    const otherChain = await t.subscribe("/nile");
-    await t.watch(otherChain, "tron:nile", [A]);
-    const noKind = await t.subscribe("/ping-only", { events: ["service.ping"] });
-    await t.watch(noKind, "tron:mainnet", [A]);
-    const keyWithoutMainnet = await t.subscribe("/nile-key", { chains: ["tron:nile"] });
-    await t.watch(keyWithoutMainnet, "tron:nile", [A]);
+    const disabled = await api.subscribe("/disabled", { status: "disabled" });
+    await api.watch(disabled, "tron:mainnet", [A]);
+    const otherChain = await api.subscribe("/nile");
+    await api.watch(otherChain, "tron:nile", [A]);
+    const noKind = await api.subscribe("/ping-only", { events: ["service.ping"] });
+    await api.watch(noKind, "tron:mainnet", [A]);
+    const keyWithoutMainnet = await api.subscribe("/nile-key", { chains: ["tron:nile"] });
+    await api.watch(keyWithoutMainnet, "tron:nile", [A]);
 
     const block = await blockWith(main, [
       { type: "trx", from: A, to: B, amount: 1_500_000 },
@@ -99,21 +103,21 @@ describe("matcher end to end", () => {
     expect(byTx.has(block.txIds[4]!)).toBe(false);
 
     // The block is checkpointed, so its events were accepted: the negative subscriptions have none.
-    for (const s of [disabled, otherChain, noKind, keyWithoutMainnet]) expect(await t.events(s)).toHaveLength(0);
+    for (const s of [disabled, otherChain, noKind, keyWithoutMainnet]) expect(await api.events(s)).toHaveLength(0);
 
     // Later blocks without A make nothing more.
     const later = await blockWith(main, [{ type: "trx", from: B, to: C, amount: 9 }]);
     await t.matcher!.waitForBlock("tron:mainnet", later.number);
-    expect(await t.events(sub)).toHaveLength(4);
+    expect(await api.events(sub)).toHaveLength(4);
     expect(t.bed.receiver.count("/disabled") + t.bed.receiver.count("/nile") + t.bed.receiver.count("/ping-only")).toBe(0);
   });
 
   test("the same address on another chain is another watch: a nile transfer reaches only the nile subscription", async () => {
     const nile = t.sims["tron:nile"]!;
-    const mainSub = await t.subscribe("/main-only");
-    await t.watch(mainSub, "tron:mainnet", [B]);
-    const nileSub = await t.subscribe("/nile-only");
-    await t.watch(nileSub, "tron:nile", [B]);
+    const mainSub = await api.subscribe("/main-only");
+    await api.watch(mainSub, "tron:mainnet", [B]);
+    const nileSub = await api.subscribe("/nile-only");
+    await api.watch(nileSub, "tron:nile", [B]);
     const block = await blockWith(nile, [{ type: "trc20", from: C, to: B, amount: "5", contract: USDT }]);
     await t.matcher!.waitForBlock("tron:nile", block.number);
     await t.bed.receiver.waitForCount("/nile-only", 1);
@@ -124,16 +128,16 @@ describe("matcher end to end", () => {
     // The mainnet USDT contract means nothing on nile.
     expect(p.data.asset).toEqual({ type: "fungible", standard: "TRC20", contract: USDT, tokenId: null, symbol: null, decimals: null });
     expect(p.data.matchedAddresses).toEqual([{ chainId: "tron:nile", address: B, role: "to" }]);
-    expect(await t.events(mainSub)).toHaveLength(0);
+    expect(await api.events(mainSub)).toHaveLength(0);
   });
 
   test("a block re-read (the node answers it again after a restart) makes no second event", async () => {
     const main = t.sims["tron:mainnet"]!;
-    const sub = await t.subscribe("/reread");
-    await t.watch(sub, "tron:mainnet", [C]);
+    const sub = await api.subscribe("/reread");
+    await api.watch(sub, "tron:mainnet", [C]);
     const block = await blockWith(main, [{ type: "trx", from: C, to: B, amount: 3 }]);
     await t.matcher!.waitForBlock("tron:mainnet", block.number);
-    expect(await t.events(sub)).toHaveLength(1);
+    expect(await api.events(sub)).toHaveLength(1);
     // Restart the matcher from an older checkpoint: it reads the block again.
     await t.matcher!.close();
     const { matcherCheckpoints } = await import("../../matcher/schema.ts");
@@ -145,6 +149,6 @@ describe("matcher end to end", () => {
     const m = await t.startMatcher();
     const next = await blockWith(main, []);
     await m.waitForBlock("tron:mainnet", next.number);
-    expect(await t.events(sub)).toHaveLength(1);
+    expect(await api.events(sub)).toHaveLength(1);
   });
 });

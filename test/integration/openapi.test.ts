@@ -6,10 +6,12 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Webhook } from "standardwebhooks";
-import { ERROR_STATUS, type ErrorCode } from "../../common/errors.ts";
+import { ERROR_STATUS, EVENT_KINDS, type ErrorCode } from "../../common/contract/index.ts";
 import { signatureHeader } from "../../deliverer/sign.ts";
-import { EVENT_KINDS, EXAMPLE_PAYLOADS, EXAMPLE_SECRET, VERIFY_EXAMPLE } from "../../gateway/event-catalog.ts";
-import { startStack, type Stack } from "../support/stack.ts";
+import { EXAMPLE_PAYLOADS, EXAMPLE_SECRET, VERIFY_EXAMPLE } from "../../gateway/event-catalog.ts";
+import { openApiDocument } from "../../gateway/docs.ts";
+import { createTronWebhooksClient, unwrap } from "../../clients/typescript/src/index.ts";
+import { startStack, TEST_DESTINATION, type Stack } from "../support/stack.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 
@@ -93,6 +95,25 @@ describe("webhooks section", () => {
     // The event log shows the same payloads.
     const view = doc.paths["/v1/subscriptions/{id}/events/{eventId}"].get.responses["200"].content["application/json"].schema;
     expect(view.properties.payload.oneOf.map((r: Json) => deref(r).properties.kind.const)).toEqual([...EVENT_KINDS]);
+  });
+});
+
+describe("integers", () => {
+  test("what the service sends (answers, webhook payloads) documents its integers as integers, never strings", () => {
+    const stringIntegers: string[] = [];
+    const walk = (node: unknown, where: string): void => {
+      if (!node || typeof node !== "object") return;
+      const schema = node as Json;
+      if (schema.type === "string" && schema.format === "integer") stringIntegers.push(where);
+      for (const [k, v] of Object.entries(schema)) walk(v, `${where}/${k}`);
+    };
+    walk(doc.webhooks, "#/webhooks");
+    walk(doc.components.schemas, "#/components/schemas");
+    for (const [key, op] of operations()) walk(op.responses, `${key} responses`);
+    expect(stringIntegers).toEqual([]);
+    const data = deref({ $ref: "#/components/schemas/TransferBroadcastedData" });
+    expect(data.properties.blockNumber).toEqual({ type: "integer", description: expect.any(String) });
+    expect(data.properties.asset.properties.decimals.anyOf.map((s: Json) => s.type)).toEqual(["integer", "null"]);
   });
 });
 
@@ -197,6 +218,24 @@ describe("operations", () => {
     const create = doc.paths["/v1/subscriptions"].post.requestBody.content["application/json"].example;
     expect(create.destination.url).toBe("https://example.com/hooks");
     expect(raw).toContain("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t");
+  });
+});
+
+describe("generated client", () => {
+  test("clients/typescript/openapi.json, which the client is generated from, is the served document", () => {
+    expect(JSON.parse(readFileSync(join(ROOT, "clients/typescript/openapi.json"), "utf8"))).toEqual(doc);
+  });
+
+  test("the document is the same after the gateway has answered requests", async () => {
+    // Elysia writes additionalProperties: false into the (shared) schemas of a route whose validator it compiles,
+    // at the route's first request in the process.
+    const key = await stack.createKey();
+    const api = createTronWebhooksClient({ baseUrl: stack.baseUrl, apiKey: key.key });
+    const body = { destination: { type: "https" as const, url: TEST_DESTINATION }, events: ["wallet.transfer.broadcasted"] };
+    const sub = await unwrap(api.POST("/v1/subscriptions", { body }));
+    await unwrap(api.GET("/v1/subscriptions/{id}", { params: { path: { id: sub.id } } }));
+    await unwrap(api.GET("/v1/subscriptions"));
+    expect(openApiDocument(stack.gateway)).toEqual(doc);
   });
 });
 

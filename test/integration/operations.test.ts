@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { createClient } from "@connectrpc/connect";
 import { networkTransport } from "../../common/rpc.ts";
-import { fromRpcError } from "../../common/errors.ts";
+import { fromRpcError } from "../../common/rpc-errors.ts";
 import { RECOVER_BATCH } from "../../deliverer/operations.ts";
 import { DeliveryService } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { call, startEventsStack, type EventsStack } from "../support/events.ts";

@@ -18,7 +18,8 @@ import {
   SubscriptionService,
 } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { loadConfig } from "../../common/config.ts";
-import { fromRpcError, type ApiError } from "../../common/errors.ts";
+import { fromRpcError } from "../../common/rpc-errors.ts";
+import { type ApiError } from "../../common/contract/index.ts";
 import { serveService, type ServedService } from "../../common/service.ts";
 import { staticResolver } from "../../common/ssrf.ts";
 import { createRegistry, type RegistryHandle } from "../../registry/index.ts";

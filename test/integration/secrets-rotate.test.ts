@@ -20,7 +20,7 @@ import { DeliveryService, NewEventSchema } from "../../gen/webhooks/delivery/v1/
 import { ApiKeyService, SubscriptionService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { createRegistry, type RegistryHandle } from "../../registry/index.ts";
 import { REGISTRY_SEALED_COLUMNS, brokerUrlBinding, subscriptionSecretBinding } from "../../registry/sealed-columns.ts";
-import { RegistryStore } from "../../registry/store.ts";
+import { RegistryStore } from "../../registry/db/store.ts";
 import { sampleTransfer, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
 
 const CLI = join(import.meta.dir, "..", "..", "cli", "secrets.ts");

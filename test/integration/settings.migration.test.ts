@@ -8,8 +8,8 @@ import { SETTINGS_MIGRATIONS } from "../../common/settings/migrate.ts";
 
 const SETTINGS_MIGRATIONS_TABLE = SETTINGS_MIGRATIONS.table;
 const NO_INTERNAL_CREDENTIALS = { internalToken: undefined, internalTokens: {}, internalTokenDigests: {} };
-import { openDelivererDatabase } from "../../deliverer/store.ts";
-import { openRegistryDatabase } from "../../registry/store.ts";
+import { openDelivererDatabase } from "../../deliverer/db/connection.ts";
+import { openRegistryDatabase } from "../../registry/db/connection.ts";
 import { createTestDatabase, type TestDatabase } from "../support/db.ts";
 
 let database: TestDatabase;

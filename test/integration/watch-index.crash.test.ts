@@ -1,4 +1,4 @@
-// A registry killed at the worst moments of an index change (registry/watch-outbox.ts): after its COMMIT and before
+// A registry killed at the worst moments of an index change (registry/watch-index/outbox.ts): after its COMMIT and before
 // its outbox row reached Redis, and before its COMMIT. The crash is real: the registry runs as its own process, is
 // held at the moment wanted by a lock this test takes, and is killed with SIGKILL. The stack's in-process registry
 // plays the surviving replica: its applier takes the row up. Throughout, a lookup loop checks that no lookup ever
@@ -11,7 +11,9 @@ import { createClient } from "@connectrpc/connect";
 import { SQL, type Subprocess } from "bun";
 import fixtures from "../../fixtures/tron/addresses.json";
 import { networkTransport } from "../../common/rpc.ts";
-import { lookup, readState } from "../../common/watch-index.ts";
+import { readState } from "../../common/watch-index/generations.ts";
+import { lookup } from "../../common/watch-index/reader.ts";
+import { holdChainLock, releaseChainLock } from "../../registry/watch-index/chain-lock.ts";
 import { SubscriptionService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { REDIS_KINDS } from "../support/redis-cluster.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";
@@ -54,10 +56,11 @@ async function subscribe(addresses: string[]): Promise<string> {
 
 const redis = () => stack.registry.redis;
 const prefix = () => stack.config.redisPrefix;
+const mainnet = () => stack.registry.watchIndex.index(MAINNET);
 
 /** Does the served index name `id` as a watcher of `address`? */
 async function watches(address: string, id: string): Promise<boolean> {
-  const found = await lookup(redis(), prefix(), MAINNET, [address], { waitMs: 20_000, includeInactive: true });
+  const found = await lookup(mainnet(), [address], { waitMs: 20_000, includeInactive: true });
   return found.get(address)?.some((w) => w.subscriptionId === id) ?? false;
 }
 
@@ -139,13 +142,13 @@ describe.each(REDIS_KINDS)("a registry killed in the middle of an index change (
     const id = await subscribe([x, ...rest.slice(0, 3)]);
     await waitUntilReady(redis(), prefix());
     expect(await watches(x, id)).toBe(true);
-    const before = await readState(redis(), prefix(), MAINNET);
+    const before = await readState(mainnet());
 
     const { proc, url } = await spawnRegistry();
-    // Hold mainnet's applier lock (registry/watch-applier.ts): no replica can apply its rows until it is released,
+    // Hold mainnet's chain lock (registry/watch-index/chain-lock.ts): no replica can apply its rows until it is released,
     // so the spawned registry's PATCH commits and then waits for an apply that cannot happen before the kill.
     const holder = await sql.reserve();
-    await holder`SELECT pg_advisory_lock(hashtext('watch-outbox'), hashtext(${MAINNET}))`;
+    await holdChainLock(holder, MAINNET);
     const watch = uncommittedWatch(y, id);
     try {
       const subs = createClient(SubscriptionService, networkTransport(url, { token: stack.config.internalToken }));
@@ -162,7 +165,7 @@ describe.each(REDIS_KINDS)("a registry killed in the middle of an index change (
       expect(await watches(x, id)).toBe(true);
       expect(await watches(y, id)).toBe(false);
     } finally {
-      await holder`SELECT pg_advisory_unlock(hashtext('watch-outbox'), hashtext(${MAINNET}))`;
+      await releaseChainLock(holder, MAINNET);
       holder.release();
     }
     // The surviving replica (the stack's registry) takes the row up at its next poll.
@@ -170,7 +173,7 @@ describe.each(REDIS_KINDS)("a registry killed in the middle of an index change (
     expect(await watches(y, id)).toBe(true);
     expect(await watches(x, id)).toBe(false);
     expect(await actualIndex(redis(), prefix())).toEqual(await expectedIndex(sql));
-    const after = await readState(redis(), prefix(), MAINNET);
+    const after = await readState(mainnet());
     expect(after.cur).toBe(before.cur); // converged without a rebuild
     const seen = await watch.end();
     expect(seen.lookups).toBeGreaterThan(5);
@@ -181,7 +184,7 @@ describe.each(REDIS_KINDS)("a registry killed in the middle of an index change (
     const [, , , , , , , x, y] = VALID as string[];
     const id = await subscribe([x!]);
     await waitUntilReady(redis(), prefix());
-    const before = await readState(redis(), prefix(), MAINNET);
+    const before = await readState(mainnet());
 
     const { proc, url } = await spawnRegistry();
     // Hold the row the PATCH deletes: its DELETE waits on this lock, so its transaction can only end in the crash.
@@ -213,7 +216,7 @@ describe.each(REDIS_KINDS)("a registry killed in the middle of an index change (
     expect(await watches(x!, id)).toBe(true);
     expect(await watches(y!, id)).toBe(false);
     expect(await actualIndex(redis(), prefix())).toEqual(await expectedIndex(sql));
-    expect((await readState(redis(), prefix(), MAINNET)).cur).toBe(before.cur);
+    expect((await readState(mainnet())).cur).toBe(before.cur);
   }, 60_000);
 
   test("two registries taking turns on one subscription, rows applied in one go: the end state is the last commit's", async () => {
@@ -226,7 +229,7 @@ describe.each(REDIS_KINDS)("a registry killed in the middle of an index change (
     // y: their rows pile up, and are then applied in one go by whichever registry gets the lock first. Applied in any
     // order but commit order, the end state would differ (e.g. reversed: x watched, y not).
     const holder = await sql.reserve();
-    await holder`SELECT pg_advisory_lock(hashtext('watch-outbox'), hashtext(${MAINNET}))`;
+    await holdChainLock(holder, MAINNET);
     const answers: Promise<unknown>[] = [];
     try {
       for (let i = 0; i < 40; i++) {
@@ -238,7 +241,7 @@ describe.each(REDIS_KINDS)("a registry killed in the middle of an index change (
         await until(`PATCH ${i} committed`, async () => (await outboxRows()) === i + 1, 15_000, 5);
       }
     } finally {
-      await holder`SELECT pg_advisory_unlock(hashtext('watch-outbox'), hashtext(${MAINNET}))`;
+      await releaseChainLock(holder, MAINNET);
       holder.release();
     }
     await Promise.all(answers);

@@ -9,8 +9,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { hexToBase58 } from "../../common/tron-address.ts";
-import { readPositions } from "../../common/watch-index.ts";
-import { readAppliedPositions } from "../../common/watch-positions.ts";
+import { readPositions } from "../../common/watch-index/generations.ts";
+import { watchIndexHandle } from "../../common/watch-index/layout.ts";
+import { readAppliedPositions } from "../../common/watch-index/positions.ts";
 import { sendsPerWebhookId } from "../support/delivery.ts";
 import { startRedisPair, type RedisPair } from "../support/redis-replica.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
@@ -71,7 +72,8 @@ test("a failover to a lagging replica: no block is matched against the replica a
   await t.matcher!.waitForBlock(CHAIN, paid.number);
   await receiver.waitForCount("/fo-retry", 1);
   const applied = await readAppliedPositions(db, CHAIN, shards);
-  const onReplica = await readPositions(pair.replica.client, t.bed.config.redisPrefix, CHAIN, shards);
+  const onTheReplica = watchIndexHandle(pair.replica.client, { prefix: t.bed.config.redisPrefix, chainId: CHAIN, shards });
+  const onReplica = await readPositions(onTheReplica);
   expect(onReplica.some((r, s) => r.position < applied.shards[s]!)).toBe(true);
 
   // The switch, the registry's replay held back so the matcher's lookup surely comes first: at once a block paying
@@ -105,7 +107,7 @@ test("a failover to a lagging replica: no block is matched against the replica a
   expect(new Set(retried2.map((d) => d.headers["webhook-id"])).size).toBe(1);
   // Redis (the former replica) now holds what PostgreSQL applied.
   await until("the replica caught up", async () => {
-    const now = await readPositions(pair.replica.client, t.bed.config.redisPrefix, CHAIN, shards);
+    const now = await readPositions(onTheReplica);
     const want = await readAppliedPositions(db, CHAIN, shards);
     return now.every((r, s) => r.position >= want.shards[s]!);
   }, 10_000);

@@ -1,22 +1,11 @@
-// common/watch-index.ts on its own, against a real Redis DB and a real 3-master Redis Cluster: the reader's contract
+// common/watch-index/ on its own, against a real Redis DB and a real 3-master Redis Cluster: the reader's contract
 // the matcher relies on, and the generation mechanics the registry's rebuild relies on.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import fixtures from "../../fixtures/tron/addresses.json";
-import {
-  applyAddresses,
-  beginBuild,
-  dropSubscription,
-  finishBuild,
-  lookup,
-  markStale,
-  readState,
-  setKeyState,
-  setSubscriptionMeta,
-  shardBase,
-  slotOf,
-  sweepDeadHandles,
-  WatchIndexNotReadyError,
-} from "../../common/watch-index.ts";
+import { beginBuild, finishBuild, markStale, readState, sweepDeadHandles } from "../../common/watch-index/generations.ts";
+import { shardBase, slotOf, watchIndexHandle, type WatchIndexHandle } from "../../common/watch-index/layout.ts";
+import { lookup, WatchIndexNotReadyError } from "../../common/watch-index/reader.ts";
+import { applyAddresses, dropSubscription, setKeyState, setSubscriptionMeta } from "../../common/watch-index/writer.ts";
 import type { Redis } from "../../common/redis.ts";
 import { defaultMatch, type MatchConditions } from "../../common/match-conditions.ts";
 import { keysEverywhere, openTestRedis, REDIS_KINDS, type TestRedisTarget } from "../support/redis-cluster.ts";
@@ -30,10 +19,12 @@ const sub = (id: string, keyId = "key_1", enabled = true) => ({ id, keyId, enabl
 describe.each(REDIS_KINDS)("Redis %s", (kind) => {
   let target: TestRedisTarget;
   let redis: Redis;
+  let index: WatchIndexHandle;
 
   beforeAll(async () => {
     target = await openTestRedis(kind);
     redis = target.redis;
+    index = watchIndexHandle(redis, { prefix: P, chainId: C });
   }, 60_000);
 
   afterAll(async () => {
@@ -42,31 +33,31 @@ describe.each(REDIS_KINDS)("Redis %s", (kind) => {
 
   beforeEach(async () => {
     await target.flush();
-    const { generation } = await beginBuild(redis, P, C, false);
-    await finishBuild(redis, P, C, generation);
+    const { generation } = await beginBuild(index, false);
+    await finishBuild(index, generation);
   });
 
   const ids = async (addresses: string[], includeInactive = false) =>
-    Object.fromEntries([...(await lookup(redis, P, C, addresses, { includeInactive }))].map(([a, ws]) => [a, ws.map((w) => w.subscriptionId).sort()]));
+    Object.fromEntries([...(await lookup(index, addresses, { includeInactive }))].map(([a, ws]) => [a, ws.map((w) => w.subscriptionId).sort()]));
 
   test("watched addresses come back with their watchers; unwatched ones are absent; duplicates in the block are fine", async () => {
-    await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_a"), true, { add: [A, B], remove: [] });
-    await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_b"), true, { add: [B], remove: [] });
+    await applyAddresses(index, sub("sub_a"), true, { add: [A, B], remove: [] });
+    await applyAddresses(index, sub("sub_b"), true, { add: [B], remove: [] });
     expect(await ids([A, B, D, B])).toEqual({ [A]: ["sub_a"], [B]: ["sub_a", "sub_b"] });
-    expect((await lookup(redis, P, C, [])).size).toBe(0);
+    expect((await lookup(index, [])).size).toBe(0);
     // Another chain is another index.
-    expect((await lookup(redis, P, "tron:nile", [A], { waitMs: 0 }).catch((e) => e)) instanceof WatchIndexNotReadyError).toBe(true);
+    expect((await lookup(watchIndexHandle(redis, { prefix: P, chainId: "tron:nile" }), [A], { waitMs: 0 }).catch((e) => e)) instanceof WatchIndexNotReadyError).toBe(true);
   });
 
   test("disabled subscriptions, revoked keys and chains off the key never match, but stay listed as inactive", async () => {
-    await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_a"), true, { add: [A], remove: [] });
-    await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_b", "key_2"), true, { add: [A], remove: [] });
-    await setSubscriptionMeta(redis, { prefix: P, chainId: C }, sub("sub_a", "key_1", false));
+    await applyAddresses(index, sub("sub_a"), true, { add: [A], remove: [] });
+    await applyAddresses(index, sub("sub_b", "key_2"), true, { add: [A], remove: [] });
+    await setSubscriptionMeta(index, sub("sub_a", "key_1", false));
     expect(await ids([A])).toEqual({ [A]: ["sub_b"] });
-    await setKeyState(redis, { prefix: P, chainId: C }, "key_2", false);
+    await setKeyState(index, "key_2", false);
     expect(await ids([A])).toEqual({});
     expect(await ids([A], true)).toEqual({ [A]: ["sub_a", "sub_b"] });
-    const [w] = (await lookup(redis, P, C, [A], { includeInactive: true })).get(A)!.filter((x) => x.subscriptionId === "sub_b");
+    const [w] = (await lookup(index, [A], { includeInactive: true })).get(A)!.filter((x) => x.subscriptionId === "sub_b");
     expect(w).toEqual({ subscriptionId: "sub_b", keyId: "key_2", active: false, events: KINDS, match: defaultMatch() });
   });
 
@@ -76,9 +67,9 @@ describe.each(REDIS_KINDS)("Redis %s", (kind) => {
       directions: ["incoming"],
       includeZeroValue: false,
     };
-    await applyAddresses(redis, { prefix: P, chainId: C }, { ...sub("sub_a"), match: usdtOver100 }, true, { add: [A, B], remove: [] });
-    await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_b"), true, { add: [B], remove: [] });
-    const found = await lookup(redis, P, C, [A, B]);
+    await applyAddresses(index, { ...sub("sub_a"), match: usdtOver100 }, true, { add: [A, B], remove: [] });
+    await applyAddresses(index, sub("sub_b"), true, { add: [B], remove: [] });
+    const found = await lookup(index, [A, B]);
     const [wa] = found.get(A)!;
     const wb = found.get(B)!.find((w) => w.subscriptionId === "sub_a")!;
     expect(wa!.match).toEqual(usdtOver100);
@@ -86,76 +77,76 @@ describe.each(REDIS_KINDS)("Redis %s", (kind) => {
     expect(wb.match).toBe(wa!.match);
     expect(found.get(B)!.find((w) => w.subscriptionId === "sub_b")!.match).toEqual(defaultMatch());
     // The address fields hold only handles: conditions cost nothing per address.
-    const state = await readState(redis, P, C);
+    const state = await readState(index);
     const buckets = await keysEverywhere(redis, `${P}wi:{${C}:*}:${state.cur}:b:*`);
     for (const v of (await Promise.all(buckets.map((k) => redis.hgetall(k)))).flatMap(Object.values)) expect(v).toMatch(/^[0-9,]+$/);
 
     // A change of conditions reaches every watcher of the subscription; back to the default stores no text at all.
     const zeroToo: MatchConditions = { ...defaultMatch(), includeZeroValue: true };
-    await setSubscriptionMeta(redis, { prefix: P, chainId: C }, { ...sub("sub_a"), match: zeroToo });
-    expect((await lookup(redis, P, C, [A])).get(A)![0]!.match).toEqual(zeroToo);
-    await setSubscriptionMeta(redis, { prefix: P, chainId: C }, { ...sub("sub_a"), match: defaultMatch() });
+    await setSubscriptionMeta(index, { ...sub("sub_a"), match: zeroToo });
+    expect((await lookup(index, [A])).get(A)![0]!.match).toEqual(zeroToo);
+    await setSubscriptionMeta(index, { ...sub("sub_a"), match: defaultMatch() });
     const metas = await Promise.all((await keysEverywhere(redis, `${P}wi:{${C}:*}:${state.cur}:meta`)).map((k) => redis.hgetall(k)));
     expect(metas.length).toBeGreaterThan(0);
     expect(metas.flatMap(Object.values).every((m) => m.endsWith("|"))).toBe(true);
-    expect((await lookup(redis, P, C, [A])).get(A)![0]!.match).toEqual(defaultMatch());
+    expect((await lookup(index, [A])).get(A)![0]!.match).toEqual(defaultMatch());
 
     // A meta written before match conditions existed (four fields) reads as the default.
     const shardOfA = `${shardBase(P, C, slotOf(A).shard)}${state.cur}:`;
     const handle = await redis.hget(`${shardOfA}sub`, "sub_a");
     await redis.hset(`${shardOfA}meta`, handle!, `sub_a|key_1|e|${KINDS.join(",")}`);
-    expect((await lookup(redis, P, C, [A])).get(A)![0]).toMatchObject({ active: true, events: KINDS, match: defaultMatch() });
+    expect((await lookup(index, [A])).get(A)![0]).toMatchObject({ active: true, events: KINDS, match: defaultMatch() });
   });
 
   test("a dropped subscription stops matching at once; the sweep removes its fields", async () => {
-    await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_a"), true, { add: [A, B], remove: [] });
-    await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_b"), true, { add: [B], remove: [] });
-    await dropSubscription(redis, { prefix: P, chainId: C }, "sub_a");
+    await applyAddresses(index, sub("sub_a"), true, { add: [A, B], remove: [] });
+    await applyAddresses(index, sub("sub_b"), true, { add: [B], remove: [] });
+    await dropSubscription(index, "sub_a");
     expect(await ids([A, B], true)).toEqual({ [B]: ["sub_b"] });
-    expect((await readState(redis, P, C)).dead).toBe(1);
-    expect(await sweepDeadHandles(redis, P, C)).toBe(2);
-    expect((await readState(redis, P, C)).dead).toBe(0);
-    const state = await readState(redis, P, C);
+    expect((await readState(index)).dead).toBe(1);
+    expect(await sweepDeadHandles(index)).toBe(2);
+    expect((await readState(index)).dead).toBe(0);
+    const state = await readState(index);
     const fields = await keysEverywhere(redis, `${P}wi:{${C}:*}:${state.cur}:b:*`);
     const values = await Promise.all(fields.map((k) => redis.hgetall(k)));
     expect(values.flatMap((v) => Object.entries(v))).toHaveLength(1);
   });
 
   test("not ready (never built, emptied, or stale): lookups wait, then throw; they resume when the build finishes", async () => {
-    await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_a"), true, { add: [A], remove: [] });
-    await markStale(redis, P, C);
-    await expect(lookup(redis, P, C, [A], { waitMs: 100 })).rejects.toBeInstanceOf(WatchIndexNotReadyError);
-    const waiting = lookup(redis, P, C, [A], { waitMs: 10_000 });
-    const { generation } = await beginBuild(redis, P, C, true);
-    await applyAddresses(redis, { prefix: P, chainId: C, generation }, sub("sub_a"), true, { add: [A], remove: [] });
-    await finishBuild(redis, P, C, generation);
+    await applyAddresses(index, sub("sub_a"), true, { add: [A], remove: [] });
+    await markStale(index);
+    await expect(lookup(index, [A], { waitMs: 100 })).rejects.toBeInstanceOf(WatchIndexNotReadyError);
+    const waiting = lookup(index, [A], { waitMs: 10_000 });
+    const { generation } = await beginBuild(index, true);
+    await applyAddresses(index, sub("sub_a"), true, { add: [A], remove: [] }, { generation });
+    await finishBuild(index, generation);
     expect([...(await waiting).keys()]).toEqual([A]);
     await target.flush();
-    await expect(lookup(redis, P, C, [A], { waitMs: 100 })).rejects.toBeInstanceOf(WatchIndexNotReadyError);
+    await expect(lookup(index, [A], { waitMs: 100 })).rejects.toBeInstanceOf(WatchIndexNotReadyError);
   });
 
   test("during a build writers reach both generations; a superseded build cannot swap in", async () => {
-    await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_a"), true, { add: [A], remove: [] });
-    const first = await beginBuild(redis, P, C, false);
+    await applyAddresses(index, sub("sub_a"), true, { add: [A], remove: [] });
+    const first = await beginBuild(index, false);
     // Served meanwhile: the current generation, kept up to date.
-    await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_b"), true, { add: [B], remove: [] });
+    await applyAddresses(index, sub("sub_b"), true, { add: [B], remove: [] });
     expect(await ids([A, B])).toEqual({ [A]: ["sub_a"], [B]: ["sub_b"] });
-    const second = await beginBuild(redis, P, C, false);
+    const second = await beginBuild(index, false);
     expect(second.abandoned).toBe(first.generation);
-    await expect(finishBuild(redis, P, C, first.generation)).rejects.toThrow(/superseded/);
-    await finishBuild(redis, P, C, second.generation);
+    await expect(finishBuild(index, first.generation)).rejects.toThrow(/superseded/);
+    await finishBuild(index, second.generation);
     // The new generation has only what reached it since it began (the rebuild itself copies the rest from PostgreSQL).
-    await applyAddresses(redis, { prefix: P, chainId: C }, sub("sub_c"), true, { add: [D], remove: [] });
+    await applyAddresses(index, sub("sub_c"), true, { add: [D], remove: [] });
     expect(await ids([A, B, D])).toEqual({ [D]: ["sub_c"] });
   });
 
   test("a failure marked during a build keeps the chain stale after that build", async () => {
-    const build = await beginBuild(redis, P, C, true);
-    await markStale(redis, P, C);
-    await finishBuild(redis, P, C, build.generation);
-    expect((await readState(redis, P, C)).stale).toBe(true);
-    const again = await beginBuild(redis, P, C, true);
-    await finishBuild(redis, P, C, again.generation);
-    expect((await readState(redis, P, C)).stale).toBe(false);
+    const build = await beginBuild(index, true);
+    await markStale(index);
+    await finishBuild(index, build.generation);
+    expect((await readState(index)).stale).toBe(true);
+    const again = await beginBuild(index, true);
+    await finishBuild(index, again.generation);
+    expect((await readState(index)).stale).toBe(false);
   });
 });

@@ -1,5 +1,5 @@
 // Redis down while index changes commit: PostgreSQL takes them (docs/CONTRACT.md "HTTP conventions": a write PostgreSQL
-// accepted succeeds even if Redis is down), their outbox rows wait in PostgreSQL (registry/watch-outbox.ts), and once
+// accepted succeeds even if Redis is down), their outbox rows wait in PostgreSQL (registry/watch-index/outbox.ts), and once
 // Redis is back the applier writes them in order: the index converges without a rebuild. The Redis is this test's own
 // redis-server on a free port, shut down (saving its data, as a restarted server with persistence would come back)
 // and started again; never the shared one. Real PostgreSQL (test/support/stack.ts).
@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { SQL, type Subprocess } from "bun";
 import Redis from "ioredis";
 import fixtures from "../../fixtures/tron/addresses.json";
-import { lookup, readState } from "../../common/watch-index.ts";
+import { readState } from "../../common/watch-index/generations.ts";
+import { lookup, watchIndexHandle } from "../../common/watch-index/reader.ts";
 import { freePorts } from "../support/ports.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";
 import { until } from "../support/wait.ts";
@@ -93,7 +94,8 @@ describe("Redis down while changes commit", () => {
     const id = created.body!.id as string;
     expect((await api("PATCH", `/v1/subscriptions/${id}/filters/addresses`, { add: entries([a, b, c]) })).status).toBe(200);
     await waitUntilReady(direct, stack.config.redisPrefix);
-    const before = await readState(direct, stack.config.redisPrefix, MAINNET);
+    const mainnet = watchIndexHandle(direct, { prefix: stack.config.redisPrefix, chainId: MAINNET });
+    const before = await readState(mainnet);
 
     await stopRedis();
     const t0 = Date.now();
@@ -110,11 +112,11 @@ describe("Redis down while changes commit", () => {
 
     await startRedis();
     await until("the outbox was applied", async () => ((await sql`SELECT 1 FROM watch_outbox WHERE applied_position IS NULL`) as unknown[]).length === 0, 20_000, 50);
-    const found = await lookup(direct, stack.config.redisPrefix, MAINNET, [a, b, c, d, e], { includeInactive: true });
+    const found = await lookup(mainnet, [a, b, c, d, e], { includeInactive: true });
     expect([...found.keys()].sort()).toEqual([b, c, e].sort());
     expect(found.get(e)!.map((w) => [w.subscriptionId, w.active])).toEqual([[id, false]]);
     expect(await actualIndex(direct, stack.config.redisPrefix)).toEqual(await expectedIndex(sql));
     // Applied on top of the generation Redis kept: no rebuild was needed.
-    expect((await readState(direct, stack.config.redisPrefix, MAINNET)).cur).toBe(before.cur);
+    expect((await readState(mainnet)).cur).toBe(before.cur);
   }, 90_000);
 });

@@ -1,6 +1,6 @@
 // The watch index comes back from PostgreSQL: Redis emptied (FLUSHDB) while the service runs, one chain's index
 // lost (only that chain is rebuilt), an on-demand rebuild while writes continue. Lookups made meanwhile never answer
-// "not watched" for an address that is watched: while the index is not ready they wait (common/watch-index.ts), then
+// "not watched" for an address that is watched: while the index is not ready they wait (common/watch-index/reader.ts), then
 // answer in full. A Redis outage needs no rebuild at all (watch-index.outage.test.ts). Real PostgreSQL and Redis: one
 // server, and a real 3-master Redis Cluster (the chain's shards spread over its nodes).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -10,7 +10,8 @@ import { SQL } from "bun";
 import fixtures from "../../fixtures/tron/addresses.json";
 import { inProcessTransport } from "../../common/rpc.ts";
 import { hexToBase58 } from "../../common/tron-address.ts";
-import { beginBuild, lookup, readState } from "../../common/watch-index.ts";
+import { beginBuild, readState } from "../../common/watch-index/generations.ts";
+import { lookup } from "../../common/watch-index/reader.ts";
 import { WatchIndexService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { keysEverywhere, REDIS_KINDS } from "../support/redis-cluster.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";
@@ -85,7 +86,7 @@ describe.each(REDIS_KINDS)("Redis emptied or rebuilt while the service runs (Red
       while (!stopAt()) {
         const block = [...Array.from({ length: 300 }, () => all[Math.floor(Math.random() * all.length)]!), ...generated(20)];
         const t0 = performance.now();
-        const found = await lookup(stack.registry.redis, stack.config.redisPrefix, MAINNET, block, { waitMs: 60_000 });
+        const found = await lookup(stack.registry.watchIndex.index(MAINNET), block, { waitMs: 60_000 });
         if (performance.now() - t0 > 50) slow++;
         lookups++;
         for (const a of block.slice(0, 300)) {
@@ -129,7 +130,7 @@ describe.each(REDIS_KINDS)("Redis emptied or rebuilt while the service runs (Red
 
   test("one chain's index lost: only that chain is rebuilt, the others keep their generation", async () => {
     const chains = ["tron:mainnet", "tron:nile", "tron:shasta"];
-    const before = await Promise.all(chains.map((c) => readState(stack.registry.redis, stack.config.redisPrefix, c)));
+    const before = await Promise.all(chains.map((c) => readState(stack.registry.watchIndex.index(c))));
     // Every key of nile's index gone in every shard (as if deleted by hand; on a cluster the shards are spread over
     // the nodes, so one UNLINK per key), the other chains' untouched.
     const redis = stack.registry.redis;
@@ -137,7 +138,7 @@ describe.each(REDIS_KINDS)("Redis emptied or rebuilt while the service runs (Red
     expect(nileKeys.length).toBeGreaterThan(1);
     await Promise.all(nileKeys.map((k) => redis.unlink(k)));
     await waitUntilReady(stack.registry.redis, stack.config.redisPrefix);
-    const after = await Promise.all(chains.map((c) => readState(stack.registry.redis, stack.config.redisPrefix, c)));
+    const after = await Promise.all(chains.map((c) => readState(stack.registry.watchIndex.index(c))));
     expect(after[0]!.cur).toBe(before[0]!.cur);
     expect(after[2]!.cur).toBe(before[2]!.cur);
     expect(after[1]!.cur).not.toBeNull();
@@ -176,7 +177,7 @@ describe.each(REDIS_KINDS)("Redis emptied or rebuilt while the service runs (Red
   test("a rebuild copied in several batches at once, while changes commit, reads one snapshot and ends equal to PostgreSQL", async () => {
     // 1,200 subscriptions written into PostgreSQL behind the outbox's back (so only a rebuild can bring them into the
     // index): more than the 500 subscriptions a batch holds, so the copy runs in several batches, in parallel
-    // (registry/watch-index.ts). Changes committed meanwhile must end in the index too, applied after it.
+    // (registry/watch-index/rebuild.ts). Changes committed meanwhile must end in the index too, applied after it.
     const base = await subscribe(stack, key, generated(1));
     const copies = 1_200;
     const subIds = Array.from({ length: copies }, (_, g) => `${base}_c${g}`);
@@ -187,7 +188,7 @@ describe.each(REDIS_KINDS)("Redis emptied or rebuilt while the service runs (Red
     const list = generated(owners.length);
     await sql`INSERT INTO subscription_addresses (subscription_id, chain_id, address)
               SELECT s, ${MAINNET}, a FROM unnest(${"{" + owners.join(",") + "}"}::text[], ${"{" + list.join(",") + "}"}::text[]) AS u(s, a)`;
-    expect((await lookup(stack.registry.redis, stack.config.redisPrefix, MAINNET, list.slice(0, 50))).size).toBe(0);
+    expect((await lookup(stack.registry.watchIndex.index(MAINNET), list.slice(0, 50))).size).toBe(0);
 
     const rebuild = createClient(WatchIndexService, inProcessTransport(stack.registry.routes));
     const target = watched.get(VALID[0]!)!;
@@ -204,16 +205,16 @@ describe.each(REDIS_KINDS)("Redis emptied or rebuilt while the service runs (Red
     const [result] = await Promise.all([rebuild.rebuildWatchIndex({ chainIds: [MAINNET] }), writes]);
     expect(Number(result.subscriptions)).toBeGreaterThan(copies);
     await until("the outbox drained", async () => ((await sql`SELECT count(*)::int AS n FROM watch_outbox WHERE applied_position IS NULL`) as { n: number }[])[0]!.n === 0, 15_000, 25);
-    expect((await lookup(stack.registry.redis, stack.config.redisPrefix, MAINNET, list)).size).toBe(list.length);
+    expect((await lookup(stack.registry.watchIndex.index(MAINNET), list)).size).toBe(list.length);
     expect(await actualIndex(stack.registry.redis, stack.config.redisPrefix)).toEqual(await expectedIndex(sql));
   }, 120_000);
 
   test("a build left behind by a dead process is noticed and replaced", async () => {
     // What a registry that died mid-rebuild leaves: state.next pointing at a half-built generation.
-    const orphan = await beginBuild(stack.registry.redis, stack.config.redisPrefix, MAINNET, false);
+    const orphan = await beginBuild(stack.registry.watchIndex.index(MAINNET), false);
     const deadline = Date.now() + 20_000;
     for (;;) {
-      const state = await readState(stack.registry.redis, stack.config.redisPrefix, MAINNET);
+      const state = await readState(stack.registry.watchIndex.index(MAINNET));
       if (state.next === null && state.cur !== orphan.generation) break;
       if (Date.now() > deadline) throw new Error("the orphaned build was never replaced");
       await Bun.sleep(100);
@@ -224,14 +225,14 @@ describe.each(REDIS_KINDS)("Redis emptied or rebuilt while the service runs (Red
   test("deleted subscriptions stop matching at once and their entries are swept", async () => {
     const list = generated(50);
     const id = await subscribe(stack, key, list);
-    expect((await lookup(stack.registry.redis, stack.config.redisPrefix, MAINNET, list)).size).toBe(50);
+    expect((await lookup(stack.registry.watchIndex.index(MAINNET), list)).size).toBe(50);
     expect((await api(stack, key, "DELETE", `/v1/subscriptions/${id}`)).status).toBe(204);
-    const after = await lookup(stack.registry.redis, stack.config.redisPrefix, MAINNET, list, { includeInactive: true });
+    const after = await lookup(stack.registry.watchIndex.index(MAINNET), list, { includeInactive: true });
     expect(after.size).toBe(0);
     // The registry's upkeep sweeps the dead handle's fields within a few seconds.
     const deadline = Date.now() + 15_000;
     for (;;) {
-      const state = await readState(stack.registry.redis, stack.config.redisPrefix, MAINNET);
+      const state = await readState(stack.registry.watchIndex.index(MAINNET));
       if (state.dead === 0) break;
       if (Date.now() > deadline) throw new Error("dead handles were not swept");
       await Bun.sleep(200);

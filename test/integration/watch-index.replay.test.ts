@@ -9,11 +9,12 @@ import { randomBytes } from "node:crypto";
 import { SQL } from "bun";
 import { hexToBase58 } from "../../common/tron-address.ts";
 import { log } from "../../common/logger.ts";
-import { lookup, readPositions, readState, shardBase, slotOf } from "../../common/watch-index.ts";
-import { readAppliedPositions } from "../../common/watch-positions.ts";
-import { AppliedPositionsReader } from "../../matcher/index-positions.ts";
+import { readPositions, readState } from "../../common/watch-index/generations.ts";
+import { slotOf } from "../../common/watch-index/layout.ts";
+import { readAppliedPositions } from "../../common/watch-index/positions.ts";
+import { WatchIndexReader } from "../../common/watch-index/reader.ts";
 import { indexBehind } from "../../registry/metrics.ts";
-import { WatchIndex } from "../../registry/watch-index.ts";
+import { WatchIndex } from "../../registry/watch-index/index.ts";
 import { REDIS_KINDS } from "../support/redis-cluster.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";
 import { until } from "../support/wait.ts";
@@ -52,25 +53,23 @@ describe.each(REDIS_KINDS)("Redis %s", (redisKind) => {
 
   /** Undoes `address`'s addition in Redis as a lagging replica would hold it: field gone, shard position below it. */
   async function loseLastWrite(address: string): Promise<void> {
-    const redis = stack.registry.redis;
-    const prefix = stack.config.redisPrefix;
-    const shards = stack.config.watchIndexShards;
-    const { shard, bucket } = slotOf(address, shards);
+    const index = stack.registry.watchIndex.index(CHAIN);
+    const { shard, bucket } = slotOf(address, index.shards);
     const [row] = (await sql`
       SELECT applied_position AS p FROM watch_outbox WHERE chain_id = ${CHAIN} AND ${address} = ANY("add") ORDER BY id DESC LIMIT 1`) as { p: string }[];
-    const base = shardBase(prefix, CHAIN, shard, shards);
-    const cur = (await readState(redis, prefix, CHAIN, shards)).cur!;
-    expect(await redis.hdel(`${base}${cur}:b:${bucket}`, address)).toBe(1);
-    await redis.hset(`${base}state`, "pos", String(Number(row!.p) - 1));
+    const { base, state } = index.all[shard]!;
+    const cur = (await readState(index)).cur!;
+    expect(await index.redis.hdel(`${base}${cur}:b:${bucket}`, address)).toBe(1);
+    await index.redis.hset(state, "pos", String(Number(row!.p) - 1));
   }
 
   const matcherLookup = (addresses: string[]) => {
-    const reader = new AppliedPositionsReader(stack.registry.watchIndex.db, stack.config.watchIndexShards);
-    return lookup(stack.registry.redis, stack.config.redisPrefix, CHAIN, addresses, {
+    const reader = new WatchIndexReader(stack.registry.redis, stack.registry.watchIndex.db, {
+      prefix: stack.config.redisPrefix,
       shards: stack.config.watchIndexShards,
-      minPositions: () => reader.read(CHAIN),
       waitMs: 20_000,
     });
+    return reader.lookup(CHAIN, addresses);
   };
 
   const repairs = async (repair: string) =>
@@ -112,7 +111,7 @@ describe.each(REDIS_KINDS)("Redis %s", (redisKind) => {
     });
     expect(await pruner.prune(CHAIN)).toBeGreaterThan(0);
     const applied = await readAppliedPositions(stack.registry.watchIndex.db, CHAIN, stack.config.watchIndexShards);
-    const inRedis = await readPositions(stack.registry.redis, stack.config.redisPrefix, CHAIN, stack.config.watchIndexShards);
+    const inRedis = await readPositions(stack.registry.watchIndex.index(CHAIN));
     expect(inRedis.some((r) => r.position < applied.pruned)).toBe(true);
     const found = matcherLookup([c]);
     stack.registry.watchIndex.start();

@@ -1,12 +1,13 @@
 // Drift the writers cannot see: keys of the watch index deleted outside its scripts (by hand, a partial restore).
-// Positions do not move, so only the verifier (registry/watch-index.ts verify, every WATCH_INDEX_VERIFY_MS) finds it,
+// Positions do not move, so only the verifier (registry/watch-index/upkeep.ts verify, every WATCH_INDEX_VERIFY_MS) finds it,
 // from the counts the writers keep per shard, and rebuilds the chain: afterwards every watched address is in the
 // index again and registry_watch_index_repairs_total{repair="verify"} moved. The check reads sizes only: MONITOR
 // shows no command reading a bucket's fields.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { hexToBase58 } from "../../common/tron-address.ts";
-import { dumpChain, verifyShards } from "../../common/watch-index.ts";
+import { dumpChain } from "../../common/watch-index/dump.ts";
+import { verifyShards } from "../../common/watch-index/generations.ts";
 import { indexBehind } from "../../registry/metrics.ts";
 import { REDIS_KINDS } from "../support/redis-cluster.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../support/stack.ts";
@@ -68,7 +69,7 @@ describe.each(REDIS_KINDS)("Redis %s", (redisKind) => {
   }
 
   async function indexWhole(): Promise<boolean> {
-    const dump = await dumpChain(stack.registry.redis, stack.config.redisPrefix, CHAIN, stack.config.watchIndexShards);
+    const dump = await dumpChain(stack.registry.watchIndex.index(CHAIN));
     return dump !== null && addresses.every((a) => dump.get(a)?.some((w) => w.subscriptionId === subscriptionId));
   }
 
@@ -80,7 +81,7 @@ describe.each(REDIS_KINDS)("Redis %s", (redisKind) => {
     // MONITOR reports every database of the server: only this stack's (the shared test server holds other runs').
     const db = isCluster(redis) ? "0" : String(new URL(stack.config.redisUrl).pathname.slice(1) || "0");
     for (const m of monitors) m.on("monitor", (_time: string, args: string[], _source: string, database: string) => database === db && seen.push(args));
-    const checks = await verifyShards(redis, stack.config.redisPrefix, CHAIN, stack.config.watchIndexShards);
+    const checks = await verifyShards(stack.registry.watchIndex.index(CHAIN));
     await Bun.sleep(200);
     for (const m of monitors) m.disconnect();
     expect(checks.every((c) => c.status === "whole")).toBe(true);

@@ -3,7 +3,7 @@
 // test), cannot use a chain its key lacks, and reads no property it should not: the signing secret appears only in the
 // create and rotate answers, and no answer carries internal fields (key ids, hashes, encrypted secrets, broker
 // credentials). Mechanisms: the gateway's input schemas pass only named fields to the registry and the deliverer
-// (gateway/routes/*.ts, subscriptionFields), the renderers list exactly the contract's fields (gateway/render.ts),
+// (gateway/routes/subscriptions/shared.ts, subscriptionFields), the renderers list exactly the contract's fields (gateway/render.ts),
 // per-key chains in the registry.
 // Deeper: test/integration/subscriptions.security.test.ts, brokers.security.test.ts (queue destinations only within
 // the key's granted namespace), secrets-rotate.test.ts, idempotency.test.ts (a replayed secret is stored encrypted).

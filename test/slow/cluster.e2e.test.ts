@@ -2,11 +2,12 @@
 // in new blocks (tools/tron-sim → matcher → the watch index sharded over the cluster → deliverer → the verifying HTTPS
 // receiver) become one signed delivery each. A master killed with SIGKILL and started again empty mid-run loses
 // none of them: the registry rebuilds the watch-index shards it held (lookups wait meanwhile, so the matcher never
-// passes a block as "not watched") and the deliverer its schedule shards.
+// passes a block as "not watched") and the deliverer its schedule shards. The subscription and its watches are made
+// through the public API with the generated client, as a customer's would.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import fixtures from "../../fixtures/tron/addresses.json";
 import { IORedis } from "../../common/redis.ts";
-import { shardBase, slotOf } from "../../common/watch-index.ts";
+import { shardBase, slotOf } from "../../common/watch-index/layout.ts";
 import { blockWith, startMatcherBed, type MatcherBed } from "../integration/matcher-bed.ts";
 
 const WATCHED = (fixtures.valid as string[]).slice(0, 12);
@@ -16,7 +17,7 @@ const MAINNET = "tron:mainnet";
 let t: MatcherBed;
 
 beforeAll(async () => {
-  t = await startMatcherBed({ redisKind: "cluster" });
+  t = await startMatcherBed({ redisKind: "cluster", publicApi: true });
 }, 60_000);
 
 afterAll(async () => {
@@ -39,8 +40,8 @@ async function ownerOf(ports: number[], key: string): Promise<number> {
 test("blocks before and after a master restart: every transfer to a watched address is delivered once", async () => {
   const sim = t.sims[MAINNET]!;
   const path = "/cluster";
-  const sub = await t.subscribe(path);
-  await t.watch(sub, MAINNET, WATCHED);
+  const sub = await t.api!.subscribe(path);
+  await t.api!.watch(sub, MAINNET, WATCHED);
   const shards = new Set(WATCHED.map((a) => slotOf(a).shard));
   expect(shards.size).toBeGreaterThan(3);
 

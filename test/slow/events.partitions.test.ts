@@ -7,8 +7,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { ulid } from "ulid";
 import { and, desc, eq, inArray } from "drizzle-orm";
-import { EventPurger } from "../../deliverer/purge.ts";
-import { eventViewColumns } from "../../deliverer/store.ts";
+import { JobRunner } from "../../common/jobs.ts";
+import { eventPurgeJob } from "../../deliverer/jobs/event-purge.ts";
+import { eventViewColumns } from "../../deliverer/db/event-pages.ts";
 import { SEARCH_REFS_PER_REQUEST } from "../../common/event-search.ts";
 import { eventDeliveries, events } from "../../deliverer/schema.ts";
 import { log } from "../../common/logger.ts";
@@ -329,7 +330,7 @@ describe("deleting a subscription with many events", () => {
     const made = await store(sub, Array.from({ length: 25 }, (_, i) => Date.now() - 60_000 - i * 1_000));
     // Recorded, as DeleteSubscriptionEvents does first, and then the process is gone before any batch ran.
     await deliverer.store.requestPurge(sub.id);
-    const restarted = new EventPurger(deliverer.store, deliverer.schedule, log, { batch: 10, intervalMs: 60_000 });
+    const restarted = new JobRunner(log).add(eventPurgeJob(deliverer.store, deliverer.schedule, log, { batch: 10, intervalMs: 60_000 }));
     restarted.start();
     try {
       await until("the restarted purge", async () => (await count("events", "id", made.map((e) => e.id))) === 0, 30_000, 50);

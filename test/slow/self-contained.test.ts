@@ -2,7 +2,7 @@
 // ones, so work not yet committed counts too), with nothing beside it, passes the type check and an end-to-end test.
 // CI may keep other folders next to the checkout; this copy has none, so any path leaving the repository breaks here.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 
@@ -30,8 +30,12 @@ beforeAll(() => {
     mkdirSync(dirname(join(repo, file)), { recursive: true });
     copyFileSync(join(root, file), join(repo, file));
   }
-  // Installed packages are not the repository's content: borrow them instead of installing again.
-  symlinkSync(join(root, "node_modules"), join(repo, "node_modules"), "dir");
+  // Installed packages are not the repository's content: borrow them instead of installing again (the root's, and
+  // those npm nested in a workspace, such as the client generator's TypeScript 5).
+  const workspaces = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { workspaces?: string[] }).workspaces ?? [];
+  for (const dir of [".", ...workspaces]) {
+    if (existsSync(join(root, dir, "node_modules"))) symlinkSync(join(root, dir, "node_modules"), join(repo, dir, "node_modules"), "dir");
+  }
 });
 
 afterAll(() => {

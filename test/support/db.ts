@@ -70,8 +70,8 @@ function migratedTemplate(): Promise<string> {
 
 async function migrate(url: string): Promise<void> {
   // Imported here: only the migrated databases need the services' migration sets.
-  const { openRegistryDatabase } = await import("../../registry/store.ts");
-  const { openDelivererDatabase } = await import("../../deliverer/store.ts");
+  const { openRegistryDatabase } = await import("../../registry/db/connection.ts");
+  const { openDelivererDatabase } = await import("../../deliverer/db/connection.ts");
   const { openMatcherDatabase } = await import("../../matcher/store.ts");
   for (const open of [openRegistryDatabase, openDelivererDatabase, openMatcherDatabase]) {
     // Two: the migrator holds one connection for its advisory lock and migrates on another.

@@ -1,7 +1,7 @@
 // A delivery test bed: a fresh database and Redis DB, the real registry and the real deliverer (in-process unless a
 // test runs the deliverer as its own process), the HTTPS receiver with a test CA trusted through DELIVERY_CA_FILE,
 // and SSRF_ALLOW_CIDRS=127.0.0.1/32 so the receiver on localhost is reachable. Nothing is mocked.
-import { fromRpcError } from "../../common/errors.ts";
+import { fromRpcError } from "../../common/rpc-errors.ts";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { SQL, type Subprocess } from "bun";

@@ -10,6 +10,8 @@ const BIN = process.env.PG_BIN_DIR ?? "/usr/lib/postgresql/15/bin";
 
 export interface PgCluster {
   port: number;
+  /** The data directory (pg_ctl -D), for a run that keeps the cluster after it ends. */
+  dataDir: string;
   /** postgres://postgres@127.0.0.1:<port>/<database> */
   url(database: string): string;
   /** Stops the server (`immediate`: a crash, recovered at the next start), waits `downMs`, starts it again. */
@@ -54,6 +56,7 @@ export async function startPgCluster(opts: { maxConnections?: number } = {}): Pr
   }
   return {
     port,
+    dataDir: data,
     url: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
     async restart({ mode = "immediate", downMs = 0 } = {}) {
       running = false;

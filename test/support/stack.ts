@@ -10,6 +10,7 @@ import { staticResolver, type Resolver } from "../../common/ssrf.ts";
 import { createDeliverer, type DelivererDeps, type DelivererHandle } from "../../deliverer/index.ts";
 import { createMatcher, type MatcherDeps, type MatcherHandle } from "../../matcher/index.ts";
 import { createGatewayApp, type GatewayApp } from "../../gateway/app.ts";
+import type { RefusalPacerOptions } from "../../gateway/refusal-pace.ts";
 import { ApiKeyService } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 import { createRegistry, type RegistryHandle } from "../../registry/index.ts";
 import { createTestDatabase, type TestDatabase } from "./db.ts";
@@ -31,6 +32,8 @@ export interface StackOptions {
   databasePort?: number;
   /** The gateway's API-key cache lifetime (ms). */
   authCacheMs?: number;
+  /** The gateway's bounds on refusals held until their Retry-After (gateway/refusal-pace.ts). */
+  refusalsHeld?: RefusalPacerOptions;
   /** Start the deliverer too (in-process, served on free ports) and mount it behind the gateway. */
   deliverer?: boolean | Omit<DelivererDeps, "registry">;
   /** Start the matcher too (needs `deliverer`), reading the given TRON nodes (tools/tron-sim); chains from MATCHER_CHAINS. */
@@ -147,6 +150,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       registry: inProcessTransport(registry.routes, "gateway"),
       deliverer: deliverer ? inProcessTransport(deliverer.routes, "gateway") : undefined,
       authCacheMs: opts.authCacheMs,
+      refusalsHeld: opts.refusalsHeld,
     });
     gateway.listen({ port: 0, hostname: "127.0.0.1" });
     cleanups.push(async () => {

@@ -1,10 +1,12 @@
 // The watch index as PostgreSQL says it should be, and as Redis holds it, in one comparable form:
 // chain → address → sorted "subscriptionId active events match" strings. Used by the watch-index tests.
 import type { SQL } from "bun";
-import { TRON_CHAINS } from "../../common/config.ts";
+import { TRON_CHAINS } from "../../common/contract/index.ts";
 import type { Redis } from "../../common/redis.ts";
 import { encodeMatch, type MatchConditions } from "../../common/match-conditions.ts";
-import { dumpChain, readState, type Watcher } from "../../common/watch-index.ts";
+import { dumpChain } from "../../common/watch-index/dump.ts";
+import { readState } from "../../common/watch-index/generations.ts";
+import { watchIndexHandle, type Watcher } from "../../common/watch-index/layout.ts";
 
 export type IndexView = Record<string, Record<string, string[]>>;
 
@@ -49,7 +51,7 @@ export async function expectedIndex(sql: SQL): Promise<IndexView> {
 export async function actualIndex(redis: Redis, prefix: string): Promise<IndexView | null> {
   const view: IndexView = {};
   for (const chain of TRON_CHAINS) {
-    const dump = await dumpChain(redis, prefix, chain);
+    const dump = await dumpChain(watchIndexHandle(redis, { prefix, chainId: chain }));
     if (!dump) return null;
     view[chain] = {};
     for (const [address, watchers] of dump) {
@@ -63,7 +65,7 @@ export async function actualIndex(redis: Redis, prefix: string): Promise<IndexVi
 export async function waitUntilReady(redis: Redis, prefix: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const states = await Promise.all(TRON_CHAINS.map((c) => readState(redis, prefix, c)));
+    const states = await Promise.all(TRON_CHAINS.map((c) => readState(watchIndexHandle(redis, { prefix, chainId: c }))));
     if (states.every((s) => s.cur !== null && !s.stale)) return;
     if (Date.now() > deadline) throw new Error("the watch index did not become ready in time");
     await Bun.sleep(50);

@@ -3,10 +3,11 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { DEFAULT_MATCH, decodeMatch, defaultMatch, encodeMatch, type AssetCondition, type MatchConditions, type MatchDirection } from "../../common/match-conditions.ts";
-import type { Watcher } from "../../common/watch-index.ts";
+import type { Watcher } from "../../common/watch-index/reader.ts";
 import { passingRoles, rolePasses, type Role } from "../../matcher/conditions.ts";
 import type { DecodedTransfer } from "../../matcher/decode.ts";
-import { BROADCASTED, buildEvents } from "../../matcher/match.ts";
+import { BROADCASTED } from "../../common/contract/index.ts";
+import { buildEvents } from "../../matcher/match.ts";
 
 const USDT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
 const OTHER_TOKEN = "TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8";

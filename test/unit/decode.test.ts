@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createRequire } from "node:module";
 import { isBase58Address } from "../../common/tron-address.ts";
-import { TRON_CHAINS } from "../../common/config.ts";
+import { TRON_CHAINS } from "../../common/contract/index.ts";
 import {
   TRANSFER_TOPIC,
   decodeBlock,

@@ -1,4 +1,4 @@
-// The event views the gateway answers with as text (gateway/routes/events.ts): the deliverer's payload JSON is spliced
+// The event views the gateway answers with as text (gateway/routes/events/view.ts): the deliverer's payload JSON is spliced
 // into the view instead of parsed and serialized again. The text must be exactly JSON.stringify of the view object
 // the routes answered with before (field order included), for payloads with escapes and non-ASCII text too, and
 // must pass the response schemas Elysia no longer checks on a Response.
@@ -7,7 +7,7 @@ import { create } from "@bufbuild/protobuf";
 import { getSchemaValidator } from "elysia";
 import { EventViewSchema as EventViewMessage, type EventView } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { envelope, renderPayload, toEventView } from "../../deliverer/payload.ts";
-import { EventPageSchema, EventViewSchema, eventJson, eventPageJson, type EventViewJson } from "../../gateway/routes/events.ts";
+import { EventPageSchema, EventViewSchema, eventJson, eventPageJson, type EventViewJson } from "../../gateway/routes/events/view.ts";
 import { isoTime } from "../../gateway/render.ts";
 
 /** The view as an object, as the routes built it before answering with text. */

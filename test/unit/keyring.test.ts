@@ -6,7 +6,7 @@ import { gcmSeal } from "../../common/crypto.ts";
 import { Keyring, parseKeyring, rowBinding, sealedKeyId, UnreadableSecretError } from "../../common/keyring.ts";
 import { loadConfig } from "../../common/config.ts";
 import { decodePageToken, encodePageToken, type PageScope } from "../../common/page-token.ts";
-import { ApiError } from "../../common/errors.ts";
+import { ApiError } from "../../common/contract/index.ts";
 
 const material = () => randomBytes(32).toString("base64");
 const OLD = material();

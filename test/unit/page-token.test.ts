@@ -2,7 +2,7 @@
 // cursor of the wrong shape under a valid signature, and the page built from limit + 1 rows.
 import { describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { ApiError } from "../../common/errors.ts";
+import { ApiError } from "../../common/contract/index.ts";
 import { decodePageToken, encodePageToken, pageLimit, pageOf, queryPageLimit, type PageScope } from "../../common/page-token.ts";
 
 const KEY = [randomBytes(32)];

@@ -1,9 +1,9 @@
 // REDIS_URL's cluster form and WATCH_INDEX_SHARDS as common/redis.ts and common/config.ts read them, and the watch
-// index's shard placement (common/watch-index.ts): bad input is refused at start, never guessed.
+// index's shard placement (common/watch-index/layout.ts): bad input is refused at start, never guessed.
 import { expect, test } from "bun:test";
 import { loadConfig } from "../../common/config.ts";
 import { parseClusterUrl } from "../../common/redis.ts";
-import { bucketsPerShard, shardBase, slotOf, TOTAL_BUCKETS } from "../../common/watch-index.ts";
+import { bucketsPerShard, shardBase, slotOf, TOTAL_BUCKETS } from "../../common/watch-index/layout.ts";
 import fixtures from "../../fixtures/tron/addresses.json";
 
 test("redis+cluster:// names seed nodes, credentials and TLS; a plain redis:// URL is one server", () => {

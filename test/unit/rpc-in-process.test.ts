@@ -3,7 +3,8 @@
 // a service that cannot be reached is Unavailable.
 import { describe, expect, test } from "bun:test";
 import { Code, ConnectError, createClient, type ConnectRouter } from "@connectrpc/connect";
-import { ApiError, fromRpcError } from "../../common/errors.ts";
+import { ApiError } from "../../common/contract/index.ts";
+import { fromRpcError } from "../../common/rpc-errors.ts";
 import { inProcessTransport, networkTransport } from "../../common/rpc.ts";
 import { SubscriptionService, type GetSubscriptionRequest } from "../../gen/webhooks/registry/v1/registry_pb.ts";
 

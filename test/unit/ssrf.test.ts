@@ -1,7 +1,7 @@
 // The SSRF policy against the URL forms attackers use, with a real (table-backed) resolver injected.
 import { describe, expect, test } from "bun:test";
 import { createSocket } from "node:dgram";
-import { ApiError } from "../../common/errors.ts";
+import { ApiError } from "../../common/contract/index.ts";
 import { startDnsServer } from "../support/dns-server.ts";
 import {
   DestinationError,

@@ -1,10 +1,10 @@
 // A real HTTPS webhook receiver for tests, the benchmark and the demo. Each path can be given a behaviour,
 // including hostile ones (errors, hanging, resets, slow or huge bodies, redirects, 429 with Retry-After), and every
-// delivery is checked against the path's signing secrets with `standardwebhooks`.
+// delivery is checked against the path's signing secrets with the client's WebhookVerifier (clients/typescript).
 import { createServer, type Server } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { Webhook } from "standardwebhooks";
+import { WebhookVerifier } from "../../clients/typescript/src/webhooks.ts";
 
 export type Behaviour =
   | { kind: "ok"; status?: number; body?: string }
@@ -59,16 +59,14 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-/** Whether any of `signers` (one per secret of the subscription) verifies the delivery. */
-function verifiedBy(signers: readonly Webhook[], body: string, headers: Record<string, string>): boolean {
-  return signers.some((w) => {
-    try {
-      w.verify(body, headers);
-      return true;
-    } catch {
-      return false;
-    }
-  });
+/** The check of a path's secrets (any of them verifies), as a customer's endpoint makes it; none for an empty list. */
+function verifierOf(secrets: readonly string[]): WebhookVerifier | undefined {
+  return secrets.length > 0 ? new WebhookVerifier(secrets) : undefined;
+}
+
+/** Whether `verifier` accepts the delivery; a path whose list of secrets is empty accepts none. */
+function verifiedBy(verifier: WebhookVerifier | undefined, body: string, headers: Record<string, string>): boolean {
+  return verifier?.verifies(body, headers) ?? false;
 }
 
 function headerRecord(req: IncomingMessage): Record<string, string> {
@@ -79,7 +77,7 @@ function headerRecord(req: IncomingMessage): Record<string, string> {
 
 export async function startReceiver(opts: ReceiverOptions): Promise<Receiver> {
   const behaviours = new Map<string, Behaviour>();
-  const secrets = new Map<string, Webhook[]>();
+  const secrets = new Map<string, WebhookVerifier | undefined>();
   const attemptsByPath = new Map<string, number>();
   const counts = new Map<string, number>();
   const received: ReceivedDelivery[] = [];
@@ -163,8 +161,7 @@ export async function startReceiver(opts: ReceiverOptions): Promise<Receiver> {
       counts.set(path, (counts.get(path) ?? 0) + 1);
       const headers = headerRecord(req);
       const body = Buffer.concat(chunks).toString("utf8");
-      const signers = secrets.get(path);
-      const verified = signers ? verifiedBy(signers, body, headers) : null;
+      const verified = secrets.has(path) ? verifiedBy(secrets.get(path), body, headers) : null;
       if (record) received.push({ path, headers, body, receivedAt: Date.now(), verified });
       act(behaviours.get(path) ?? { kind: "ok" }, path, res, req);
     });
@@ -196,7 +193,7 @@ export async function startReceiver(opts: ReceiverOptions): Promise<Receiver> {
     port,
     url: (path) => `https://localhost:${port}${path}`,
     setBehaviour: (path, b) => void behaviours.set(path, b),
-    setSecrets: (path, list) => void secrets.set(path, list.map((s) => new Webhook(s))),
+    setSecrets: (path, list) => void secrets.set(path, verifierOf(list)),
     deliveries: (path) => (path === undefined ? [...received] : received.filter((d) => d.path === path)),
     count: (path) => (path === undefined ? [...counts.values()].reduce((a, b) => a + b, 0) : (counts.get(path) ?? 0)),
     waitFor,
@@ -225,7 +222,7 @@ export interface FastReceiver {
 
 /**
  * The receiver for load (benchmark, demo): Bun.serve with TLS, 200 to every request, signatures verified with
- * `standardwebhooks` when secrets are given. No hostile behaviours (startReceiver has those).
+ * the client's WebhookVerifier when secrets are given. No hostile behaviours (startReceiver has those).
  */
 export function startFastReceiver(opts: {
   cert: string;
@@ -235,7 +232,7 @@ export function startFastReceiver(opts: {
   /** Told of each delivery (`verified` null when no secret is set); the benchmark leaves it out. */
   onDelivery?: (d: { headers: Record<string, string>; body: string; verified: boolean | null }) => void;
 }): FastReceiver {
-  const signers = (opts.secrets ?? []).map((s) => new Webhook(s));
+  const verifier = verifierOf(opts.secrets ?? []);
   let received = 0;
   let bad = 0;
   const server = Bun.serve({
@@ -246,8 +243,8 @@ export function startFastReceiver(opts: {
       const body = await req.text();
       received++;
       let verified: boolean | null = null;
-      if (signers.length > 0) {
-        verified = verifiedBy(signers, body, Object.fromEntries(req.headers));
+      if (verifier) {
+        verified = verifiedBy(verifier, body, Object.fromEntries(req.headers));
         if (!verified) bad++;
       }
       opts.onDelivery?.({ headers: Object.fromEntries(req.headers), body, verified });

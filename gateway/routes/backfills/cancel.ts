@@ -2,16 +2,23 @@
 // returned unchanged.
 import { Elysia } from "elysia";
 import { principalOf } from "../../context.ts";
-import { WRITE_RPC_OPTIONS, rpc, type GatewayDeps } from "../../deps.ts";
+import { WRITE_RPC_OPTIONS, rpc } from "../../deps.ts";
+import { exampleBackfill } from "../../docs-examples.ts";
 import { idempotencyFor, replayHeaders } from "../../idempotency.ts";
 import { IdempotencyHeaders, errorResponses } from "../../schemas.ts";
-import { subscriptionId } from "../subscriptions.ts";
-import { BackfillParams, BackfillSchema, SECURITY, TAGS, backfillClient, renderBackfill } from "./shared.ts";
+import { SECURITY, operationKey, type Operation } from "../operation.ts";
+import { subscriptionId } from "../subscriptions/shared.ts";
+import { BackfillParams, BackfillSchema, TAGS, backfillClient, renderBackfill } from "./shared.ts";
 
-export function cancelBackfillRoute(deps: GatewayDeps) {
+const PATH = "/v1/subscriptions/:id/backfills/:backfillId/cancel";
+
+export const cancelBackfill: Operation = {
+  key: operationKey("post", PATH),
+  examples: { response: { "200": exampleBackfill("canceled", 20_100, 512) } },
+  route: (deps) => {
   const client = backfillClient(deps);
-  return new Elysia({ name: "routes-backfills-cancel" }).post(
-    "/v1/subscriptions/:id/backfills/:backfillId/cancel",
+  return new Elysia({ name: cancelBackfill.key }).post(
+    PATH,
     async ({ params, request, set }) => {
       const { keyId } = principalOf(request);
       const id = subscriptionId(params.id);
@@ -32,4 +39,5 @@ export function cancelBackfillRoute(deps: GatewayDeps) {
       },
     },
   );
-}
+},
+};

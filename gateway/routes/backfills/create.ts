@@ -2,14 +2,16 @@
 // and resolves the range; this maps JSON to its RPC.
 import { Elysia, t } from "elysia";
 import { principalOf } from "../../context.ts";
-import { WRITE_RPC_OPTIONS, rpc, type GatewayDeps } from "../../deps.ts";
+import { WRITE_RPC_OPTIONS, rpc } from "../../deps.ts";
+import { OTHER, WALLET, exampleBackfill } from "../../docs-examples.ts";
 import { idempotencyFor, replayHeaders } from "../../idempotency.ts";
 import { IdempotencyHeaders, InputObject, SubscriptionIdParams, errorResponses } from "../../schemas.ts";
-import { parseTime } from "../operations.ts";
-import { subscriptionId } from "../subscriptions.ts";
-import { BackfillSchema, SECURITY, TAGS, backfillClient, renderBackfill } from "./shared.ts";
+import { IsoTime as Time, parseTime } from "../events/time.ts";
+import { SECURITY, operationKey, type Operation } from "../operation.ts";
+import { subscriptionId } from "../subscriptions/shared.ts";
+import { BackfillSchema, TAGS, backfillClient, renderBackfill } from "./shared.ts";
 
-const Time = (description: string) => t.String({ description: `${description} ISO 8601 time, e.g. 2026-11-22T02:26:03.123Z.` });
+const PATH = "/v1/subscriptions/:id/backfills";
 
 const BackfillInput = InputObject({
   chainId: t.String({ description: "tron:mainnet, tron:nile or tron:shasta (enabled for the key)." }),
@@ -22,10 +24,16 @@ const BackfillInput = InputObject({
   ),
 });
 
-export function createBackfillRoute(deps: GatewayDeps) {
+export const createBackfill: Operation = {
+  key: operationKey("post", PATH),
+  examples: {
+    request: { chainId: "tron:mainnet", since: "2026-11-21T03:00:00.000Z", addresses: [WALLET.address, OTHER.address] },
+    response: { "202": exampleBackfill("queued", 0, 0) },
+  },
+  route: (deps) => {
   const client = backfillClient(deps);
-  return new Elysia({ name: "routes-backfills-create" }).post(
-    "/v1/subscriptions/:id/backfills",
+  return new Elysia({ name: createBackfill.key }).post(
+    PATH,
     async ({ params, body, request, set }) => {
       const { keyId } = principalOf(request);
       const id = subscriptionId(params.id);
@@ -68,4 +76,5 @@ export function createBackfillRoute(deps: GatewayDeps) {
       },
     },
   );
-}
+},
+};

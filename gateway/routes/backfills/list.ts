@@ -2,15 +2,22 @@
 import { Elysia } from "elysia";
 import { queryPageLimit } from "../../../common/page-token.ts";
 import { principalOf } from "../../context.ts";
-import { RPC_OPTIONS, rpc, type GatewayDeps } from "../../deps.ts";
+import { RPC_OPTIONS, rpc } from "../../deps.ts";
+import { exampleBackfill } from "../../docs-examples.ts";
 import { PageQuery, SubscriptionIdParams, errorResponses } from "../../schemas.ts";
-import { subscriptionId } from "../subscriptions.ts";
-import { BackfillPageSchema, SECURITY, TAGS, backfillClient, renderBackfill, type BackfillJson } from "./shared.ts";
+import { SECURITY, operationKey, type Operation } from "../operation.ts";
+import { subscriptionId } from "../subscriptions/shared.ts";
+import { BackfillPageSchema, TAGS, backfillClient, renderBackfill, type BackfillJson } from "./shared.ts";
 
-export function listBackfillsRoute(deps: GatewayDeps) {
+const PATH = "/v1/subscriptions/:id/backfills";
+
+export const listBackfills: Operation = {
+  key: operationKey("get", PATH),
+  examples: { response: { "200": { items: [exampleBackfill("running", 12_400, 316)] } } },
+  route: (deps) => {
   const client = backfillClient(deps);
-  return new Elysia({ name: "routes-backfills-list" }).get(
-    "/v1/subscriptions/:id/backfills",
+  return new Elysia({ name: listBackfills.key }).get(
+    PATH,
     async ({ params, query, request }) => {
       const { keyId } = principalOf(request);
       const res = await rpc(() =>
@@ -30,4 +37,5 @@ export function listBackfillsRoute(deps: GatewayDeps) {
       detail: { summary: "List a subscription's backfills, newest first", tags: TAGS, security: SECURITY },
     },
   );
-}
+},
+};

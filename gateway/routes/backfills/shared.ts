@@ -1,15 +1,14 @@
 // What the backfill routes share: the job's JSON (docs/CONTRACT.md "Backfills"), the path parameters, the registry
-// client. Each operation is a file of its own beside this one; index.ts mounts them.
+// client. Each operation is a file of its own beside this one, listed in gateway/routes/index.ts.
 import { createClient, type Client } from "@connectrpc/connect";
 import { t, type Static } from "elysia";
-import { ApiError } from "../../../common/errors.ts";
+import { ApiError } from "../../../common/contract/index.ts";
 import { BackfillService, type Backfill } from "../../../gen/webhooks/registry/v1/backfill_pb.ts";
 import type { GatewayDeps } from "../../deps.ts";
 import { isoTime } from "../../render.ts";
 import { SubscriptionIdParams } from "../../schemas.ts";
 
 export const TAGS = ["backfills"];
-export const SECURITY = [{ bearer: [] }];
 
 export const BackfillSchema = t.Object(
   {

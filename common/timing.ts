@@ -1,0 +1,90 @@
+// Waiting, bounded: deadlines on calls to infrastructure, sleeps that a stop or a wake-up cuts short. Every service
+// uses these instead of its own setTimeout races, so an abandoned call never leaves a timer or an unhandled rejection.
+
+/**
+ * `work`, or `onTimeout()` thrown after `ms`. The work is not cancelled (nothing can cancel a sent query): its late
+ * failure is swallowed, since nobody waits for it any more.
+ */
+export async function withTimeout<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onTimeout()), ms);
+  });
+  work.catch(() => {});
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** `work`'s value, or `fallback` after `ms` (a check that does not answer in time counts as failed, say). */
+export async function orAfter<T, F>(work: Promise<T>, ms: number, fallback: F): Promise<T | F> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<F>((resolve) => {
+    timer = setTimeout(() => resolve(fallback), ms);
+  });
+  work.catch(() => {});
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (ms <= 0 || signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+/**
+ * A pause a loop takes between passes that `wake()` ends early. A wake-up while the loop is busy is kept, so the
+ * next pause returns at once and no request for work is lost between two passes.
+ */
+export class Pause {
+  private woken = false;
+  private waiters = new Set<() => void>();
+
+  /**
+   * Resolves after `ms`, at a wake-up, or when `signal` aborts. `unref`: the pause alone does not keep the process
+   * alive (a background job's).
+   */
+  wait(ms: number, signal?: AbortSignal, unref = false): Promise<void> {
+    if (this.woken) {
+      this.woken = false;
+      return Promise.resolve();
+    }
+    if (signal?.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        this.waiters.delete(done);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      const t = setTimeout(done, ms);
+      if (unref) t.unref?.();
+      this.waiters.add(done);
+      signal?.addEventListener("abort", done, { once: true });
+    });
+  }
+
+  /** Ends every pause now; with nobody paused, the next pause returns at once. */
+  wake(): void {
+    if (this.waiters.size === 0) {
+      this.woken = true;
+      return;
+    }
+    this.woken = false;
+    for (const done of [...this.waiters]) done();
+  }
+}

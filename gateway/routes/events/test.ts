@@ -1,0 +1,57 @@
+// POST /v1/subscriptions/:id/test: send service.ping, or a sample transfer event, whatever the subscription lists.
+import { Elysia, t } from "elysia";
+import { BROADCASTED, PING, TRANSFER_KINDS, orList } from "../../../common/contract/index.ts";
+import { WRITE_RPC_OPTIONS, rpc } from "../../deps.ts";
+import { BODY, IDEMPOTENT } from "../../docs-errors.ts";
+import { exampleEventView } from "../../docs-examples.ts";
+import { idempotencyFor, replayHeaders } from "../../idempotency.ts";
+import { IdempotencyHeaders, InputObject, SubscriptionIdParams, errorResponses } from "../../schemas.ts";
+import { SECURITY, operationKey, type Operation } from "../operation.ts";
+import { deliveryAccess } from "./access.ts";
+import { EventViewSchema, TAGS, eventJson, jsonResponse } from "./view.ts";
+
+const PATH = "/v1/subscriptions/:id/test";
+
+const TestInput = t.Optional(
+  InputObject({
+    kind: t.Optional(t.String({
+      description: `${PING} (default), or ${orList(TRANSFER_KINDS)} for a sample transfer of that kind marked test: true (failed: reason REVERT).`,
+    })),
+  }),
+);
+
+export const sendTestEvent: Operation = {
+  key: operationKey("post", PATH),
+  errors: [...BODY, "unsupported_event", "subscription_disabled", ...IDEMPOTENT, "not_found"],
+  examples: {
+    request: { kind: BROADCASTED },
+    response: { "200": exampleEventView(BROADCASTED, "pending", true) },
+  },
+  route: (deps) => {
+    const { delivery, owned } = deliveryAccess(deps);
+    return new Elysia({ name: sendTestEvent.key }).post(
+      PATH,
+      async ({ params, body, request, set }) => {
+        const ref = await owned(request, params.id);
+        const idempotency = idempotencyFor(request, `/v1/subscriptions/${ref.subscriptionId}/test`);
+        const res = await rpc(() => delivery().createTestEvent({ ...ref, kind: body?.kind ?? "", idempotency }, WRITE_RPC_OPTIONS));
+        Object.assign(set.headers, replayHeaders(res.idempotency));
+        return jsonResponse(eventJson(res.event));
+      },
+      {
+        params: SubscriptionIdParams,
+        body: TestInput,
+        headers: IdempotencyHeaders,
+        response: { 200: EventViewSchema, ...errorResponses(400, 401, 404, 409, 413, 415, 429, 503) },
+        detail: {
+          summary: "Send a test event",
+          description:
+            `Fires ${PING} (default) or a sample transfer event (${BROADCASTED}, .confirmed or .failed), ` +
+            "whatever the subscription's events and addresses. 409 subscription_disabled on a disabled subscription.",
+          tags: TAGS,
+          security: SECURITY,
+        },
+      },
+    );
+  },
+};
