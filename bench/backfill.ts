@@ -134,6 +134,9 @@ export default async function benchBackfill(): Promise<void> {
     t0 = performance.now();
     for (let n = from; n <= to; n += 100) await fetchDecodedRange(client, n, Math.min(to + 1, n + 100), NODE_CONCURRENCY);
     const decodedRate = blocks / ((performance.now() - t0) / 1000);
+    // Each figure is printed as soon as it is measured: a later phase that fails keeps the earlier ones.
+    console.log(`range: blocks ${from}..${to} (${blocks})`);
+    console.log(`  simulator serving them (range + infos, ${NODE_CONCURRENCY} in flight)   ${floor.toFixed(0).padStart(6)} blocks/s   (the floor; decoded too: ${decodedRate.toFixed(0)} blocks/s)`);
 
     // --- 2. live catch-up over the same blocks: both streams from checkpoints at the range's start
     const firstBlock = (await client.getBlockHeader(from - 1))!;
@@ -148,6 +151,7 @@ export default async function benchBackfill(): Promise<void> {
     matcher = await createMatcher(stack.config, { deliverer: inProcessTransport(stack.deliverer!.routes, "matcher"), nodeUrls: { [CHAIN]: sim.url } });
     await matcher.waitForSolidified(CHAIN, to, 1_800_000);
     const live = blocks / ((performance.now() - t0) / 1000);
+    console.log(`  live catch-up (head + solidified streams)                  ${live.toFixed(0).padStart(6)} blocks/s`);
 
     // --- 3. a backfill over the same range
     const svc = backfillService({
@@ -182,6 +186,8 @@ export default async function benchBackfill(): Promise<void> {
     const done = await waitDone(job);
     const scanSeconds = (done.finished_at!.getTime() - done.started_at!.getTime()) / 1000;
     const backfill = blocks / scanSeconds;
+    console.log(`  backfill                                                   ${backfill.toFixed(0).padStart(6)} blocks/s   ${(backfill / live).toFixed(2)}× the live catch-up (goal ≥ 0.8×), ${(backfill / floor).toFixed(2)}× the floor`);
+    console.log(`    events made ${done.events_created}, skipped ${done.events_skipped} (the catch-up made them all)`);
 
     // --- 4. latency, idle and during a backfill
     const latencyRun = async (count: number, during?: () => Promise<boolean>) => {
@@ -204,12 +210,6 @@ export default async function benchBackfill(): Promise<void> {
     const busy = await latencyRun(LATENCY_BLOCKS, async () => ["queued", "running"].includes((await jobRow(second)).status));
     const secondRow = await waitDone(second);
 
-    console.log("");
-    console.log(`range: blocks ${from}..${to} (${blocks})`);
-    console.log(`  simulator serving them (range + infos, ${NODE_CONCURRENCY} in flight)   ${floor.toFixed(0).padStart(6)} blocks/s   (the floor; decoded too: ${decodedRate.toFixed(0)} blocks/s)`);
-    console.log(`  live catch-up (head + solidified streams)                  ${live.toFixed(0).padStart(6)} blocks/s`);
-    console.log(`  backfill                                                   ${backfill.toFixed(0).padStart(6)} blocks/s   ${(backfill / live).toFixed(2)}× the live catch-up (goal ≥ 0.8×), ${(backfill / floor).toFixed(2)}× the floor`);
-    console.log(`    events made ${done.events_created}, skipped ${done.events_skipped} (the catch-up made them all)`);
     console.log(`  live block-to-webhook latency idle            p50 ${pct(idle, 50)} ms  p99 ${pct(idle, 99)} ms  (${idle.length} blocks)`);
     console.log(`  ... during a backfill                         p50 ${pct(busy, 50)} ms  p99 ${pct(busy, 99)} ms  (${busy.length} blocks; goal p99 ≤ 1,500 ms; the job ${secondRow.status})`);
   } finally {
