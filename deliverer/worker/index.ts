@@ -2,20 +2,20 @@
 // reschedule or finish. Concurrency is bounded per process, per destination host and, for HTTPS, per API key over all
 // its hosts (its `deliveries` quota): a host or key at its limit gets its events put back for a moment instead of
 // occupying slots, so one slow or dead destination, or one customer with many of them, cannot starve the others.
-import type { DeliveryTarget } from "../gen/webhooks/registry/v1/registry_pb.ts";
-import { newId } from "../common/ids.ts";
-import { isExhausted, nextDelay } from "../common/retry-policy.ts";
-import { createLogger, type Logger } from "../common/logger.ts";
-import type { Schedule, ScheduleEntry } from "./schedule.ts";
-import type { DelivererStore } from "./db/store.ts";
-import type { ClaimedEvent, Outcome } from "./db/types.ts";
-import type { AttemptOutcome, Sender } from "./send.ts";
-import { holdReason, type TargetCache } from "./targets.ts";
-import { HOLD_REASONS, type HoldReason } from "../common/hold-reasons.ts";
-import { destinationKey, queueTarget } from "./senders.ts";
-import { reconcileSchedule, type ReconcileResult } from "./reconcile.ts";
-import { QUOTA_DEFAULTS } from "../common/quotas.ts";
-import { deliveryHeaders } from "./sign.ts";
+import type { DeliveryTarget } from "../../gen/webhooks/registry/v1/registry_pb.ts";
+import { newId } from "../../common/ids.ts";
+import { isExhausted, nextDelay } from "../../common/retry-policy.ts";
+import { createLogger, type Logger } from "../../common/logger.ts";
+import type { Schedule, ScheduleEntry } from "../schedule.ts";
+import type { DelivererStore } from "../db/store.ts";
+import type { ClaimedEvent, Outcome } from "../db/types.ts";
+import type { AttemptOutcome, Sender } from "../send.ts";
+import { holdReason, type TargetCache } from "../targets.ts";
+import { HOLD_REASONS, type HoldReason } from "../../common/hold-reasons.ts";
+import { destinationKey, queueTarget } from "../senders.ts";
+import { reconcileSchedule, type ReconcileResult } from "../reconcile.ts";
+import { QUOTA_DEFAULTS } from "../../common/quotas.ts";
+import { deliveryHeaders } from "../sign.ts";
 import {
   attemptsTotal,
   deliveryLatency,
@@ -26,7 +26,7 @@ import {
   leasesReclaimed,
   scheduleRebuilds,
   waitingReleased,
-} from "./metrics.ts";
+} from "../metrics.ts";
 
 export interface WorkerOptions {
   /** Delays before each automatic attempt (RETRY_SCHEDULE); its length is the number of attempts. */
