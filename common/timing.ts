@@ -110,3 +110,28 @@ export class Pause {
     this.notifier.notify();
   }
 }
+
+/**
+ * A memo of bounded size for pure lookups (parsed input, a signer per secret): reaching `limit` entries forgets them
+ * all, which costs one miss per hot entry and no bookkeeping per hit. Caches whose eviction must follow recency keep
+ * their own (gateway/auth.ts, deliverer/targets.ts).
+ */
+export class MemoMap<K, V> extends Map<K, V> {
+  constructor(private readonly limit: number) {
+    super();
+  }
+
+  override set(key: K, value: V): this {
+    if (this.size >= this.limit && !this.has(key)) this.clear();
+    return super.set(key, value);
+  }
+}
+
+/**
+ * The wait before retry `attempt` (1, 2, …): `baseMs` doubled per attempt up to `maxMs`. `jitter` spreads it over
+ * its upper half, so callers that failed together do not retry together.
+ */
+export function backoffDelay(attempt: number, baseMs: number, maxMs: number, jitter = false): number {
+  const delay = Math.min(maxMs, baseMs * 2 ** Math.min(Math.max(attempt - 1, 0), 30));
+  return jitter ? delay / 2 + Math.random() * (delay / 2) : delay;
+}

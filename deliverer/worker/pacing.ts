@@ -2,6 +2,7 @@
 // claimed events may wait for its slots (waitCap), and how far an event that found a queue full goes back in the
 // schedule (deferral).
 import { KEY_DEFER_UNKNOWN_MS, PACE_MAX, PACE_WEIGHT, WAIT_ROUNDS_MAX, WAIT_ROUNDS_UNKNOWN } from "./defaults.ts";
+import { MemoMap } from "../../common/timing.ts";
 
 /** The waiting queue of events held back by their key's cap (host names never hold a space). */
 export function keyQueue(keyId: string): string {
@@ -10,7 +11,8 @@ export function keyQueue(keyId: string): string {
 
 export class Pacing {
   /** Per host, a moving average of attempt time in ms (unknown until its first attempt ends). */
-  private readonly hostMs = new Map<string, number>();
+  // Only a pacing hint: forgetting every host now and then bounds the map where destinations churn.
+  private readonly hostMs = new MemoMap<string, number>(PACE_MAX);
   /** Per key at its cap, when the next of its events handed back comes due (deferral). */
   private readonly keyHorizon = new Map<string, number>();
 
@@ -32,8 +34,6 @@ export class Pacing {
   /** Folds an attempt's time into the recent pace of a host (or of a key's queue): waitCap follows it. */
   pace(name: string, durationMs: number): void {
     const prevMs = this.hostMs.get(name);
-    // Only a pacing hint: forgetting every host now and then bounds the map where destinations churn.
-    if (prevMs === undefined && this.hostMs.size >= PACE_MAX) this.hostMs.clear();
     this.hostMs.set(name, prevMs === undefined ? durationMs : prevMs + (durationMs - prevMs) * PACE_WEIGHT);
   }
 
