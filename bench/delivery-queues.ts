@@ -7,7 +7,7 @@
 // each ≥ 10,000 deliveries/s and ≥ 0.5× their floor; StreamEvents ≥ 50,000 events/s.
 // Its own PostgreSQL database, Redis DB, exchanges, queues and stream, all removed at the end.
 // BENCH_QUEUE_ONLY=<regex> runs only the figures whose label matches (StreamEvents alone enqueues its own events);
-// BENCH_WORKER='{"queuePerDestinationConcurrency":64}' passes worker options (deliverer/worker.ts) for experiments;
+// BENCH_WORKER='{"queuePerDestinationConcurrency":64}' passes worker options (deliverer/worker/) for experiments;
 // BENCH_STREAM='{"messageEvents":32}' passes StreamEvents options (deliverer/stream.ts); BENCH_STREAM_WARMUPS
 // (default 2) sets the unmeasured reads of the whole stream before the measured one.
 //

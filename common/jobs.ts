@@ -1,6 +1,7 @@
-// Background jobs, one shape for every service: a job runs at start and then every `everyMs`, never twice at once
-// (single flight), with its errors logged and retried, and stop() waits for a run in progress. Each job lives in its
-// own file under its service's jobs/ folder and is registered with the service's runner.
+// Background jobs, one shape for every service: a job runs at start (or after firstAfterMs) and then every
+// `everyMs`, never twice at once (single flight), with its errors logged and retried, and stop() waits for a run in
+// progress. Each job lives in its own file under its service's jobs/ folder and is registered with the service's
+// runner.
 import type { Logger } from "./logger.ts";
 import { Pause } from "./timing.ts";
 
@@ -11,6 +12,8 @@ export interface Job {
   readonly everyMs: number;
   /** The time before running again after a run that failed or returned false (unfinished); default everyMs. */
   readonly retryMs?: number;
+  /** The time before the first run; default 0 (at start). */
+  readonly firstAfterMs?: number;
   /**
    * One run; false means "not finished", retried after retryMs. A throw is logged and retried likewise. `signal`
    * aborts at stop(): a long run ends early at a safe point.
@@ -57,6 +60,7 @@ export class JobRunner {
 
   private async loop({ job, pause }: Entry): Promise<void> {
     const signal = this.stopping.signal;
+    if (job.firstAfterMs) await pause.wait(job.firstAfterMs, signal, true);
     while (!signal.aborted) {
       let finished = true;
       try {

@@ -1,6 +1,7 @@
 // A subscription's match conditions (docs/CONTRACT.md "Match conditions"): which transfers of its watched addresses make
 // events. One shape for the registry (stored as jsonb), the watch index (carried beside status and kinds) and the
 // matcher (applied by matcher/conditions.ts). Always held normalized: defaults filled, amounts canonical.
+import { MemoMap } from "./timing.ts";
 
 export const ASSET_STANDARDS = ["TRX", "TRC10", "TRC20"] as const;
 export type AssetStandard = (typeof ASSET_STANDARDS)[number];
@@ -58,7 +59,7 @@ export function encodeMatch(m: MatchConditions): string {
 // Subscriptions' conditions recur block after block: each distinct text is parsed once, and the same text yields the
 // same object (matcher/conditions.ts keys its compiled form on that object). Cleared wholesale when full.
 const DECODE_CACHE_LIMIT = 10_000;
-const decoded = new Map<string, MatchConditions>();
+const decoded = new MemoMap<string, MatchConditions>(DECODE_CACHE_LIMIT);
 
 /** The conditions of a watch-index text; a text this code cannot read means the default (never drops events). */
 export function decodeMatch(text: string): MatchConditions {
@@ -70,7 +71,6 @@ export function decodeMatch(text: string): MatchConditions {
     } catch {
       m = DEFAULT_MATCH as MatchConditions;
     }
-    if (decoded.size >= DECODE_CACHE_LIMIT) decoded.clear();
     decoded.set(text, m);
   }
   return m;

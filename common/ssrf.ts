@@ -3,7 +3,7 @@
 import { Resolver as DnsResolver } from "node:dns/promises";
 import ipaddr from "ipaddr.js";
 import { ApiError, MAX_URL_LENGTH } from "./contract/index.ts";
-import { withTimeout } from "./timing.ts";
+import { MemoMap, withTimeout } from "./timing.ts";
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 type Cidr = [Address, number];
@@ -217,11 +217,10 @@ export function judgeAddress(policy: SsrfPolicy, ip: string): Judgement {
   // A verdict depends only on the policy and the address: the deliverer judges the same few addresses on every
   // attempt, so they are remembered (bounded) instead of parsed and matched against every range again.
   let cache = verdicts.get(policy);
-  if (!cache) verdicts.set(policy, (cache = new Map()));
+  if (!cache) verdicts.set(policy, (cache = new MemoMap(VERDICT_CACHE_SIZE)));
   const known = cache.get(ip);
   if (known) return known;
   const verdict = judgeAddressUncached(policy, ip);
-  if (cache.size >= VERDICT_CACHE_SIZE) cache.clear();
   cache.set(ip, verdict);
   return verdict;
 }
@@ -348,12 +347,11 @@ export async function resolvePinned(policy: SsrfPolicy, hostname: string): Promi
 
 // The deliverer resolves on every attempt; parsing the same host names and addresses again each time is wasted work,
 // so both steps below are remembered (bounded). Neither depends on anything but its input.
-const LITERALS = new Map<string, string | null>();
-const TARGETS = new Map<string, { address: string; family: 4 | 6 }>();
 const MEMO_SIZE = 10_000;
+const LITERALS = new MemoMap<string, string | null>(MEMO_SIZE);
+const TARGETS = new MemoMap<string, { address: string; family: 4 | 6 }>(MEMO_SIZE);
 
 function remember<V>(map: Map<string, V>, key: string, value: V): V {
-  if (map.size >= MEMO_SIZE) map.clear();
   map.set(key, value);
   return value;
 }

@@ -24,7 +24,7 @@ import { StreamWaker, streamEventsHandler, type StreamOptions } from "./stream.t
 import { openDelivererDatabase, openPlannedReads, PLANNED_READS_POOL_SIZE } from "./db/connection.ts";
 import { DelivererStore } from "./db/store.ts";
 import { TargetCache } from "./targets.ts";
-import { DeliveryWorker, type WorkerOptions } from "./worker.ts";
+import { DeliveryWorker, type WorkerOptions } from "./worker/index.ts";
 
 export interface DelivererDeps {
   /** The registry (SubscriptionService.GetDeliveryTargets). */

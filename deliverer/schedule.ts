@@ -2,7 +2,7 @@
 // of leases (score = lease expiry). Claiming moves due ids into the lease set atomically (Lua), so a crashed
 // worker's claims come back when their lease expires. Each shard's two keys share a hash tag, so every script
 // touches one slot and the same code runs on a Redis Cluster. PostgreSQL is the truth: the worker rebuilds a lost
-// schedule (rebuild()) and puts back single entries lost under a surviving built marker (reconcile.ts).
+// schedule (rebuild()) and puts back single entries lost under a surviving built marker (jobs/schedule-reconcile.ts).
 import { acrossSlots, type Redis } from "../common/redis.ts";
 
 export interface ScheduleEntry {

@@ -8,6 +8,7 @@ import { retryAfterOf } from "../common/retry-policy.ts";
 import { readAnswer } from "./answer-body.ts";
 import { connectionResends } from "./metrics.ts";
 import { RESPONSE_BODY_LIMIT } from "../common/contract/index.ts";
+import { MemoMap } from "../common/timing.ts";
 
 export interface AttemptRequest {
   /** An https destination's URL ("" for a queue destination). */
@@ -108,7 +109,7 @@ export function createSender(opts: SenderOptions): Sender {
   // the system roots first and, if its chain is not trusted there, with the extra CA alone; the store that worked
   // is remembered per host. A handshake fails before any byte of the request is sent, so nothing is sent twice.
   const extraCa = opts.caFile ? readFileSync(opts.caFile, "utf8") : undefined;
-  const storeByHost = new Map<string, TrustStore>();
+  const storeByHost = new MemoMap<string, TrustStore>(10_000);
   const tlsFor = (servername: string | undefined, store: TrustStore) => ({
     ...(servername ? { serverName: servername } : {}),
     ...(store === "extra" && extraCa ? { ca: extraCa } : {}),
@@ -183,7 +184,7 @@ export function createSender(opts: SenderOptions): Sender {
           if (!extraCa || !UNTRUSTED_CHAIN.test(String((err as { code?: string }).code ?? err))) throw err;
           const other: TrustStore = first === "system" ? "extra" : "system";
           res = await post(other);
-          rememberStore(storeByHost, hostKey, other);
+          storeByHost.set(hostKey, other);
         }
         // A small declared body sent as is is read whole (cheaper than a stream reader; the framing bounds it);
         // anything else is read in chunks, decoded if it was compressed, and cut off after the limit.
@@ -209,11 +210,6 @@ export function createSender(opts: SenderOptions): Sender {
       }
     },
   };
-}
-
-function rememberStore(map: Map<string, TrustStore>, host: string, store: TrustStore): void {
-  if (map.size >= 10_000) map.clear();
-  map.set(host, store);
 }
 
 export function timeoutReason(ms: number): string {

@@ -9,6 +9,7 @@
 // is left to the library, so its decoding rules, not ours, apply to it.
 import { createHmac } from "node:crypto";
 import { Webhook } from "standardwebhooks";
+import { MemoMap } from "../common/timing.ts";
 
 export const USER_AGENT = "tron-webhooks/0.1 (Standard Webhooks)";
 
@@ -18,8 +19,8 @@ const PREFIX = "whsec_";
 type Signer = { key: Buffer } | { webhook: Webhook };
 
 // Decoding a secret is per secret, not per delivery: deliveries of one subscription reuse it.
-const signers = new Map<string, Signer>();
 const MAX_SIGNERS = 10_000;
+const signers = new MemoMap<string, Signer>(MAX_SIGNERS);
 
 function makeSigner(secret: string): Signer {
   const b64 = secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret;
@@ -32,7 +33,6 @@ function makeSigner(secret: string): Signer {
 function signer(secret: string): Signer {
   let s = signers.get(secret);
   if (!s) {
-    if (signers.size >= MAX_SIGNERS) signers.clear();
     s = makeSigner(secret);
     signers.set(secret, s);
   }

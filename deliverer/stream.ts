@@ -15,6 +15,7 @@ import { createClient, type HandlerContext, type Transport } from "@connectrpc/c
 import { ApiError, invalidRequest, isChainId } from "../common/contract/index.ts";
 import { toConnectError } from "../common/rpc-errors.ts";
 import { isId } from "../common/ids.ts";
+import { Notifier } from "../common/timing.ts";
 import { bearerToken } from "../common/internal-auth.ts";
 import { StreamEventsResponseSchema, type StreamEventsRequest, type StreamEventsResponse } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { ApiKeyService, type ApiKey } from "../gen/webhooks/registry/v1/registry_pb.ts";
@@ -37,28 +38,7 @@ export interface StreamOptions {
 }
 
 /** Wakes waiting streams when this process has made events. */
-export class StreamWaker {
-  private readonly waiters = new Set<() => void>();
-
-  notify(): void {
-    for (const w of [...this.waiters]) w();
-  }
-
-  /** Resolves after `ms`, on notify(), or when `signal` aborts, whichever comes first. */
-  wait(ms: number, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.waiters.delete(done);
-        signal.removeEventListener("abort", done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.waiters.add(done);
-      signal.addEventListener("abort", done, { once: true });
-    });
-  }
-}
+export class StreamWaker extends Notifier {}
 
 const START: StreamPosition = { xid: "0", seq: 0 };
 /** First wait before looking again for rows held back by a running transaction. */

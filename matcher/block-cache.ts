@@ -4,6 +4,7 @@
 // block twice nor runs so far ahead that the blocks it fetched fall out of the cache before they are read.
 import type { DecodedBlock } from "./fetch.ts";
 import * as m from "./metrics.ts";
+import { Notifier } from "../common/timing.ts";
 
 /** Blocks kept: the solidified head's usual distance (19) with room for catch-up batches of both streams. */
 export const BLOCK_CACHE_SIZE = 256;
@@ -12,7 +13,7 @@ const STALL_MS = 2_000;
 
 export class StreamLink {
   private readonly blocks = new Map<number, DecodedBlock>();
-  private waiters = new Set<() => void>();
+  private readonly changes = new Notifier();
   private readonly hit: { inc(v?: number): void };
   private readonly miss: { inc(v?: number): void };
   /** The node's head as the head stream last saw it (0: not yet). */
@@ -96,24 +97,10 @@ export class StreamLink {
 
   /** Resolves on the next change (a block put, a new head, the solidified stream moving) or after `ms`. */
   changed(ms: number, signal: AbortSignal): Promise<void> {
-    if (signal.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(t);
-        this.waiters.delete(done);
-        signal.removeEventListener("abort", done);
-        resolve();
-      };
-      const t = setTimeout(done, ms);
-      this.waiters.add(done);
-      signal.addEventListener("abort", done, { once: true });
-    });
+    return this.changes.wait(ms, signal);
   }
 
   private notify(): void {
-    if (this.waiters.size === 0) return;
-    const ws = this.waiters;
-    this.waiters = new Set();
-    for (const w of ws) w();
+    this.changes.notify();
   }
 }

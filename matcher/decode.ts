@@ -12,6 +12,7 @@
 // plain text).
 import { evmWordToBase58, hexToBase58 } from "../common/tron-address.ts";
 import type { TronBlock, TronInternalTransaction, TronTransaction, TronTransactionInfo } from "./tron-types.ts";
+import { MemoMap } from "../common/timing.ts";
 
 export type TransferStandard = "TRX" | "TRC10" | "TRC20";
 
@@ -62,13 +63,12 @@ const HEX_WORD = /^[0-9a-fA-F]{64}$/;
 // contract) recur block after block, so conversions are remembered. Cleared wholesale when full: cheaper than
 // LRU bookkeeping and the hot set refills within a few blocks.
 const BASE58_CACHE_LIMIT = 500_000;
-const base58Cache = new Map<string, string>();
+const base58Cache = new MemoMap<string, string>(BASE58_CACHE_LIMIT);
 
 function remember(key: string, make: () => string): string {
   let value = base58Cache.get(key);
   if (value === undefined) {
     value = make();
-    if (base58Cache.size >= BASE58_CACHE_LIMIT) base58Cache.clear();
     base58Cache.set(key, value);
   }
   return value;
@@ -89,11 +89,10 @@ export function normalizeAddress(address: string): string | null {
 
 // Topic words and log addresses as the node printed them -> base58, so a recurring one costs one map lookup (no
 // validation regex, slicing or lower-casing); only well-formed inputs are ever stored.
-const rawWordCache = new Map<string, string>();
-const rawAddressCache = new Map<string, string>();
+const rawWordCache = new MemoMap<string, string>(BASE58_CACHE_LIMIT);
+const rawAddressCache = new MemoMap<string, string>(BASE58_CACHE_LIMIT);
 
 function rememberRaw(cache: Map<string, string>, raw: string, value: string): string {
-  if (cache.size >= BASE58_CACHE_LIMIT) cache.clear();
   cache.set(raw, value);
   return value;
 }

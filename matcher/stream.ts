@@ -9,7 +9,7 @@
 import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { ChainId } from "../common/contract/index.ts";
 import type { Logger } from "../common/logger.ts";
-import { sleep } from "../common/timing.ts";
+import { backoffDelay, sleep } from "../common/timing.ts";
 import { EnqueueBatch } from "./enqueue-batch.ts";
 import { decoded, fetchDecodedRange, infosFor, mapLimit, type DecodedBlock } from "./fetch.ts";
 import type { ChainLease } from "./lease.ts";
@@ -71,7 +71,7 @@ function blockRef(b: DecodedBlock): Progress {
 
 /** How long a stream waits after its `failures`-th failed step in a row: 250 ms doubling, at most 10 s. */
 export function stepRetryDelay(failures: number): number {
-  return Math.min(10_000, 250 * 2 ** Math.min(failures - 1, 6));
+  return backoffDelay(failures, 250, 10_000);
 }
 
 export class ChainStream {

@@ -3,6 +3,7 @@
 // of saying "I don't have that yet" (`{}`, `[]`, a transaction-info list shorter than the block) into `null` — never
 // into an empty block, which would make the matcher skip real transfers.
 import { isBlock, type TronBlock, type TronTransactionInfo } from "./tron-types.ts";
+import { backoffDelay } from "../common/timing.ts";
 
 export interface TronClientOptions {
   baseUrl: string;
@@ -200,8 +201,7 @@ export class TronClient {
   }
 
   private delay(attempt: number): number {
-    const base = Math.min(this.maxBackoffMs, this.backoffMs * 2 ** (attempt - 1));
-    return base / 2 + Math.random() * (base / 2);
+    return backoffDelay(attempt, this.backoffMs, this.maxBackoffMs, true);
   }
 }
 

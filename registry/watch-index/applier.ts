@@ -1,6 +1,7 @@
 // Applies each chain's outbox rows to Redis in order, with positions; replays what a Redis lost (README.md "Applier").
 import { sql } from "drizzle-orm";
 import type { Logger } from "../../common/logger.ts";
+import { withTimeout } from "../../common/timing.ts";
 import { readPositions } from "../../common/watch-index/generations.ts";
 import type { SubscriptionMeta, WatchIndexHandle } from "../../common/watch-index/layout.ts";
 import { allocatePositions, raiseAppliedPositions, readAppliedPositions } from "../../common/watch-index/positions.ts";
@@ -50,13 +51,9 @@ export function subscriptionMeta(row: IndexedSubscription): SubscriptionMeta {
   return { id: row.id, keyId: row.keyId, enabled: row.status === "enabled", events: row.events, match };
 }
 
-export function withTimeout<T>(p: Promise<T>, ms = REDIS_TIMEOUT_MS): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const t = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error("redis call timed out")), ms);
-  });
-  p.catch(() => {});
-  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+/** A Redis call bounded by REDIS_TIMEOUT_MS (or `ms`): a hung Redis fails the pass instead of stalling it. */
+export function redisTimeout<T>(p: Promise<T>, ms = REDIS_TIMEOUT_MS): Promise<T> {
+  return withTimeout(p, ms, () => new Error("redis call timed out"));
 }
 
 /** A row of the batch statement: the outbox row and its subject's state (null when it is gone). */
@@ -297,7 +294,7 @@ export class OutboxApplier {
       if (!sub) return { wrote: true, touched: [] };
       const payload = known.get(Number(row.id)) ?? { add: row.add ?? [], remove: row.remove ?? [] };
       const size = payload.add.length + payload.remove.length;
-      const wrote = await withTimeout(
+      const wrote = await redisTimeout(
         applyAddresses(index, subscriptionMeta(sub), keyActiveOn(sub, chainId), payload, at),
         REDIS_TIMEOUT_MS + Math.ceil(size / 10),
       );
@@ -305,15 +302,15 @@ export class OutboxApplier {
     }
     if (row.kind === "meta") {
       if (!sub) return { wrote: true, touched: [] };
-      return { wrote: await withTimeout(setSubscriptionMeta(index, subscriptionMeta(sub), at)), touched: within(every) };
+      return { wrote: await redisTimeout(setSubscriptionMeta(index, subscriptionMeta(sub), at)), touched: within(every) };
     }
     if (row.kind === "drop") {
-      return { wrote: await withTimeout(dropSubscription(index, row.subscriptionId!, at)), touched: within(every) };
+      return { wrote: await redisTimeout(dropSubscription(index, row.subscriptionId!, at)), touched: within(every) };
     }
     if (row.kind === "key") {
       if (row.foundKeyId === null) return { wrote: true, touched: [] };
       const active = keyActiveOn({ chains: row.chains!, revoked: row.revoked! }, chainId);
-      return { wrote: await withTimeout(setKeyState(index, row.keyId!, active, at)), touched: within(every) };
+      return { wrote: await redisTimeout(setKeyState(index, row.keyId!, active, at)), touched: within(every) };
     }
     this.log.error("watch index outbox: unknown row kind; dropped", { chainId, id: row.id, kind: row.kind });
     return { wrote: true, touched: [] };
@@ -333,7 +330,7 @@ export class OutboxApplier {
       if (!(await tryChainLock(tx, chainId))) return { status: "busy" };
       // Both read under the lock: nothing is applied to the chain meanwhile.
       const applied = await readAppliedPositions(tx, chainId, index.shards);
-      const inRedis = await withTimeout(readPositions(index));
+      const inRedis = await redisTimeout(readPositions(index));
       const behind = new Map<number, number>();
       inRedis.forEach((r, shard) => {
         if (r.served && r.position < applied.shards[shard]!) behind.set(shard, r.position);
@@ -363,7 +360,7 @@ export class OutboxApplier {
         after = { position: Number(last.appliedPosition), id: Number(last.id) };
       }
       for (const shard of lost) {
-        await withTimeout(raisePositions(index, { position: applied.shards[shard]!, onlyShards: new Set([shard]) }));
+        await redisTimeout(raisePositions(index, { position: applied.shards[shard]!, onlyShards: new Set([shard]) }));
       }
       return { status: "replayed", shards: lost, rows: replayed };
     });

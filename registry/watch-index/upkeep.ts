@@ -6,7 +6,7 @@ import type { WatchIndexHandle } from "../../common/watch-index/layout.ts";
 import { PRUNED_SHARD, raiseAppliedPositions, readAppliedPositions } from "../../common/watch-index/positions.ts";
 import { indexBehind } from "../metrics.ts";
 import type { RegistryDb } from "../db/connection.ts";
-import { withTimeout, type OutboxApplier } from "./applier.ts";
+import { redisTimeout, type OutboxApplier } from "./applier.ts";
 import { chainFree, tryChainLock } from "./chain-lock.ts";
 import type { RebuildResult } from "./rebuild.ts";
 
@@ -76,7 +76,7 @@ export class Upkeep {
     // First without the chain's lock (the appliers need it): PostgreSQL before Redis, so a change applied between the
     // two reads only makes Redis look ahead, never behind.
     const applied = await readAppliedPositions(db, chainId, index.shards);
-    const inRedis = await withTimeout(readPositions(index));
+    const inRedis = await redisTimeout(readPositions(index));
     if (!inRedis.some((r, shard) => r.served && r.position < applied.shards[shard]!)) return;
     const result = await this.deps.applier.replay(chainId);
     if (result.status === "replayed") {
@@ -102,7 +102,7 @@ export class Upkeep {
     const index = this.deps.index(chainId);
     // Read before the check: a whole index then means every block up to these checkpoints was matched whole.
     const checkpoints = await this.matcherCheckpoints(chainId);
-    const checks = await withTimeout(verifyShards(index));
+    const checks = await redisTimeout(verifyShards(index));
     const drifted = checks.flatMap((c) => (c.status === "drifted" ? [c] : []));
     if (drifted.length === 0) {
       if (checkpoints) this.lastGood.set(chainId, checkpoints);
@@ -113,7 +113,7 @@ export class Upkeep {
       chainId,
       shards: drifted.map((d) => ({ shard: d.shard, differs: d.what })),
     });
-    await withTimeout(markStale(index));
+    await redisTimeout(markStale(index));
     await this.deps.rebuild([chainId]);
     await this.requestRematch(chainId);
     return drifted.map((d) => d.shard);
@@ -184,7 +184,7 @@ export class Upkeep {
     this.ticking = true;
     const { chains } = this.deps;
     try {
-      const missing = await withTimeout(this.chainsToRebuild());
+      const missing = await redisTimeout(this.chainsToRebuild());
       if (missing.length > 0) {
         await this.deps.rebuild(missing, { ifMissing: true });
         // A chain that had been checked whole lost its state since (keys deleted, a node restarted empty): blocks

@@ -31,7 +31,9 @@ async function claimThree(path: string) {
   const worker = bed.deliverer!.worker;
   const claim = await bed.deliverer!.schedule.claim(now, now + worker.leaseMs, 10);
   expect(claim.ids.sort()).toEqual([...ids].sort());
-  return { sub, claim, now, dispatcher: worker as unknown as Dispatcher };
+  // The worker's claim loop (deliverer/worker/claims.ts) and the target cache it reads.
+  const loop = (worker as unknown as { claims: { dispatch: Dispatcher["dispatch"]; d: Pick<Dispatcher, "targets"> } }).claims;
+  return { sub, claim, now, dispatcher: { dispatch: loop.dispatch.bind(loop), targets: loop.d.targets } };
 }
 
 /** Both dispatches of the claim at once, until the three events are delivered. */

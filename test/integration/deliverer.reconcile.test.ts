@@ -7,7 +7,7 @@ import { setLogSink } from "../../common/logger.ts";
 import { createDeliverer, type DelivererHandle } from "../../deliverer/index.ts";
 import { scheduleRepaired } from "../../deliverer/metrics.ts";
 import type { OverdueCursor } from "../../deliverer/db/types.ts";
-import type { WorkerOptions } from "../../deliverer/worker.ts";
+import type { WorkerOptions } from "../../deliverer/worker/index.ts";
 import { enqueueTransfers, startDeliveryBed, type DeliveryBed } from "../support/delivery.ts";
 
 // Short enough for a test; production uses a lease (2 × timeout + 10 s) for the grace and 30 s for the interval.

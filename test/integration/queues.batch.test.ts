@@ -1,4 +1,4 @@
-// Outcomes are written in batches (deliverer/worker.ts flush): one statement carries many events' outcomes and
+// Outcomes are written in batches (deliverer/worker/ flush): one statement carries many events' outcomes and
 // attempt rows. A batch that mixes acked publishes with failed ones (returned by RabbitMQ, no JetStream stream)
 // records each event's own outcome; a deliverer killed while publishes and outcome writes are in flight loses
 // nothing (the claims come back when their leases expire and are published again).

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { JobRunner, type Job } from "../../common/jobs.ts";
 import { log } from "../../common/logger.ts";
-import { orAfter, Pause, sleep, withTimeout } from "../../common/timing.ts";
+import { backoffDelay, MemoMap, orAfter, Pause, sleep, withTimeout } from "../../common/timing.ts";
 
 const quiet = log.child({ test: "jobs" });
 
@@ -138,5 +138,24 @@ describe("timing", () => {
     pause.wake();
     await pause.wait(10_000);
     expect(Date.now() - started).toBeLessThan(5_000);
+  });
+});
+
+describe("bounded memos and backoff", () => {
+  test("MemoMap forgets everything when full, never when a known key is set again", () => {
+    const m = new MemoMap<string, number>(2);
+    m.set("a", 1).set("b", 2).set("a", 3);
+    expect([...m.entries()]).toEqual([["a", 3], ["b", 2]]);
+    m.set("c", 4);
+    expect([...m.entries()]).toEqual([["c", 4]]);
+  });
+
+  test("backoffDelay doubles from the base up to the cap; jitter stays in the upper half", () => {
+    expect([1, 2, 3, 4, 5, 6, 7, 99].map((n) => backoffDelay(n, 250, 10_000))).toEqual([250, 500, 1000, 2000, 4000, 8000, 10_000, 10_000]);
+    for (let i = 0; i < 100; i++) {
+      const d = backoffDelay(3, 200, 5_000, true);
+      expect(d).toBeGreaterThanOrEqual(400);
+      expect(d).toBeLessThanOrEqual(800);
+    }
   });
 });

@@ -3,10 +3,11 @@
 // such an event would stay pending in PostgreSQL, never attempted. Each pass reads a bounded slice of the overdue
 // pending events (an index range, continued from where the previous pass stopped, so a large backlog is covered
 // over several passes rather than re-reading its head) and adds the ones that are in neither a due nor a lease set.
-import type { Logger } from "../common/logger.ts";
-import { scheduleRepaired } from "./metrics.ts";
-import type { Schedule } from "./schedule.ts";
-import type { DelivererStore } from "./db/store.ts";
+import type { Job } from "../../common/jobs.ts";
+import type { Logger } from "../../common/logger.ts";
+import { scheduleRepaired } from "../metrics.ts";
+import type { Schedule } from "../schedule.ts";
+import type { DelivererStore } from "../db/store.ts";
 
 export interface ReconcileOptions {
   /** How often a pass runs (across replicas: the lock spans most of this). */
@@ -79,4 +80,11 @@ export async function reconcileSchedule(
     log.warn("schedule entries were missing from Redis; put back from PostgreSQL", { repaired, examined, dueInMs: o.graceMs });
   }
   return { examined, repaired };
+}
+
+export const SCHEDULE_RECONCILE_JOB = "schedule reconciliation";
+
+/** Runs `pass` (the worker's reconcile(), which joins a pass already running) every `everyMs`, first after one interval. */
+export function scheduleReconcileJob(pass: () => Promise<unknown>, everyMs: number): Job {
+  return { name: SCHEDULE_RECONCILE_JOB, everyMs, firstAfterMs: everyMs, run: () => pass().then(() => {}) };
 }
