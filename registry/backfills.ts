@@ -8,7 +8,7 @@ import { IdempotencyResultSchema } from "../gen/webhooks/common/v1/error_pb.ts";
 import { BackfillResponseSchema, BackfillService, type BackfillResponse, type BackfillSchema } from "../gen/webhooks/registry/v1/backfill_pb.ts";
 import type { BackfillConfig } from "../common/backfill-config.ts";
 import { isChainId, TRON_CHAINS, type ChainId } from "../common/contract/index.ts";
-import { ApiError } from "../common/contract/index.ts";
+import { ApiError, invalidRequest, notFound } from "../common/contract/index.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
 import { isId, newId } from "../common/ids.ts";
 import type { TokenKeys } from "../common/keyring.ts";
@@ -20,6 +20,7 @@ import { idempotentReplays } from "./metrics.ts";
 import { subscriptionAddresses } from "./schema.ts";
 import type { RegistryExecutor } from "./db/connection.ts";
 import type { RegistryStore } from "./db/store.ts";
+import { OPEN } from "./db/backfills.ts";
 
 export interface BackfillContext {
   store: RegistryStore;
@@ -30,7 +31,7 @@ export interface BackfillContext {
 
 type BackfillInit = MessageInitShape<typeof BackfillSchema>;
 
-const OPEN = ["queued", "running"] as const;
+
 
 export function backfillMessage(row: BackfillRow): BackfillInit {
   const total = row.toBlock - row.fromBlock + 1;
@@ -53,23 +54,10 @@ export function backfillMessage(row: BackfillRow): BackfillInit {
   };
 }
 
-/**
- * Cancels the subscription's open jobs inside `tx` (the transaction that disables it), with `error` saying why; the
- * matcher sees the status at its next checkpoint and stops.
- */
-export async function cancelSubscriptionBackfills(tx: RegistryExecutor, subscriptionId: string, error: string): Promise<void> {
-  await tx
-    .update(backfills)
-    .set({ status: "canceled", error, finishedAt: new Date(), leaseOwner: null, leaseUntil: null })
-    .where(and(eq(backfills.subscriptionId, subscriptionId), inArray(backfills.status, [...OPEN])));
-}
 
-function invalid(param: string, message: string): ApiError {
-  return new ApiError("invalid_request", message, { param });
-}
-
-const noSubscription = () => new ApiError("not_found", "No such subscription.");
-const noBackfill = () => new ApiError("not_found", "No such backfill.");
+const invalid = (param: string, message: string): ApiError => invalidRequest(message, param);
+const noSubscription = () => notFound("subscription");
+const noBackfill = () => notFound("backfill");
 
 interface Cursor {
   id: string;

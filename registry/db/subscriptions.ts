@@ -7,7 +7,7 @@ import { tryOpen } from "../delivery-credentials.ts";
 import { subscriptionSecretBinding } from "../sealed-columns.ts";
 import { apiKeys, brokers, subscriptionAddresses, subscriptions, type SubscriptionRow } from "../schema.ts";
 import { recordIndexChanges } from "../watch-index/outbox.ts";
-import { cancelSubscriptionBackfills } from "../backfills.ts";
+import { cancelSubscriptionBackfills } from "./backfills.ts";
 import type { RegistryAccess, RegistryDb, RegistryExecutor } from "./connection.ts";
 import type { AddressRef, Changed, DeliveryTargetRow, NewSubscription, SubscriptionCursor, SubscriptionFields } from "./types.ts";
 
