@@ -300,6 +300,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/subscriptions/{id}/backfills": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a subscription's backfills, newest first */
+        get: operations["getV1SubscriptionsByIdBackfills"];
+        put?: never;
+        /**
+         * Backfill: deliver a range of past blocks' transfers as events
+         * @description Scans the chain's blocks from fromBlock (or the first at or after since) to toBlock (or the last at or before until; default and cap the solidified head now), oldest first, for transfers touching the subscription's addresses on the chain (or the given subset) that pass its match conditions, and makes the events of the kinds it lists exactly as the live streams make them for a solidified block, with data.backfill set to the job's id. An event the subscription already has for that (kind, transfer) is not made again (eventsSkipped). At most BACKFILL_MAX_BLOCKS (864,000) blocks per job. 409 subscription_disabled on a disabled subscription. Idempotency-Key honoured.
+         */
+        post: operations["postV1SubscriptionsByIdBackfills"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/subscriptions/{id}/backfills/{backfillId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a backfill and its progress */
+        get: operations["getV1SubscriptionsByIdBackfillsByBackfillId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/subscriptions/{id}/backfills/{backfillId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a backfill
+         * @description Events it already made stay. Canceling a completed, failed or canceled job returns it unchanged. Idempotency-Key honoured.
+         */
+        post: operations["postV1SubscriptionsByIdBackfillsByBackfillIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "wallet.transfer.broadcasted": {
@@ -481,6 +539,8 @@ export interface components {
             fee: string;
             /** @description The transaction's memo (raw_data.data) as UTF-8 text, "0x..." hex when it is not valid UTF-8, or null. */
             memo: string | null;
+            /** @description The backfill job (bf_...) that made this event from a past block (POST /v1/subscriptions/{id}/backfills); null on every event of the live streams. */
+            backfill: string | null;
             /**
              * @description Present (true) only on samples sent by POST /v1/subscriptions/{id}/test.
              * @constant
@@ -572,6 +632,8 @@ export interface components {
             fee: string;
             /** @description The transaction's memo (raw_data.data) as UTF-8 text, "0x..." hex when it is not valid UTF-8, or null. */
             memo: string | null;
+            /** @description The backfill job (bf_...) that made this event from a past block (POST /v1/subscriptions/{id}/backfills); null on every event of the live streams. */
+            backfill: string | null;
             /**
              * @description Present (true) only on samples sent by POST /v1/subscriptions/{id}/test.
              * @constant
@@ -665,6 +727,8 @@ export interface components {
             fee: string;
             /** @description The transaction's memo (raw_data.data) as UTF-8 text, "0x..." hex when it is not valid UTF-8, or null. */
             memo: string | null;
+            /** @description The backfill job (bf_...) that made this event from a past block (POST /v1/subscriptions/{id}/backfills); null on every event of the live streams. */
+            backfill: string | null;
             /**
              * @description Present (true) only on samples sent by POST /v1/subscriptions/{id}/test.
              * @constant
@@ -2855,6 +2919,7 @@ export interface operations {
                      *           "internalIndex": -1,
                      *           "fee": "13395900",
                      *           "memo": null,
+                     *           "backfill": null,
                      *           "test": true
                      *         }
                      *       },
@@ -3045,6 +3110,7 @@ export interface operations {
                      *               "internalIndex": -1,
                      *               "fee": "13395900",
                      *               "memo": null,
+                     *               "backfill": null,
                      *               "solidifiedBlockNumber": 50568575
                      *             }
                      *           },
@@ -3093,7 +3159,8 @@ export interface operations {
                      *               ],
                      *               "internalIndex": -1,
                      *               "fee": "13395900",
-                     *               "memo": null
+                     *               "memo": null,
+                     *               "backfill": null
                      *             }
                      *           },
                      *           "dateCreated": "2023-04-24T06:51:27.412Z"
@@ -3258,6 +3325,7 @@ export interface operations {
                      *           "internalIndex": -1,
                      *           "fee": "13395900",
                      *           "memo": null,
+                     *           "backfill": null,
                      *           "solidifiedBlockNumber": 50568575
                      *         }
                      *       },
@@ -3411,6 +3479,7 @@ export interface operations {
                      *           "internalIndex": -1,
                      *           "fee": "13395900",
                      *           "memo": null,
+                     *           "backfill": null,
                      *           "solidifiedBlockNumber": 50568575
                      *         }
                      *       },
@@ -3870,6 +3939,7 @@ export interface operations {
                      *               "internalIndex": -1,
                      *               "fee": "13395900",
                      *               "memo": null,
+                     *               "backfill": null,
                      *               "solidifiedBlockNumber": 50568575
                      *             }
                      *           },
@@ -3918,7 +3988,8 @@ export interface operations {
                      *               ],
                      *               "internalIndex": -1,
                      *               "fee": "13395900",
-                     *               "memo": null
+                     *               "memo": null,
+                     *               "backfill": null
                      *             }
                      *           },
                      *           "dateCreated": "2023-04-24T06:51:27.412Z"
@@ -4171,6 +4242,608 @@ export interface operations {
             };
         };
     };
+    getV1SubscriptionsByIdBackfills: {
+        parameters: {
+            query?: {
+                limit?: number;
+                nextPageToken?: string;
+            };
+            header?: never;
+            path: {
+                /** @example sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "bf_01JDX5A7C3D4E5F6G7H8J9KMNP",
+                     *           "subscriptionId": "sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W",
+                     *           "chainId": "tron:mainnet",
+                     *           "status": "running",
+                     *           "fromBlock": 50540000,
+                     *           "toBlock": 50568799,
+                     *           "addresses": 2,
+                     *           "progress": {
+                     *             "blocksScanned": 12400,
+                     *             "blocksTotal": 28800,
+                     *             "eventsCreated": 316,
+                     *             "eventsSkipped": 4
+                     *           },
+                     *           "error": null,
+                     *           "dateCreated": "2026-11-22T03:00:00.000Z",
+                     *           "dateStarted": "2026-11-22T03:00:00.412Z",
+                     *           "dateFinished": null
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        items: {
+                            /** @description bf_ + ULID. */
+                            id: string;
+                            subscriptionId: string;
+                            chainId: string;
+                            /** @enum {string} */
+                            status: "queued" | "running" | "completed" | "failed" | "canceled";
+                            /** @description First block scanned. */
+                            fromBlock: number;
+                            /** @description Last block scanned (at most the solidified head when the job was created). */
+                            toBlock: number;
+                            /** @description How many of the subscription's addresses the job scans for. */
+                            addresses: number;
+                            progress: {
+                                blocksScanned: number;
+                                blocksTotal: number;
+                                /** @description Events the job made. */
+                                eventsCreated: number;
+                                /** @description Events the subscription already had for that (kind, transfer), live or from another job. */
+                                eventsSkipped: number;
+                            };
+                            /** @description Why it failed, or `subscription disabled` when disabling the subscription canceled it. */
+                            error: string | null;
+                            /** Format: date-time */
+                            dateCreated: string;
+                            /** Format: date-time */
+                            dateStarted: string | null;
+                            /** Format: date-time */
+                            dateFinished: string | null;
+                        }[];
+                        /** @description Absent on the last page. */
+                        nextPageToken?: string;
+                    };
+                };
+            };
+            /** @description Error codes: invalid_request, ssrf_blocked, unsupported_event, description_too_long, invalid_pagination_token, invalid_address, invalid_chain, chain_not_enabled, addresses_limit_exceeded. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: unauthorized. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: uri_too_long. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: rate_limited. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next request. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: service_unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postV1SubscriptionsByIdBackfills: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @example create-hot-wallet-hooks-1 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @example sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "chainId": "tron:mainnet",
+                 *       "since": "2026-11-21T03:00:00.000Z",
+                 *       "addresses": [
+                 *         "TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS",
+                 *         "TXCvUayMx6AuBvS7qBa79ZAfhrwSA7vTjG"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @description tron:mainnet, tron:nile or tron:shasta (enabled for the key). */
+                    chainId: string;
+                    /** @description First block; exactly one of fromBlock and since. */
+                    fromBlock?: string | number;
+                    /** @description The first block at or after this time. ISO 8601 time, e.g. 2026-11-22T02:26:03.123Z. */
+                    since?: string;
+                    /** @description Last block; default and cap: the solidified head when the job is created. */
+                    toBlock?: string | number;
+                    /** @description The last block at or before this time; at most one of toBlock and until. ISO 8601 time, e.g. 2026-11-22T02:26:03.123Z. */
+                    until?: string;
+                    /** @description A subset of the subscription's addresses on the chain; default all of them. */
+                    addresses?: string[];
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Response for status 202 */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "bf_01JDX5A7C3D4E5F6G7H8J9KMNP",
+                     *       "subscriptionId": "sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W",
+                     *       "chainId": "tron:mainnet",
+                     *       "status": "queued",
+                     *       "fromBlock": 50540000,
+                     *       "toBlock": 50568799,
+                     *       "addresses": 2,
+                     *       "progress": {
+                     *         "blocksScanned": 0,
+                     *         "blocksTotal": 28800,
+                     *         "eventsCreated": 0,
+                     *         "eventsSkipped": 0
+                     *       },
+                     *       "error": null,
+                     *       "dateCreated": "2026-11-22T03:00:00.000Z",
+                     *       "dateStarted": null,
+                     *       "dateFinished": null
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description bf_ + ULID. */
+                        id: string;
+                        subscriptionId: string;
+                        chainId: string;
+                        /** @enum {string} */
+                        status: "queued" | "running" | "completed" | "failed" | "canceled";
+                        /** @description First block scanned. */
+                        fromBlock: number;
+                        /** @description Last block scanned (at most the solidified head when the job was created). */
+                        toBlock: number;
+                        /** @description How many of the subscription's addresses the job scans for. */
+                        addresses: number;
+                        progress: {
+                            blocksScanned: number;
+                            blocksTotal: number;
+                            /** @description Events the job made. */
+                            eventsCreated: number;
+                            /** @description Events the subscription already had for that (kind, transfer), live or from another job. */
+                            eventsSkipped: number;
+                        };
+                        /** @description Why it failed, or `subscription disabled` when disabling the subscription canceled it. */
+                        error: string | null;
+                        /** Format: date-time */
+                        dateCreated: string;
+                        /** Format: date-time */
+                        dateStarted: string | null;
+                        /** Format: date-time */
+                        dateFinished: string | null;
+                    };
+                };
+            };
+            /** @description Error codes: invalid_request, ssrf_blocked, unsupported_event, description_too_long, invalid_pagination_token, invalid_address, invalid_chain, chain_not_enabled, addresses_limit_exceeded. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: unauthorized. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: idempotency_in_flight, idempotency_conflict, event_not_retryable, subscription_disabled. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: payload_too_large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: uri_too_long. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: unsupported_media_type. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: rate_limited. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next request. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: service_unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getV1SubscriptionsByIdBackfillsByBackfillId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W */
+                id: string;
+                /** @example bf_01JDX5A7C3D4E5F6G7H8J9KMNP */
+                backfillId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "bf_01JDX5A7C3D4E5F6G7H8J9KMNP",
+                     *       "subscriptionId": "sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W",
+                     *       "chainId": "tron:mainnet",
+                     *       "status": "running",
+                     *       "fromBlock": 50540000,
+                     *       "toBlock": 50568799,
+                     *       "addresses": 2,
+                     *       "progress": {
+                     *         "blocksScanned": 12400,
+                     *         "blocksTotal": 28800,
+                     *         "eventsCreated": 316,
+                     *         "eventsSkipped": 4
+                     *       },
+                     *       "error": null,
+                     *       "dateCreated": "2026-11-22T03:00:00.000Z",
+                     *       "dateStarted": "2026-11-22T03:00:00.412Z",
+                     *       "dateFinished": null
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description bf_ + ULID. */
+                        id: string;
+                        subscriptionId: string;
+                        chainId: string;
+                        /** @enum {string} */
+                        status: "queued" | "running" | "completed" | "failed" | "canceled";
+                        /** @description First block scanned. */
+                        fromBlock: number;
+                        /** @description Last block scanned (at most the solidified head when the job was created). */
+                        toBlock: number;
+                        /** @description How many of the subscription's addresses the job scans for. */
+                        addresses: number;
+                        progress: {
+                            blocksScanned: number;
+                            blocksTotal: number;
+                            /** @description Events the job made. */
+                            eventsCreated: number;
+                            /** @description Events the subscription already had for that (kind, transfer), live or from another job. */
+                            eventsSkipped: number;
+                        };
+                        /** @description Why it failed, or `subscription disabled` when disabling the subscription canceled it. */
+                        error: string | null;
+                        /** Format: date-time */
+                        dateCreated: string;
+                        /** Format: date-time */
+                        dateStarted: string | null;
+                        /** Format: date-time */
+                        dateFinished: string | null;
+                    };
+                };
+            };
+            /** @description Error codes: unauthorized. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: uri_too_long. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: rate_limited. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next request. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: service_unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postV1SubscriptionsByIdBackfillsByBackfillIdCancel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @example create-hot-wallet-hooks-1 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @example sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W */
+                id: string;
+                /** @example bf_01JDX5A7C3D4E5F6G7H8J9KMNP */
+                backfillId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "bf_01JDX5A7C3D4E5F6G7H8J9KMNP",
+                     *       "subscriptionId": "sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W",
+                     *       "chainId": "tron:mainnet",
+                     *       "status": "canceled",
+                     *       "fromBlock": 50540000,
+                     *       "toBlock": 50568799,
+                     *       "addresses": 2,
+                     *       "progress": {
+                     *         "blocksScanned": 20100,
+                     *         "blocksTotal": 28800,
+                     *         "eventsCreated": 512,
+                     *         "eventsSkipped": 4
+                     *       },
+                     *       "error": null,
+                     *       "dateCreated": "2026-11-22T03:00:00.000Z",
+                     *       "dateStarted": "2026-11-22T03:00:00.412Z",
+                     *       "dateFinished": "2026-11-22T03:02:10.118Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description bf_ + ULID. */
+                        id: string;
+                        subscriptionId: string;
+                        chainId: string;
+                        /** @enum {string} */
+                        status: "queued" | "running" | "completed" | "failed" | "canceled";
+                        /** @description First block scanned. */
+                        fromBlock: number;
+                        /** @description Last block scanned (at most the solidified head when the job was created). */
+                        toBlock: number;
+                        /** @description How many of the subscription's addresses the job scans for. */
+                        addresses: number;
+                        progress: {
+                            blocksScanned: number;
+                            blocksTotal: number;
+                            /** @description Events the job made. */
+                            eventsCreated: number;
+                            /** @description Events the subscription already had for that (kind, transfer), live or from another job. */
+                            eventsSkipped: number;
+                        };
+                        /** @description Why it failed, or `subscription disabled` when disabling the subscription canceled it. */
+                        error: string | null;
+                        /** Format: date-time */
+                        dateCreated: string;
+                        /** Format: date-time */
+                        dateStarted: string | null;
+                        /** Format: date-time */
+                        dateFinished: string | null;
+                    };
+                };
+            };
+            /** @description Error codes: unauthorized. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: idempotency_in_flight, idempotency_conflict, event_not_retryable, subscription_disabled. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: payload_too_large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: uri_too_long. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: unsupported_media_type. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: rate_limited. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next request. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error codes: service_unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     walletTransferBroadcasted: {
         parameters: {
             query?: never;
@@ -4187,7 +4860,7 @@ export interface operations {
                 "webhook-timestamp": string;
                 /**
                  * @description Standard Webhooks signature: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>"> keyed with the subscription's secret (the base64 after whsec_). During a secret rotation's grace period two signatures, space-separated, new first: accept the delivery when any one verifies.
-                 * @example v1,wsGTRXNXpgf1SiitK3YybVD8E5JLsUSPXEwOv+NZ8rk=
+                 * @example v1,RJsIw/G+2LRyv2j9mJNWv4RQBTEUdO7p3aa89sY426s=
                  */
                 "webhook-signature": string;
                 /**
@@ -4240,7 +4913,8 @@ export interface operations {
                  *             "address": "TXCvUayMx6AuBvS7qBa79ZAfhrwSA7vTjG",
                  *             "role": "to"
                  *           }
-                 *         ]
+                 *         ],
+                 *         "backfill": null
                  *       }
                  *     }
                  */
@@ -4294,7 +4968,7 @@ export interface operations {
                 "webhook-timestamp": string;
                 /**
                  * @description Standard Webhooks signature: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>"> keyed with the subscription's secret (the base64 after whsec_). During a secret rotation's grace period two signatures, space-separated, new first: accept the delivery when any one verifies.
-                 * @example v1,NLu8x5SsQNzaGjR5t/iiwMfFAOFWqDRMq4yhnrO9/JU=
+                 * @example v1,AmPIU/BUH+egVO7kN7pnqvNXT+iQgEHhOa3xj5D/D0M=
                  */
                 "webhook-signature": string;
                 /**
@@ -4348,7 +5022,8 @@ export interface operations {
                  *             "address": "TXCvUayMx6AuBvS7qBa79ZAfhrwSA7vTjG",
                  *             "role": "to"
                  *           }
-                 *         ]
+                 *         ],
+                 *         "backfill": null
                  *       }
                  *     }
                  */
@@ -4402,7 +5077,7 @@ export interface operations {
                 "webhook-timestamp": string;
                 /**
                  * @description Standard Webhooks signature: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>"> keyed with the subscription's secret (the base64 after whsec_). During a secret rotation's grace period two signatures, space-separated, new first: accept the delivery when any one verifies.
-                 * @example v1,sRghFBF939kQed08f3VxUqqEfajtG8+vvajlBE03cyo=
+                 * @example v1,8Ja3HzTBSA1N8omUSf6Rm3tdZ8CvoXMOUbWGYahB44I=
                  */
                 "webhook-signature": string;
                 /**
@@ -4457,7 +5132,8 @@ export interface operations {
                  *             "address": "TXCvUayMx6AuBvS7qBa79ZAfhrwSA7vTjG",
                  *             "role": "to"
                  *           }
-                 *         ]
+                 *         ],
+                 *         "backfill": null
                  *       }
                  *     }
                  */
