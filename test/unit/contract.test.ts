@@ -129,7 +129,7 @@ describe("limits", () => {
         expect(limit.schema.description).toStartWith(`1 to ${MAX_PAGE_LIMIT}, default ${DEFAULT_PAGE_LIMIT}; above ${MAX_PAGE_LIMIT}`);
       }
     }
-    expect(lists).toBe(5);
+    expect(lists).toBe(6); // subscriptions, addresses, a subscription's events, attempts, the event search, backfills
   });
 
   test("a subscription: description length, inlined addresses, grace period, match assets", () => {
