@@ -68,7 +68,7 @@ export const ID_TIME_SLACK_MS = 10 * 60_000;
 
 // A ULID's time: its first 10 Crockford base32 characters (either case). The `ulid` package's decodeTime splits,
 // reverses and reduces the string, and eventTimeWindow runs for every id of every claim load and outcome write (twice
-// per delivery); this reads the same characters with a table. test/unit/partitions.test.ts holds the two equal (a
+// per delivery); this reads the same characters with a table. test/unit/deliverer/partitions.test.ts holds the two equal (a
 // non-ASCII letter that decodeTime's toUpperCase would map into the alphabet, never in an id minted here, gives no
 // window: the lookup then reads every partition).
 const ULID_LENGTH = 26;

@@ -4,7 +4,7 @@
 // The HMAC is node:crypto's (native) rather than the `standardwebhooks` library's `sign`: the library hashes in pure
 // JS (fast-sha256), the largest single item of a queue delivery's CPU in a profile of bench/delivery-queues.ts.
 // The scheme is the library's, byte for byte: `v1,` + base64(HMAC-SHA256(key, `${id}.${seconds}.${body}` as UTF-8)),
-// key = the base64 after `whsec_`. test/unit/deliverer.rules.test.ts holds the two equal on random ids, times, bodies
+// key = the base64 after `whsec_`. test/unit/deliverer/rules.test.ts holds the two equal on random ids, times, bodies
 // and secrets, and has the library verify ours. A secret that is not canonical base64 (never one the registry made)
 // is left to the library, so its decoding rules, not ours, apply to it.
 import { createHmac } from "node:crypto";

@@ -50,7 +50,7 @@ export function searchEvents(pages: EventPages, q: EventSearch, limit: number, a
   });
 }
 
-/** The statements searchEvents runs, as text and parameters (test/integration/operations.test.ts checks their plans). */
+/** The statements searchEvents runs, as text and parameters (test/integration/gateway/operations.test.ts checks their plans). */
 export function searchSql(pages: EventPages, q: EventSearch, limit: number, after: PageCursor | undefined): { sql: string; params: unknown[] }[] {
   if (!q.address && !q.txId) return [searchQuery(pages, q, limit, after).toSQL()];
   const t = after ? new Date(after.t) : new Date();

@@ -3,7 +3,7 @@
 // with hostile bodies, headers, query strings and path parameters, and each answer is judged against the contract:
 // no 5xx, every error in the `{error, message, detail, requestId}` shape with a known code, no answer slower than
 // the limit, and /healthz (polled concurrently the whole time) answering within its limit.
-// Used by test/integration/api.fuzz.test.ts (a few hundred requests) and `bun run chaos` (test/chaos/run.ts).
+// Used by test/integration/gateway/api.fuzz.test.ts (a few hundred requests) and `bun run chaos` (test/chaos/run.ts).
 // The stack is the in-process one of test/support/stack.ts, on loopback; the deliverer serves its RPCs without
 // a worker, so test events are recorded but nothing is ever sent anywhere.
 import fc from "fast-check";

@@ -3,7 +3,7 @@
 // another key's ids exactly as it answers an id that never existed (404 not_found, same body but the requestId), and
 // changes nothing of the owner's. The ownership check lives in the gateway (`owned`, gateway/routes) and again in the
 // registry and the deliverer against the registry's record, so a caller cannot vouch for a key.
-// Deeper: test/integration/deliverer.ownership.test.ts (the deliverer's own check, RPC level),
+// Deeper: test/integration/deliverer/ownership.test.ts (the deliverer's own check, RPC level),
 // subscriptions.security.test.ts, pagination.test.ts (tokens of another key), operations.test.ts (search scoping).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { call, startEventsStack, type EventsStack } from "../support/events.ts";

@@ -4,7 +4,7 @@
 // Mechanisms: the matcher's node client (matcher/: parsing and shape checks, retries with backoff, the one-event-per-
 // transfer key). Destination answers are the other upstream: bounded by deliverer/answer-body.ts (see
 // api4-resource-consumption and deliverer.bombs); brokers are operator-registered (brokers.security).
-// Deeper: test/integration/matcher.solidity-faults.test.ts, matcher.health.test.ts, deliverer.hostile.test.ts,
+// Deeper: test/integration/matcher/solidity-faults.test.ts, matcher.health.test.ts, deliverer.hostile.test.ts,
 // deliverer.bombs.test.ts, brokers.security.test.ts, chaos.faults.test.ts.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
@@ -12,7 +12,7 @@ import { loadConfig } from "../../common/config.ts";
 import { inProcessTransport } from "../../common/rpc.ts";
 import { hexToBase58 } from "../../common/tron-address.ts";
 import { createMatcher, type MatcherHandle } from "../../matcher/index.ts";
-import { blockWith, startMatcherBed, type MatcherBed } from "../integration/matcher-bed.ts";
+import { blockWith, startMatcherBed, type MatcherBed } from "../support/matcher-bed.ts";
 import { until } from "../support/wait.ts";
 
 const CHAIN = "tron:mainnet" as const;

@@ -4,7 +4,7 @@
 // `WWW-Authenticate: Bearer`, before routing (an unknown /v1 path is 401 too, not 404); a revocation takes effect within the gateway's key-cache lifetime; the database keeps only a hash of each key; and no
 // log line carries a key. Mechanisms: gateway/auth.ts (Bearer parsing, shape check, bounded cache), the registry's
 // ResolveApiKey (SHA-256 lookup), common/logger.ts (masking).
-// Deeper: test/integration/gateway-auth.test.ts (cache, per-address limit of unknown keys), api.flood.test.ts,
+// Deeper: test/integration/gateway/gateway-auth.test.ts (cache, per-address limit of unknown keys), api.flood.test.ts,
 // keys-cli.test.ts, logs.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";

@@ -5,7 +5,7 @@
 // credentials). Mechanisms: the gateway's input schemas pass only named fields to the registry and the deliverer
 // (gateway/routes/subscriptions/shared.ts, subscriptionFields), the renderers list exactly the contract's fields (gateway/render.ts),
 // per-key chains in the registry.
-// Deeper: test/integration/subscriptions.security.test.ts, brokers.security.test.ts (queue destinations only within
+// Deeper: test/integration/gateway/subscriptions.security.test.ts, brokers.security.test.ts (queue destinations only within
 // the key's granted namespace), secrets-rotate.test.ts, idempotency.test.ts (a replayed secret is stored encrypted).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { call, startEventsStack, type EventsStack } from "../support/events.ts";

@@ -5,7 +5,7 @@
 // without a registry lookup each; and a destination's compressed answer is stored as at most 4,096 bytes.
 // Mechanisms: gateway/body.ts, the registry's address limits, queryPageLimit, gateway/rate-limit.ts,
 // gateway/client-limit.ts, deliverer/answer-body.ts.
-// Deeper: test/integration/http-conventions.test.ts (body and rate limits), api.hostile.test.ts (nesting depth,
+// Deeper: test/integration/gateway/http-conventions.test.ts (body and rate limits), api.hostile.test.ts (nesting depth,
 // header and URL sizes), api.flood.test.ts, gateway-auth.test.ts, deliverer.bombs.test.ts (64 MiB bombs, memory
 // bound), addresses.error.test.ts, queues.batch.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

@@ -5,7 +5,7 @@
 // credential at all), and a refused call changes nothing. Mechanisms: the gateway mounts only gateway/routes (no
 // RPC router on the public port); common/internal-auth.ts (per-caller tokens, METHOD_CALLERS allow-list, checked on
 // every served port and in process).
-// Deeper: test/integration/internal-auth.test.ts (every caller, gRPC and mTLS, per-method allow-list coverage,
+// Deeper: test/integration/common/internal-auth.test.ts (every caller, gRPC and mTLS, per-method allow-list coverage,
 // start-up refusals), gateway-split.test.ts, brokers-cli.test.ts, keys-cli.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";

@@ -6,7 +6,7 @@
 // after creation is never connected to; and a destination's redirect is not followed. Mechanisms: common/ssrf.ts
 // (checkDestinationUrl at request time, resolvePinned: connect to the checked address), the deliverer's HTTPS sender
 // (no redirects). Queue destinations name operator-registered brokers only (docs/destinations.md).
-// Deeper: test/unit/ssrf.test.ts (the full table of forms and ranges, SSRF_ALLOW_CIDRS), api.hostile.test.ts (URLs the
+// Deeper: test/unit/common/ssrf.test.ts (the full table of forms and ranges, SSRF_ALLOW_CIDRS), api.hostile.test.ts (URLs the
 // WHATWG parser rewrites), deliverer.hostile.test.ts, brokers.security.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createServer, type Server } from "node:https";

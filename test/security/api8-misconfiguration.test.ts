@@ -5,7 +5,7 @@
 // nothing from another origin; and under `npm start` the internal RPC ports are not served and listeners bind
 // loopback unless configured. Mechanisms: gateway/app.ts (error contract, method handling), gateway/errors.ts,
 // gateway/console.ts (CSP), gateway/docs.ts (self-hosted assets), common/config.ts (INTERNAL_RPC, BIND_HOST).
-// Deeper: test/integration/http-conventions.test.ts, console.browser.test.ts (CSP in a real browser),
+// Deeper: test/integration/gateway/http-conventions.test.ts, console.browser.test.ts (CSP in a real browser),
 // internal-auth.test.ts, start.test.ts, logs.test.ts, api.hostile.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loadConfig } from "../../common/config.ts";

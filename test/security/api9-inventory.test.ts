@@ -5,7 +5,7 @@
 // unversioned alias of a /v1 route, and no debug or framework route (swagger, elysia's defaults) answers.
 // Mechanisms: gateway/app.ts mounts only gateway/routes plus the docs and console plugins; gateway/docs.ts builds the
 // document from the same route table.
-// Deeper: test/integration/http-conventions.test.ts (document shapes), openapi.test.ts (error codes per operation,
+// Deeper: test/integration/gateway/http-conventions.test.ts (document shapes), openapi.test.ts (error codes per operation,
 // examples, redocly lint, webhooks section).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startStack, type Stack, type TestKey } from "../support/stack.ts";

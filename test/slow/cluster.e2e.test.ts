@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import fixtures from "../../fixtures/tron/addresses.json";
 import { IORedis } from "../../common/redis.ts";
 import { shardBase, slotOf } from "../../common/watch-index/layout.ts";
-import { blockWith, startMatcherBed, type MatcherBed } from "../integration/matcher-bed.ts";
+import { blockWith, startMatcherBed, type MatcherBed } from "../support/matcher-bed.ts";
 
 const WATCHED = (fixtures.valid as string[]).slice(0, 12);
 const OTHER = "TYCrwuKFKhLsbuSY5Jpwd8LYdq6QU8d9J5";

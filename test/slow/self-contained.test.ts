@@ -53,7 +53,7 @@ test.skipIf(Boolean(process.env[MARK]))(
     expect(typecheck.exitCode).toBe(0);
 
     const e2e = run(
-      [join(repo, "node_modules", ".bin", "bun"), "test", "--timeout", "60000", "test/integration/matcher.e2e.test.ts"],
+      [join(repo, "node_modules", ".bin", "bun"), "test", "--timeout", "60000", "test/integration/matcher/e2e.test.ts"],
       repo,
       240_000,
     );

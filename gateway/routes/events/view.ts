@@ -90,7 +90,7 @@ export function eventPageJson(items: readonly EventView[], nextPageToken: string
 /**
  * Event routes answer with a Response holding that text. Elysia passes a Response through as is: its response
  * schema (EventViewSchema, EventPageSchema) still documents the body in the OpenAPI document, but is no longer checked
- * on each answer; test/unit/event-render.test.ts checks the text against the schemas and against JSON.stringify of
+ * on each answer; test/unit/gateway/event-render.test.ts checks the text against the schemas and against JSON.stringify of
  * the view object. The headers set on the context (request id, rate limit, replay) are merged in.
  */
 export function jsonResponse(text: string): Response {
