@@ -17,10 +17,8 @@ export const DELIVERER_MIGRATIONS_TABLE = "__deliverer_migrations";
  * whenever the generic plan is estimated dearer than a custom one, and over the daily partitions it always is: the
  * generic plan's estimate sums every partition, the custom one only those left after pruning on the parameters. But
  * the generic plan prunes the same partitions when it starts (run-time pruning on created_at), so the re-planning
- * buys nothing and costs most of a point read: GET one event by id at 1,000,000 events, pgbench on one connection,
- * 0.27 ms a statement re-planned each time against 0.13 ms on the generic plan; the bench (`bun run bench events`)
- * measured PostgreSQL's CPU per request falling from 328 to 230 µs for GET one event. Where one plan does not fit
- * every value, the statement runs on the planned reads' pool instead (openPlannedReads).
+ * buys nothing and costs most of a point read (docs/adr/0004-generic-plans-and-no-jit.md). Where one plan does not
+ * fit every value, the statement runs on the planned reads' pool instead (openPlannedReads).
  */
 const GENERIC_PLANS = { plan_cache_mode: "force_generic_plan" };
 

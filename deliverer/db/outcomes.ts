@@ -12,9 +12,8 @@ import type { Outcome } from "./types.ts";
  * since. Only the narrow event_deliveries row changes; the event itself (payload, page indexes) is never
  * rewritten. The ids are also an array on the primary key's leading column: on a fresh partition without statistics
  * the join alone was planned as a nested loop over a sequential scan of the day's states (seconds per batch; the
- * narrow table looks cheap to scan). The batch comes as one array per field, unnested: PostgreSQL reads an array of
- * 256 values in far less than json_to_recordset takes the same fields by name from 256 objects (2.3 µs of its CPU
- * per outcome against 4.9, of the statement's ~27 on one idle backend).
+ * narrow table looks cheap to scan). The batch comes as one array per field, unnested: PostgreSQL reads arrays far
+ * faster than json_to_recordset takes the same fields by name (docs/adr/0006-every-attempt-recorded.md).
  */
 const OUTCOMES_SQL = sqlFile(new URL("./outcomes.sql", import.meta.url));
 

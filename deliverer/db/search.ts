@@ -15,7 +15,7 @@ import type { EventSearch, PageCursor, SearchPage } from "./types.ts";
  * in page order (the address's range of event_addresses, or the txId's of event_tx_refs), then those events by id
  * with created_at bounded to the refs' days. Neither an address nor a txId names a day to prune the events'
  * partitions by: a join would be planned against every partition and every index, which costs more than it runs
- * (README "Events").
+ * (docs/adr/0002-events-partitioned-by-day.md).
  */
 export function searchEvents(pages: EventPages, q: EventSearch, limit: number, after: PageCursor | undefined): Promise<SearchPage> {
   return withDatabase(async () => {
