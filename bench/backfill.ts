@@ -37,6 +37,7 @@ import { backfillService } from "../registry/backfills.ts";
 import { startStack } from "../test/support/stack.ts";
 import { createTestPki } from "../tools/receiver/certs.ts";
 import { startReceiver } from "../tools/receiver/server.ts";
+import { startSimProcess } from "./sim-process.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const CHAIN = "tron:mainnet" as const;
@@ -52,26 +53,6 @@ function pct(sorted: number[], p: number): number {
   return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
-async function startSimProcess(): Promise<{ url: string; proc: ReturnType<typeof Bun.spawn> }> {
-  const proc = Bun.spawn(
-    [join(ROOT, "node_modules/.bin/bun"), join(ROOT, "tools/tron-sim/main.ts"), "--port", "0", "--block-ms", "0", "--tx", "300",
-      "--usdt", "0.45", "--pool", String(POOL), "--backlog", String(BLOCKS), "--no-recorded", "--prerender", "--seed", "5"],
-    { cwd: ROOT, stdout: "pipe", stderr: "inherit" },
-  );
-  const reader = proc.stdout.getReader();
-  let text = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error("tron-sim exited before listening");
-    text += new TextDecoder().decode(value);
-    const m = /"url":"([^"]+)"/.exec(text);
-    if (m) {
-      reader.releaseLock();
-      return { url: m[1]!, proc };
-    }
-  }
-}
-
 async function simJson<T>(url: string, path: string, body?: unknown): Promise<T> {
   const res = await fetch(`${url}${path}`, body === undefined ? {} : { method: "POST", body: JSON.stringify(body) });
   return (await res.json()) as T;
@@ -81,7 +62,7 @@ export default async function benchBackfill(): Promise<void> {
   setLogLevel("warn");
   console.log(`backfill benchmark: ${BLOCKS} blocks × 300 tx, ${WATCHED.toLocaleString()} watched addresses, BACKFILL_NODE_CONCURRENCY ${NODE_CONCURRENCY}`);
   const simStarted = performance.now();
-  const sim = await startSimProcess();
+  const sim = await startSimProcess(["--port", "0", "--block-ms", "0", "--tx", "300", "--usdt", "0.45", "--pool", String(POOL), "--backlog", String(BLOCKS), "--no-recorded", "--prerender", "--seed", "5"]);
   console.log(`  simulator ready in ${((performance.now() - simStarted) / 1000).toFixed(1)} s`);
   const pki = createTestPki();
   const receiver = await startReceiver({ cert: pki.cert, key: pki.key });

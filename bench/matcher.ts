@@ -78,6 +78,7 @@ import { createTestPki, type TestPki } from "../tools/receiver/certs.ts";
 import { startReceiver } from "../tools/receiver/server.ts";
 import { counterBy, counterSum } from "./counters.ts";
 import { procCpuSeconds } from "./cpu.ts";
+import { startSimProcess } from "./sim-process.ts";
 
 // tronweb through its CommonJS build: under Bun its ESM build sometimes fails to load ("proto is not defined" in
 // its generated protobuf files, which need a load order only require() guarantees; see common/tron-address.ts).
@@ -130,26 +131,6 @@ function requestDiff(after: Map<string, number>, before: Map<string, number>): M
   const out = new Map<string, number>();
   for (const [e, n] of after) if (n - (before.get(e) ?? 0) > 0) out.set(e, n - (before.get(e) ?? 0));
   return out;
-}
-
-async function startSimProcess(): Promise<{ url: string; proc: ReturnType<typeof Bun.spawn> }> {
-  const proc = Bun.spawn(
-    [join(ROOT, "node_modules/.bin/bun"), ...PROFILE_ARGS, join(ROOT, "tools/tron-sim/main.ts"), "--port", "0", "--block-ms", "0", "--tx", "300",
-      "--usdt", "0.45", "--pool", String(POOL), "--backlog", String(BACKLOG), "--no-recorded", "--prerender", "--seed", "5"],
-    { cwd: ROOT, stdout: "pipe", stderr: "inherit" },
-  );
-  const reader = proc.stdout.getReader();
-  let text = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error("tron-sim exited before listening");
-    text += new TextDecoder().decode(value);
-    const m = /"url":"([^"]+)"/.exec(text);
-    if (m) {
-      reader.releaseLock();
-      return { url: m[1]!, proc };
-    }
-  }
 }
 
 function freePort(): number {
@@ -384,7 +365,7 @@ export default async function benchMatcher(): Promise<void> {
   const cleanups: (() => Promise<unknown> | unknown)[] = [() => database.drop(), () => testRedis.release(), () => receiver.close()];
   try {
     const simStarted = performance.now();
-    const simPromise = startSimProcess();
+    const simPromise = startSimProcess(["--port", "0", "--block-ms", "0", "--tx", "300", "--usdt", "0.45", "--pool", String(POOL), "--backlog", String(BACKLOG), "--no-recorded", "--prerender", "--seed", "5"], PROFILE_ARGS);
     const env: Record<string, string> = {
       DATABASE_URL: database.url,
       REDIS_URL: testRedis.url,
