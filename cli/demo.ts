@@ -166,7 +166,7 @@ async function main() {
     say(`   queued for the next block: 25 USDT to ${wallet.slice(0, 8)}… (tx ${paid.slice(0, 10)}…) and a 1 USDT transfer that reverts (tx ${reverted.slice(0, 10)}…)`);
     say(`   expect: broadcasted at once, confirmed ~${(SOLID_LAG * BLOCK_MS) / 1000} s later when the block is solidified; the reverted one only as failed`);
 
-    await backfillStep(stack, key.key, receiver, historyWallet, sim);
+    await backfillStep(api, receiver, historyWallet, sim);
 
     say(`\n${bold("7.")} Waiting for transfers that touch them (TRX, USDT, TRC-10). Ctrl-C to stop.\n`);
     let shown = 0;
@@ -233,46 +233,30 @@ interface HistoryPayload {
   data: { blockNumber: number; blockTimestamp: number; amount: string; to: string; backfill: string; asset: { decimals: number | null; symbol: string | null; standard: string } };
 }
 
-/**
- * The API through fetch, logged like the client's calls: the generated client does not list the backfill
- * operations until it is generated again (`npm run generate`).
- */
-async function api(stack: Stack, key: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  say(dim(`  → ${method} ${path}${body === undefined ? "" : ` ${JSON.stringify(body).slice(0, 140)}`}`));
-  const res = await fetch(`${stack.baseUrl}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const json = (await res.json()) as Record<string, unknown>;
-  say(dim(`  ← ${res.status}`));
-  if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(json)}`);
-  return json;
-}
-
 /** A new wallet with an hour of history: a backfill finds its past transfers and delivers them as events. */
-async function backfillStep(stack: Stack, key: string, receiver: Receiver, wallet: string, sim: TronSim): Promise<void> {
+async function backfillStep(api: TronWebhooksClient, receiver: Receiver, wallet: string, sim: TronSim): Promise<void> {
   say(`\n${bold("6.")} History on demand: a wallet with an hour of past transfers (${sim.chain.history.length} in the simulator's last ${HISTORY_BLOCKS} blocks), watched only now:`);
-  const sub = await api(stack, key, "POST", "/v1/subscriptions", {
-    destination: { type: "https", url: receiver.url("/history") },
-    events: ["wallet.transfer.confirmed"],
-    description: "demo backfill",
-  });
-  receiver.setSecrets("/history", [(sub.destination as { secret: string }).secret]);
-  await api(stack, key, "PATCH", `/v1/subscriptions/${sub.id}/filters/addresses`, { add: [{ chainId: "tron:mainnet", address: wallet }] });
+  const sub = await unwrap(api.POST("/v1/subscriptions", {
+    body: { destination: { type: "https", url: receiver.url("/history") }, events: [CONFIRMED], description: "demo backfill" },
+  }));
+  receiver.setSecrets("/history", [sub.destination.secret ?? ""]);
+  await unwrap(api.PATCH("/v1/subscriptions/{id}/filters/addresses", {
+    params: { path: { id: sub.id } },
+    body: { add: [{ chainId: "tron:mainnet", address: wallet }] },
+  }));
   const since = new Date(Date.now() - 3_600_000).toISOString();
-  let job = await api(stack, key, "POST", `/v1/subscriptions/${sub.id}/backfills`, { chainId: "tron:mainnet", since });
+  const path = { id: sub.id };
+  let job = await unwrap(api.POST("/v1/subscriptions/{id}/backfills", { params: { path }, body: { chainId: "tron:mainnet", since } }));
   say(`   job ${job.id}: blocks ${job.fromBlock} to ${job.toBlock}, ${job.status}`);
   const started = Date.now();
   while (job.status === "queued" || job.status === "running") {
     await Bun.sleep(500);
-    const res = await fetch(`${stack.baseUrl}/v1/subscriptions/${sub.id}/backfills/${job.id}`, { headers: { authorization: `Bearer ${key}` } });
-    job = (await res.json()) as Record<string, unknown>;
-    const p = job.progress as { blocksScanned: number; blocksTotal: number; eventsCreated: number };
+    job = await unwrap(api.GET("/v1/subscriptions/{id}/backfills/{backfillId}", { params: { path: { ...path, backfillId: job.id } } }));
+    const p = job.progress;
     say(dim(`   ${String(job.status).padEnd(9)} ${p.blocksScanned} / ${p.blocksTotal} blocks, ${p.eventsCreated} events`));
     if (Date.now() - started > 120_000) break;
   }
-  const p = job.progress as { eventsCreated: number };
+  const p = job.progress;
   const deadline = Date.now() + 10_000;
   while (receiver.deliveries("/history").length < p.eventsCreated && Date.now() < deadline) await Bun.sleep(100);
   // Deliveries are independent (no order); shown by block.

@@ -4,7 +4,7 @@
 import { createTronWebhooksClient, type Destination } from "../clients/typescript/src/index.ts";
 
 export { ApiError, unwrap } from "../clients/typescript/src/index.ts";
-export type { Destination, DestinationInput, EventView, RecoverRequest, Subscription } from "../clients/typescript/src/index.ts";
+export type { Backfill, Destination, DestinationInput, EventView, RecoverRequest, Subscription } from "../clients/typescript/src/index.ts";
 
 const KEY = "tron-webhooks.apiKey";
 

@@ -1,36 +1,8 @@
 // The backfill panel of a subscription's page: start a backfill (chain, since, optional addresses), and each job's
 // progress bar, counts and cancel button, refreshed with the page while any runs.
 import { TRON_CHAINS } from "../common/contract/index.ts";
-import { apiKey } from "./api.ts";
+import { client, unwrap, type Backfill } from "./api.ts";
 import { attempt, badge, field, h, notify, select, time } from "./dom.ts";
-
-/**
- * The backfill operations through fetch: the generated client (clients/typescript) does not list them until it is
- * generated again from the document that has them (`npm run generate`).
- */
-async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(path, {
-    method,
-    headers: { authorization: `Bearer ${apiKey() ?? ""}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const json = (await res.json()) as T & { error?: string; message?: string };
-  if (!res.ok) throw new Error(`${json.error ?? res.status}: ${json.message ?? ""}`);
-  return json;
-}
-
-export interface Backfill {
-  id: string;
-  chainId: string;
-  status: string;
-  fromBlock: number;
-  toBlock: number;
-  addresses: number;
-  progress: { blocksScanned: number; blocksTotal: number; eventsCreated: number; eventsSkipped: number };
-  error: string | null;
-  dateCreated: string;
-  dateFinished: string | null;
-}
 
 const OPEN = ["queued", "running"];
 
@@ -47,18 +19,17 @@ export function backfillPanel(subId: string): { el: HTMLElement; refresh: () => 
     e.preventDefault();
     void attempt(async () => {
       const list = addresses.value.split(/[\s,;]+/).filter(Boolean);
-      const job = await api<Backfill>("POST", `/v1/subscriptions/${subId}/backfills`, {
-        chainId: chain.value,
-        since: new Date(since.value).toISOString(),
-        ...(list.length > 0 ? { addresses: list } : {}),
-      });
+      const job = await unwrap(client.POST("/v1/subscriptions/{id}/backfills", {
+        params: { path: { id: subId } },
+        body: { chainId: chain.value, since: new Date(since.value).toISOString(), ...(list.length > 0 ? { addresses: list } : {}) },
+      }));
       notify(`Backfill ${job.id} queued: blocks ${job.fromBlock} to ${job.toBlock}.`);
       await refresh();
     });
   });
 
   async function refresh() {
-    const page = await api<{ items: Backfill[] }>("GET", `/v1/subscriptions/${subId}/backfills?limit=20`);
+    const page = await unwrap(client.GET("/v1/subscriptions/{id}/backfills", { params: { path: { id: subId }, query: { limit: 20 } } }));
     rows.replaceChildren(...page.items.map(row));
   }
 
@@ -67,7 +38,7 @@ export function backfillPanel(subId: string): { el: HTMLElement; refresh: () => 
     const bar = h("progress", { max: Math.max(1, p.blocksTotal), value: p.blocksScanned, "aria-label": `Backfill ${b.id} progress` });
     const cancel = h("button", { type: "button", class: "small", hidden: !OPEN.includes(b.status) }, "Cancel");
     cancel.addEventListener("click", () => void attempt(async () => {
-      await api("POST", `/v1/subscriptions/${subId}/backfills/${b.id}/cancel`);
+      await unwrap(client.POST("/v1/subscriptions/{id}/backfills/{backfillId}/cancel", { params: { path: { id: subId, backfillId: b.id } } }));
       notify(`Backfill ${b.id} canceled.`);
       await refresh();
     }));

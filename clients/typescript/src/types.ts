@@ -36,3 +36,6 @@ export type Attempt = ResponseBody<"/v1/subscriptions/{id}/events/{eventId}/atte
 export type Health = ResponseBody<"/v1/subscriptions/{id}/health", "get">;
 export type RecoverRequest = RequestBody<"/v1/subscriptions/{id}/events/recover", "post">;
 export type RecoverResult = ResponseBody<"/v1/subscriptions/{id}/events/recover", "post">;
+export type Backfill = ResponseBody<"/v1/subscriptions/{id}/backfills/{backfillId}", "get">;
+export type BackfillPage = ResponseBody<"/v1/subscriptions/{id}/backfills", "get">;
+export type NewBackfill = RequestBody<"/v1/subscriptions/{id}/backfills", "post">;
