@@ -42,7 +42,8 @@ describe("the document is the inventory", () => {
   });
 
   test("every documented operation answers (no 404 or 405 from routing) and every /v1 one is 401 without a key", async () => {
-    const sample = (path: string) => path.replace("{id}", "sub_01J00000000000000000000000").replace("{eventId}", "evt_01J00000000000000000000000");
+    const sample = (path: string) =>
+      path.replace("{id}", "sub_01J00000000000000000000000").replace("{eventId}", "evt_01J00000000000000000000000").replace("{backfillId}", "bf_01J00000000000000000000000");
     for (const entry of documented()) {
       const [method, path] = entry.split(" ") as [string, string];
       const url = stack.baseUrl + sample(path);
