@@ -1,5 +1,5 @@
 // BackfillService: create, list, get and cancel a subscription's backfill jobs (docs/CONTRACT.md "Backfills").
-// The registry owns the rows (registry/backfill-schema.ts); the matcher runs them (matcher/backfill/). A job's range
+// The registry owns the rows (registry/schema.ts `backfills`); the matcher runs them (matcher/backfill/). A job's range
 // is resolved when it is created, against the chain's solidified head then (registry/backfill-range.ts).
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
@@ -7,17 +7,15 @@ import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import { IdempotencyResultSchema } from "../gen/webhooks/common/v1/error_pb.ts";
 import { BackfillResponseSchema, BackfillService, type BackfillResponse, type BackfillSchema } from "../gen/webhooks/registry/v1/backfill_pb.ts";
 import type { BackfillConfig } from "../common/backfill-config.ts";
-import { isChainId, TRON_CHAINS, type ChainId } from "../common/contract/index.ts";
-import { ApiError, invalidRequest, notFound } from "../common/contract/index.ts";
+import { ApiError, invalidRequest, isChainId, notFound, TRON_CHAINS, type ChainId } from "../common/contract/index.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
 import { isId, newId } from "../common/ids.ts";
 import type { TokenKeys } from "../common/keyring.ts";
 import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import { isBase58Address } from "../common/tron-address.ts";
-import { backfills, type BackfillRow } from "./schema.ts";
+import { backfills, subscriptionAddresses, type BackfillRow } from "./schema.ts";
 import type { ChainView } from "./backfill-range.ts";
 import { idempotentReplays } from "./metrics.ts";
-import { subscriptionAddresses } from "./schema.ts";
 import type { RegistryExecutor } from "./db/connection.ts";
 import type { RegistryStore } from "./db/store.ts";
 import { OPEN } from "./db/backfills.ts";
@@ -30,8 +28,6 @@ export interface BackfillContext {
 }
 
 type BackfillInit = MessageInitShape<typeof BackfillSchema>;
-
-
 
 export function backfillMessage(row: BackfillRow): BackfillInit {
   const total = row.toBlock - row.fromBlock + 1;
@@ -54,11 +50,6 @@ export function backfillMessage(row: BackfillRow): BackfillInit {
   };
 }
 
-
-const invalid = (param: string, message: string): ApiError => invalidRequest(message, param);
-const noSubscription = () => notFound("subscription");
-const noBackfill = () => notFound("backfill");
-
 interface Cursor {
   id: string;
 }
@@ -77,7 +68,7 @@ function withReplay(outcome: IdempotentOutcome<BackfillResponse>): BackfillRespo
 
 /** The request's address subset, checked one by one: each must be base58check and watched on the chain. */
 async function checkAddresses(ctx: BackfillContext, subscriptionId: string, chainId: string, given: readonly string[]): Promise<string[]> {
-  if (given.length === 0) throw invalid("/addresses", "addresses, when given, lists at least one address.");
+  if (given.length === 0) throw invalidRequest("addresses, when given, lists at least one address.", "/addresses");
   const unique = [...new Set(given)];
   given.forEach((a, i) => {
     if (!isBase58Address(a)) {
@@ -101,7 +92,7 @@ async function checkAddresses(ctx: BackfillContext, subscriptionId: string, chai
     ).map((r) => r.address),
   );
   const missing = given.findIndex((a) => !watched.has(a));
-  if (missing >= 0) throw invalid(`/addresses/${missing}`, `addresses[${missing}] is not an address of this subscription on ${chainId}.`);
+  if (missing >= 0) throw invalidRequest(`addresses[${missing}] is not an address of this subscription on ${chainId}.`, `/addresses/${missing}`);
   return unique;
 }
 
@@ -119,22 +110,22 @@ export function backfillService(ctx: BackfillContext): ServiceImpl<typeof Backfi
   const { store } = ctx;
 
   async function ownedSubscription(keyId: string, id: string) {
-    if (!isId("sub", id)) throw noSubscription();
+    if (!isId("sub", id)) throw notFound("subscription");
     const row = await store.getSubscription(keyId, id);
-    if (!row) throw noSubscription();
+    if (!row) throw notFound("subscription");
     return row;
   }
 
   async function findJob(keyId: string, subscriptionId: string, id: string): Promise<BackfillRow> {
     await ownedSubscription(keyId, subscriptionId);
-    if (!isId("bf", id)) throw noBackfill();
+    if (!isId("bf", id)) throw notFound("backfill");
     const [row] = await store.run((db) =>
       db
         .select()
         .from(backfills)
         .where(and(eq(backfills.id, id), eq(backfills.subscriptionId, subscriptionId), eq(backfills.keyId, keyId))),
     );
-    if (!row) throw noBackfill();
+    if (!row) throw notFound("backfill");
     return row;
   }
 
@@ -152,19 +143,19 @@ export function backfillService(ctx: BackfillContext): ServiceImpl<typeof Backfi
       }
       const chainId: ChainId = req.chainId;
       const byBlock = req.fromBlock !== undefined;
-      if (byBlock === (req.sinceMs !== undefined)) throw invalid("/fromBlock", "Give exactly one of fromBlock and since.");
-      if (req.toBlock !== undefined && req.untilMs !== undefined) throw invalid("/until", "Give at most one of toBlock and until.");
+      if (byBlock === (req.sinceMs !== undefined)) throw invalidRequest("Give exactly one of fromBlock and since.", "/fromBlock");
+      if (req.toBlock !== undefined && req.untilMs !== undefined) throw invalidRequest("Give at most one of toBlock and until.", "/until");
       const key = await store.getApiKey(req.keyId);
       if (!key?.chains.includes(chainId)) throw new ApiError("chain_not_enabled", `${chainId} is not enabled for this API key.`, { param: "/chainId" });
       const subset = req.addressesGiven ? await checkAddresses(ctx, sub.id, chainId, req.addresses) : null;
       const count = subset?.length ?? (await watchedCount(ctx, sub.id, chainId));
-      if (count === 0) throw invalid("/chainId", `The subscription watches no address on ${chainId}.`);
+      if (count === 0) throw invalidRequest(`The subscription watches no address on ${chainId}.`, "/chainId");
       if (sub.status !== "enabled") throw new ApiError("subscription_disabled", "The subscription is disabled; enable it before backfilling.");
 
       const head = await ctx.chains.solidifiedHead(chainId);
       const fromParam = byBlock ? "/fromBlock" : "/since";
       const from = byBlock ? Number(req.fromBlock) : await ctx.chains.firstAtOrAfter(chainId, Number(req.sinceMs), head);
-      if (from > head.number) throw invalid(fromParam, `${fromParam.slice(1)} is above the solidified head (block ${head.number}).`);
+      if (from > head.number) throw invalidRequest(`${fromParam.slice(1)} is above the solidified head (block ${head.number}).`, fromParam);
       let to = head.number;
       let toParam = "/toBlock";
       if (req.toBlock !== undefined) to = Math.min(to, Number(req.toBlock));
@@ -172,9 +163,9 @@ export function backfillService(ctx: BackfillContext): ServiceImpl<typeof Backfi
         toParam = "/until";
         to = Math.min(to, (await ctx.chains.firstAtOrAfter(chainId, Number(req.untilMs) + 1, head)) - 1);
       }
-      if (to < from) throw invalid(toParam, `The range ends (block ${to}) before it starts (block ${from}).`);
+      if (to < from) throw invalidRequest(`The range ends (block ${to}) before it starts (block ${from}).`, toParam);
       if (to - from + 1 > ctx.limits.maxBlocks) {
-        throw invalid(fromParam, `The range holds ${to - from + 1} blocks; at most ${ctx.limits.maxBlocks} (BACKFILL_MAX_BLOCKS) per backfill.`);
+        throw invalidRequest(`The range holds ${to - from + 1} blocks; at most ${ctx.limits.maxBlocks} (BACKFILL_MAX_BLOCKS) per backfill.`, fromParam);
       }
 
       const outcome = await store.idempotent(BackfillResponseSchema, req.keyId, scope, req.idempotency, async (tx) => {
@@ -233,7 +224,7 @@ export function backfillService(ctx: BackfillContext): ServiceImpl<typeof Backfi
           .where(and(eq(backfills.id, req.id), inArray(backfills.status, [...OPEN])))
           .returning();
         const row = canceled ?? (await tx.select().from(backfills).where(eq(backfills.id, req.id)))[0];
-        if (!row) throw noBackfill();
+        if (!row) throw notFound("backfill");
         return create(BackfillResponseSchema, { backfill: backfillMessage(row) });
       });
       return withReplay(outcome);
