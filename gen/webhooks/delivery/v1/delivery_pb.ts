@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file webhooks/delivery/v1/delivery.proto.
  */
 export const file_webhooks_delivery_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("CiN3ZWJob29rcy9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUd2ViaG9va3MuZGVsaXZlcnkudjEiswEKBUFzc2V0EgwKBHR5cGUYASABKAkSEAoIc3RhbmRhcmQYAiABKAkSFQoIY29udHJhY3QYAyABKAlIAIgBARIVCgh0b2tlbl9pZBgEIAEoCUgBiAEBEhMKBnN5bWJvbBgFIAEoCUgCiAEBEhUKCGRlY2ltYWxzGAYgASgFSAOIAQFCCwoJX2NvbnRyYWN0QgsKCV90b2tlbl9pZEIJCgdfc3ltYm9sQgsKCV9kZWNpbWFscyJBCg5NYXRjaGVkQWRkcmVzcxIQCghjaGFpbl9pZBgBIAEoCRIPCgdhZGRyZXNzGAIgASgJEgwKBHJvbGUYAyABKAkijQMKCFRyYW5zZmVyEhAKCGNoYWluX2lkGAEgASgJEhQKDGJsb2NrX251bWJlchgCIAEoAxISCgpibG9ja19oYXNoGAMgASgJEhoKEmJsb2NrX3RpbWVzdGFtcF9tcxgEIAEoAxINCgV0eF9pZBgFIAEoCRIRCglsb2dfaW5kZXgYBiABKAUSDAoEZnJvbRgHIAEoCRIKCgJ0bxgIIAEoCRIOCgZhbW91bnQYCSABKAkSKgoFYXNzZXQYCiABKAsyGy53ZWJob29rcy5kZWxpdmVyeS52MS5Bc3NldBI/ChFtYXRjaGVkX2FkZHJlc3NlcxgLIAMoCzIkLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLk1hdGNoZWRBZGRyZXNzEhYKDmludGVybmFsX2luZGV4GAwgASgFEgsKA2ZlZRgNIAEoCRIRCgRtZW1vGA4gASgJSACIAQESDgoGcmVhc29uGA8gASgJEh8KF3NvbGlkaWZpZWRfYmxvY2tfbnVtYmVyGBAgASgDQgcKBV9tZW1vIocBCghOZXdFdmVudBIXCg9zdWJzY3JpcHRpb25faWQYASABKAkSDAoEa2luZBgCIAEoCRIwCgh0cmFuc2ZlchgDIAEoCzIeLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlRyYW5zZmVyEhUKCGJhY2tmaWxsGAQgASgJSACIAQFCCwoJX2JhY2tmaWxsIkAKDkVucXVldWVSZXF1ZXN0Ei4KBmV2ZW50cxgBIAMoCzIeLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLk5ld0V2ZW50IkMKD0VucXVldWVSZXNwb25zZRIRCglldmVudF9pZHMYASADKAkSDwoHY3JlYXRlZBgCIAEoBRIMCgRtYWRlGAMgAygIItUCCglFdmVudFZpZXcSCgoCaWQYASABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgJEgwKBGtpbmQYAyABKAkSFQoIY2hhaW5faWQYBCABKAlIAIgBARIOCgZzdGF0dXMYBSABKAkSEAoIYXR0ZW1wdHMYBiABKAUSFgoOZGVsaXZlcnlfY291bnQYByABKAUSHAoPcmVzcG9uc2Vfc3RhdHVzGAggASgFSAGIAQESGgoNcmVzcG9uc2VfYm9keRgJIAEoCUgCiAEBEhQKDHBheWxvYWRfanNvbhgKIAEoCRIXCg9kYXRlX2NyZWF0ZWRfbXMYCyABKAMSGAoLaGVsZF9yZWFzb24YDCABKAlIA4gBAUILCglfY2hhaW5faWRCEgoQX3Jlc3BvbnNlX3N0YXR1c0IQCg5fcmVzcG9uc2VfYm9keUIOCgxfaGVsZF9yZWFzb24iewoNRXZlbnRSZXNwb25zZRIuCgVldmVudBgBIAEoCzIfLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkV2ZW50VmlldxI6CgtpZGVtcG90ZW5jeRgCIAEoCzIlLndlYmhvb2tzLmNvbW1vbi52MS5JZGVtcG90ZW5jeVJlc3VsdCKMAQoWQ3JlYXRlVGVzdEV2ZW50UmVxdWVzdBIOCgZrZXlfaWQYASABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgJEgwKBGtpbmQYAyABKAkSOwoLaWRlbXBvdGVuY3kYBCABKAsyJi53ZWJob29rcy5jb21tb24udjEuSWRlbXBvdGVuY3lSZXF1ZXN0Im8KEUxpc3RFdmVudHNSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRIXCg9zdWJzY3JpcHRpb25faWQYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGc3RhdHVzGAQgASgJEhIKCnBhZ2VfdG9rZW4YBSABKAkiXQoSTGlzdEV2ZW50c1Jlc3BvbnNlEi4KBWl0ZW1zGAEgAygLMh8ud2ViaG9va3MuZGVsaXZlcnkudjEuRXZlbnRWaWV3EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJMCg9HZXRFdmVudFJlcXVlc3QSDgoGa2V5X2lkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRIQCghldmVudF9pZBgDIAEoCSKLAQoRUmV0cnlFdmVudFJlcXVlc3QSDgoGa2V5X2lkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRIQCghldmVudF9pZBgDIAEoCRI7CgtpZGVtcG90ZW5jeRgEIAEoCzImLndlYmhvb2tzLmNvbW1vbi52MS5JZGVtcG90ZW5jeVJlcXVlc3QiOgofRGVsZXRlU3Vic2NyaXB0aW9uRXZlbnRzUmVxdWVzdBIXCg9zdWJzY3JpcHRpb25faWQYASABKAkiMwogRGVsZXRlU3Vic2NyaXB0aW9uRXZlbnRzUmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoAyLKAQoHQXR0ZW1wdBIKCgJpZBgBIAEoCRIPCgdkYXRlX21zGAIgASgDEhMKC2R1cmF0aW9uX21zGAMgASgFEhwKD3Jlc3BvbnNlX3N0YXR1cxgEIAEoBUgAiAEBEhoKDXJlc3BvbnNlX2JvZHkYBSABKAlIAYgBARISCgVlcnJvchgGIAEoCUgCiAEBEg8KB3RyaWdnZXIYByABKAlCEgoQX3Jlc3BvbnNlX3N0YXR1c0IQCg5fcmVzcG9uc2VfYm9keUIICgZfZXJyb3IicwoTTGlzdEF0dGVtcHRzUmVxdWVzdBIOCgZrZXlfaWQYASABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEg0KBWxpbWl0GAQgASgFEhIKCnBhZ2VfdG9rZW4YBSABKAkiXQoUTGlzdEF0dGVtcHRzUmVzcG9uc2USLAoFaXRlbXMYASADKAsyHS53ZWJob29rcy5kZWxpdmVyeS52MS5BdHRlbXB0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLCAQoUUmVjb3ZlckV2ZW50c1JlcXVlc3QSDgoGa2V5X2lkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRIQCghzaW5jZV9tcxgDIAEoAxIVCgh1bnRpbF9tcxgEIAEoA0gAiAEBEg4KBnN0YXR1cxgFIAEoCRI7CgtpZGVtcG90ZW5jeRgGIAEoCzImLndlYmhvb2tzLmNvbW1vbi52MS5JZGVtcG90ZW5jeVJlcXVlc3RCCwoJX3VudGlsX21zImYKFVJlY292ZXJFdmVudHNSZXNwb25zZRIRCglyZWNvdmVyZWQYASABKAMSOgoLaWRlbXBvdGVuY3kYAiABKAsyJS53ZWJob29rcy5jb21tb24udjEuSWRlbXBvdGVuY3lSZXN1bHQi+QEKE1NlYXJjaEV2ZW50c1JlcXVlc3QSDgoGa2V5X2lkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRINCgV0eF9pZBgDIAEoCRIPCgdhZGRyZXNzGAQgASgJEhAKCGNoYWluX2lkGAUgASgJEgwKBGtpbmQYBiABKAkSDgoGc3RhdHVzGAcgASgJEhUKCHNpbmNlX21zGAggASgDSACIAQESFQoIdW50aWxfbXMYCSABKANIAYgBARINCgVsaW1pdBgKIAEoBRISCgpwYWdlX3Rva2VuGAsgASgJQgsKCV9zaW5jZV9tc0ILCglfdW50aWxfbXMiOwoQR2V0SGVhbHRoUmVxdWVzdBIOCgZrZXlfaWQYASABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgJIl4KC1dpbmRvd1N0YXRzEhAKCGF0dGVtcHRzGAEgASgDEhEKCXN1Y2NlZWRlZBgCIAEoAxIZCgxzdWNjZXNzX3JhdGUYAyABKAFIAIgBAUIPCg1fc3VjY2Vzc19yYXRlIskDCg5IZWFsdGhSZXNwb25zZRI0CglsYXN0X2hvdXIYASABKAsyIS53ZWJob29rcy5kZWxpdmVyeS52MS5XaW5kb3dTdGF0cxIzCghsYXN0XzI0aBgCIAEoCzIhLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLldpbmRvd1N0YXRzEhwKD2xhc3Rfc3VjY2Vzc19tcxgDIAEoA0gAiAEBEhwKD2xhc3RfZmFpbHVyZV9tcxgEIAEoA0gBiAEBEiAKE2xhc3RfZmFpbHVyZV9yZWFzb24YBSABKAlIAogBARIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgGIAEoAxIcCg9wNTBfZHVyYXRpb25fbXMYByABKAFIA4gBARIcCg9wOTlfZHVyYXRpb25fbXMYCCABKAFIBIgBARIPCgdwZW5kaW5nGAkgASgDEhsKE2hvdXJseV9zdWNjZXNzX3JhdGUYCiADKAFCEgoQX2xhc3Rfc3VjY2Vzc19tc0ISChBfbGFzdF9mYWlsdXJlX21zQhYKFF9sYXN0X2ZhaWx1cmVfcmVhc29uQhIKEF9wNTBfZHVyYXRpb25fbXNCEgoQX3A5OV9kdXJhdGlvbl9tcyJhChNTdHJlYW1FdmVudHNSZXF1ZXN0EhgKEHN1YnNjcmlwdGlvbl9pZHMYASADKAkSDQoFa2luZHMYAiADKAkSEQoJY2hhaW5faWRzGAMgAygJEg4KBmN1cnNvchgEIAEoCSJPCg1TdHJlYW1lZEV2ZW50Eg4KBmN1cnNvchgBIAEoCRIuCgVldmVudBgCIAEoCzIfLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkV2ZW50VmlldyJLChRTdHJlYW1FdmVudHNSZXNwb25zZRIzCgZldmVudHMYASADKAsyIy53ZWJob29rcy5kZWxpdmVyeS52MS5TdHJlYW1lZEV2ZW50MuoICg9EZWxpdmVyeVNlcnZpY2USVgoHRW5xdWV1ZRIkLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkVucXVldWVSZXF1ZXN0GiUud2ViaG9va3MuZGVsaXZlcnkudjEuRW5xdWV1ZVJlc3BvbnNlEmQKD0NyZWF0ZVRlc3RFdmVudBIsLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkNyZWF0ZVRlc3RFdmVudFJlcXVlc3QaIy53ZWJob29rcy5kZWxpdmVyeS52MS5FdmVudFJlc3BvbnNlEl8KCkxpc3RFdmVudHMSJy53ZWJob29rcy5kZWxpdmVyeS52MS5MaXN0RXZlbnRzUmVxdWVzdBooLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkxpc3RFdmVudHNSZXNwb25zZRJWCghHZXRFdmVudBIlLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkdldEV2ZW50UmVxdWVzdBojLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkV2ZW50UmVzcG9uc2USWgoKUmV0cnlFdmVudBInLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlJldHJ5RXZlbnRSZXF1ZXN0GiMud2ViaG9va3MuZGVsaXZlcnkudjEuRXZlbnRSZXNwb25zZRJlCgxMaXN0QXR0ZW1wdHMSKS53ZWJob29rcy5kZWxpdmVyeS52MS5MaXN0QXR0ZW1wdHNSZXF1ZXN0Gioud2ViaG9va3MuZGVsaXZlcnkudjEuTGlzdEF0dGVtcHRzUmVzcG9uc2USaAoNUmVjb3ZlckV2ZW50cxIqLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlJlY292ZXJFdmVudHNSZXF1ZXN0Gisud2ViaG9va3MuZGVsaXZlcnkudjEuUmVjb3ZlckV2ZW50c1Jlc3BvbnNlEmMKDFNlYXJjaEV2ZW50cxIpLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlNlYXJjaEV2ZW50c1JlcXVlc3QaKC53ZWJob29rcy5kZWxpdmVyeS52MS5MaXN0RXZlbnRzUmVzcG9uc2USWQoJR2V0SGVhbHRoEiYud2ViaG9va3MuZGVsaXZlcnkudjEuR2V0SGVhbHRoUmVxdWVzdBokLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkhlYWx0aFJlc3BvbnNlEokBChhEZWxldGVTdWJzY3JpcHRpb25FdmVudHMSNS53ZWJob29rcy5kZWxpdmVyeS52MS5EZWxldGVTdWJzY3JpcHRpb25FdmVudHNSZXF1ZXN0GjYud2ViaG9va3MuZGVsaXZlcnkudjEuRGVsZXRlU3Vic2NyaXB0aW9uRXZlbnRzUmVzcG9uc2USZwoMU3RyZWFtRXZlbnRzEikud2ViaG9va3MuZGVsaXZlcnkudjEuU3RyZWFtRXZlbnRzUmVxdWVzdBoqLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlN0cmVhbUV2ZW50c1Jlc3BvbnNlMAFiBnByb3RvMw", [file_webhooks_common_v1_error]);
+  fileDesc("CiN3ZWJob29rcy9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUd2ViaG9va3MuZGVsaXZlcnkudjEiswEKBUFzc2V0EgwKBHR5cGUYASABKAkSEAoIc3RhbmRhcmQYAiABKAkSFQoIY29udHJhY3QYAyABKAlIAIgBARIVCgh0b2tlbl9pZBgEIAEoCUgBiAEBEhMKBnN5bWJvbBgFIAEoCUgCiAEBEhUKCGRlY2ltYWxzGAYgASgFSAOIAQFCCwoJX2NvbnRyYWN0QgsKCV90b2tlbl9pZEIJCgdfc3ltYm9sQgsKCV9kZWNpbWFscyJBCg5NYXRjaGVkQWRkcmVzcxIQCghjaGFpbl9pZBgBIAEoCRIPCgdhZGRyZXNzGAIgASgJEgwKBHJvbGUYAyABKAkijQMKCFRyYW5zZmVyEhAKCGNoYWluX2lkGAEgASgJEhQKDGJsb2NrX251bWJlchgCIAEoAxISCgpibG9ja19oYXNoGAMgASgJEhoKEmJsb2NrX3RpbWVzdGFtcF9tcxgEIAEoAxINCgV0eF9pZBgFIAEoCRIRCglsb2dfaW5kZXgYBiABKAUSDAoEZnJvbRgHIAEoCRIKCgJ0bxgIIAEoCRIOCgZhbW91bnQYCSABKAkSKgoFYXNzZXQYCiABKAsyGy53ZWJob29rcy5kZWxpdmVyeS52MS5Bc3NldBI/ChFtYXRjaGVkX2FkZHJlc3NlcxgLIAMoCzIkLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLk1hdGNoZWRBZGRyZXNzEhYKDmludGVybmFsX2luZGV4GAwgASgFEgsKA2ZlZRgNIAEoCRIRCgRtZW1vGA4gASgJSACIAQESDgoGcmVhc29uGA8gASgJEh8KF3NvbGlkaWZpZWRfYmxvY2tfbnVtYmVyGBAgASgDQgcKBV9tZW1vIt0DCghBY3Rpdml0eRIQCghjaGFpbl9pZBgBIAEoCRIUCgxibG9ja19udW1iZXIYAiABKAMSEgoKYmxvY2tfaGFzaBgDIAEoCRIaChJibG9ja190aW1lc3RhbXBfbXMYBCABKAMSDQoFdHhfaWQYBSABKAkSEQoJbG9nX2luZGV4GAYgASgFEgsKA2ZlZRgHIAEoCRI/ChFtYXRjaGVkX2FkZHJlc3NlcxgIIAMoCzIkLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLk1hdGNoZWRBZGRyZXNzEh8KF3NvbGlkaWZpZWRfYmxvY2tfbnVtYmVyGAkgASgDEjIKCGFwcHJvdmFsGAogASgLMh4ud2ViaG9va3MuZGVsaXZlcnkudjEuQXBwcm92YWxIABI8CgpwZXJtaXNzaW9uGAsgASgLMiYud2ViaG9va3MuZGVsaXZlcnkudjEuUGVybWlzc2lvblVwZGF0ZUgAEjYKCHJlc291cmNlGAwgASgLMiIud2ViaG9va3MuZGVsaXZlcnkudjEuUmVzb3VyY2VNb3ZlSAASNAoJYmxhY2tsaXN0GA0gASgLMh8ud2ViaG9va3MuZGVsaXZlcnkudjEuQmxhY2tsaXN0SABCCAoGZGV0YWlsImYKCEFwcHJvdmFsEg0KBW93bmVyGAEgASgJEg8KB3NwZW5kZXIYAiABKAkSDgoGYW1vdW50GAMgASgJEioKBWFzc2V0GAQgASgLMhsud2ViaG9va3MuZGVsaXZlcnkudjEuQXNzZXQiMAoNUGVybWlzc2lvbktleRIPCgdhZGRyZXNzGAEgASgJEg4KBndlaWdodBgCIAEoAyJ0CgpQZXJtaXNzaW9uEgwKBG5hbWUYASABKAkSEQoJdGhyZXNob2xkGAIgASgDEhIKCm9wZXJhdGlvbnMYAyABKAkSMQoEa2V5cxgEIAMoCzIjLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlBlcm1pc3Npb25LZXkiywEKEFBlcm1pc3Npb25VcGRhdGUSDwoHYWRkcmVzcxgBIAEoCRIvCgVvd25lchgCIAEoCzIgLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlBlcm1pc3Npb24SNgoHd2l0bmVzcxgDIAEoCzIgLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlBlcm1pc3Npb25IAIgBARIxCgdhY3RpdmVzGAQgAygLMiAud2ViaG9va3MuZGVsaXZlcnkudjEuUGVybWlzc2lvbkIKCghfd2l0bmVzcyImCgRWb3RlEg8KB2FkZHJlc3MYASABKAkSDQoFY291bnQYAiABKAMi9QEKDFJlc291cmNlTW92ZRIMCgR0eXBlGAEgASgJEhUKCHJlc291cmNlGAIgASgJSACIAQESEwoGYW1vdW50GAMgASgJSAGIAQESFQoIcmVjZWl2ZXIYBCABKAlIAogBARIRCgRsb2NrGAUgASgISAOIAQESGAoLbG9ja19wZXJpb2QYBiABKANIBIgBARIpCgV2b3RlcxgHIAMoCzIaLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlZvdGVCCwoJX3Jlc291cmNlQgkKB19hbW91bnRCCwoJX3JlY2VpdmVyQgcKBV9sb2NrQg4KDF9sb2NrX3BlcmlvZCJ2CglCbGFja2xpc3QSDAoEdHlwZRgBIAEoCRIPCgdhZGRyZXNzGAIgASgJEhMKBmFtb3VudBgDIAEoCUgAiAEBEioKBWFzc2V0GAQgASgLMhsud2ViaG9va3MuZGVsaXZlcnkudjEuQXNzZXRCCQoHX2Ftb3VudCK5AQoITmV3RXZlbnQSFwoPc3Vic2NyaXB0aW9uX2lkGAEgASgJEgwKBGtpbmQYAiABKAkSMAoIdHJhbnNmZXIYAyABKAsyHi53ZWJob29rcy5kZWxpdmVyeS52MS5UcmFuc2ZlchIVCghiYWNrZmlsbBgEIAEoCUgAiAEBEjAKCGFjdGl2aXR5GAUgASgLMh4ud2ViaG9va3MuZGVsaXZlcnkudjEuQWN0aXZpdHlCCwoJX2JhY2tmaWxsIkAKDkVucXVldWVSZXF1ZXN0Ei4KBmV2ZW50cxgBIAMoCzIeLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLk5ld0V2ZW50IkMKD0VucXVldWVSZXNwb25zZRIRCglldmVudF9pZHMYASADKAkSDwoHY3JlYXRlZBgCIAEoBRIMCgRtYWRlGAMgAygIItUCCglFdmVudFZpZXcSCgoCaWQYASABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgJEgwKBGtpbmQYAyABKAkSFQoIY2hhaW5faWQYBCABKAlIAIgBARIOCgZzdGF0dXMYBSABKAkSEAoIYXR0ZW1wdHMYBiABKAUSFgoOZGVsaXZlcnlfY291bnQYByABKAUSHAoPcmVzcG9uc2Vfc3RhdHVzGAggASgFSAGIAQESGgoNcmVzcG9uc2VfYm9keRgJIAEoCUgCiAEBEhQKDHBheWxvYWRfanNvbhgKIAEoCRIXCg9kYXRlX2NyZWF0ZWRfbXMYCyABKAMSGAoLaGVsZF9yZWFzb24YDCABKAlIA4gBAUILCglfY2hhaW5faWRCEgoQX3Jlc3BvbnNlX3N0YXR1c0IQCg5fcmVzcG9uc2VfYm9keUIOCgxfaGVsZF9yZWFzb24iewoNRXZlbnRSZXNwb25zZRIuCgVldmVudBgBIAEoCzIfLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkV2ZW50VmlldxI6CgtpZGVtcG90ZW5jeRgCIAEoCzIlLndlYmhvb2tzLmNvbW1vbi52MS5JZGVtcG90ZW5jeVJlc3VsdCKMAQoWQ3JlYXRlVGVzdEV2ZW50UmVxdWVzdBIOCgZrZXlfaWQYASABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgJEgwKBGtpbmQYAyABKAkSOwoLaWRlbXBvdGVuY3kYBCABKAsyJi53ZWJob29rcy5jb21tb24udjEuSWRlbXBvdGVuY3lSZXF1ZXN0Im8KEUxpc3RFdmVudHNSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRIXCg9zdWJzY3JpcHRpb25faWQYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGc3RhdHVzGAQgASgJEhIKCnBhZ2VfdG9rZW4YBSABKAkiXQoSTGlzdEV2ZW50c1Jlc3BvbnNlEi4KBWl0ZW1zGAEgAygLMh8ud2ViaG9va3MuZGVsaXZlcnkudjEuRXZlbnRWaWV3EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJMCg9HZXRFdmVudFJlcXVlc3QSDgoGa2V5X2lkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRIQCghldmVudF9pZBgDIAEoCSKLAQoRUmV0cnlFdmVudFJlcXVlc3QSDgoGa2V5X2lkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRIQCghldmVudF9pZBgDIAEoCRI7CgtpZGVtcG90ZW5jeRgEIAEoCzImLndlYmhvb2tzLmNvbW1vbi52MS5JZGVtcG90ZW5jeVJlcXVlc3QiOgofRGVsZXRlU3Vic2NyaXB0aW9uRXZlbnRzUmVxdWVzdBIXCg9zdWJzY3JpcHRpb25faWQYASABKAkiMwogRGVsZXRlU3Vic2NyaXB0aW9uRXZlbnRzUmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoAyLKAQoHQXR0ZW1wdBIKCgJpZBgBIAEoCRIPCgdkYXRlX21zGAIgASgDEhMKC2R1cmF0aW9uX21zGAMgASgFEhwKD3Jlc3BvbnNlX3N0YXR1cxgEIAEoBUgAiAEBEhoKDXJlc3BvbnNlX2JvZHkYBSABKAlIAYgBARISCgVlcnJvchgGIAEoCUgCiAEBEg8KB3RyaWdnZXIYByABKAlCEgoQX3Jlc3BvbnNlX3N0YXR1c0IQCg5fcmVzcG9uc2VfYm9keUIICgZfZXJyb3IicwoTTGlzdEF0dGVtcHRzUmVxdWVzdBIOCgZrZXlfaWQYASABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEg0KBWxpbWl0GAQgASgFEhIKCnBhZ2VfdG9rZW4YBSABKAkiXQoUTGlzdEF0dGVtcHRzUmVzcG9uc2USLAoFaXRlbXMYASADKAsyHS53ZWJob29rcy5kZWxpdmVyeS52MS5BdHRlbXB0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLCAQoUUmVjb3ZlckV2ZW50c1JlcXVlc3QSDgoGa2V5X2lkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRIQCghzaW5jZV9tcxgDIAEoAxIVCgh1bnRpbF9tcxgEIAEoA0gAiAEBEg4KBnN0YXR1cxgFIAEoCRI7CgtpZGVtcG90ZW5jeRgGIAEoCzImLndlYmhvb2tzLmNvbW1vbi52MS5JZGVtcG90ZW5jeVJlcXVlc3RCCwoJX3VudGlsX21zImYKFVJlY292ZXJFdmVudHNSZXNwb25zZRIRCglyZWNvdmVyZWQYASABKAMSOgoLaWRlbXBvdGVuY3kYAiABKAsyJS53ZWJob29rcy5jb21tb24udjEuSWRlbXBvdGVuY3lSZXN1bHQi+QEKE1NlYXJjaEV2ZW50c1JlcXVlc3QSDgoGa2V5X2lkGAEgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgCIAEoCRINCgV0eF9pZBgDIAEoCRIPCgdhZGRyZXNzGAQgASgJEhAKCGNoYWluX2lkGAUgASgJEgwKBGtpbmQYBiABKAkSDgoGc3RhdHVzGAcgASgJEhUKCHNpbmNlX21zGAggASgDSACIAQESFQoIdW50aWxfbXMYCSABKANIAYgBARINCgVsaW1pdBgKIAEoBRISCgpwYWdlX3Rva2VuGAsgASgJQgsKCV9zaW5jZV9tc0ILCglfdW50aWxfbXMiOwoQR2V0SGVhbHRoUmVxdWVzdBIOCgZrZXlfaWQYASABKAkSFwoPc3Vic2NyaXB0aW9uX2lkGAIgASgJIl4KC1dpbmRvd1N0YXRzEhAKCGF0dGVtcHRzGAEgASgDEhEKCXN1Y2NlZWRlZBgCIAEoAxIZCgxzdWNjZXNzX3JhdGUYAyABKAFIAIgBAUIPCg1fc3VjY2Vzc19yYXRlIskDCg5IZWFsdGhSZXNwb25zZRI0CglsYXN0X2hvdXIYASABKAsyIS53ZWJob29rcy5kZWxpdmVyeS52MS5XaW5kb3dTdGF0cxIzCghsYXN0XzI0aBgCIAEoCzIhLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLldpbmRvd1N0YXRzEhwKD2xhc3Rfc3VjY2Vzc19tcxgDIAEoA0gAiAEBEhwKD2xhc3RfZmFpbHVyZV9tcxgEIAEoA0gBiAEBEiAKE2xhc3RfZmFpbHVyZV9yZWFzb24YBSABKAlIAogBARIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgGIAEoAxIcCg9wNTBfZHVyYXRpb25fbXMYByABKAFIA4gBARIcCg9wOTlfZHVyYXRpb25fbXMYCCABKAFIBIgBARIPCgdwZW5kaW5nGAkgASgDEhsKE2hvdXJseV9zdWNjZXNzX3JhdGUYCiADKAFCEgoQX2xhc3Rfc3VjY2Vzc19tc0ISChBfbGFzdF9mYWlsdXJlX21zQhYKFF9sYXN0X2ZhaWx1cmVfcmVhc29uQhIKEF9wNTBfZHVyYXRpb25fbXNCEgoQX3A5OV9kdXJhdGlvbl9tcyJhChNTdHJlYW1FdmVudHNSZXF1ZXN0EhgKEHN1YnNjcmlwdGlvbl9pZHMYASADKAkSDQoFa2luZHMYAiADKAkSEQoJY2hhaW5faWRzGAMgAygJEg4KBmN1cnNvchgEIAEoCSJPCg1TdHJlYW1lZEV2ZW50Eg4KBmN1cnNvchgBIAEoCRIuCgVldmVudBgCIAEoCzIfLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkV2ZW50VmlldyJLChRTdHJlYW1FdmVudHNSZXNwb25zZRIzCgZldmVudHMYASADKAsyIy53ZWJob29rcy5kZWxpdmVyeS52MS5TdHJlYW1lZEV2ZW50MuoICg9EZWxpdmVyeVNlcnZpY2USVgoHRW5xdWV1ZRIkLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkVucXVldWVSZXF1ZXN0GiUud2ViaG9va3MuZGVsaXZlcnkudjEuRW5xdWV1ZVJlc3BvbnNlEmQKD0NyZWF0ZVRlc3RFdmVudBIsLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkNyZWF0ZVRlc3RFdmVudFJlcXVlc3QaIy53ZWJob29rcy5kZWxpdmVyeS52MS5FdmVudFJlc3BvbnNlEl8KCkxpc3RFdmVudHMSJy53ZWJob29rcy5kZWxpdmVyeS52MS5MaXN0RXZlbnRzUmVxdWVzdBooLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkxpc3RFdmVudHNSZXNwb25zZRJWCghHZXRFdmVudBIlLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkdldEV2ZW50UmVxdWVzdBojLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkV2ZW50UmVzcG9uc2USWgoKUmV0cnlFdmVudBInLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlJldHJ5RXZlbnRSZXF1ZXN0GiMud2ViaG9va3MuZGVsaXZlcnkudjEuRXZlbnRSZXNwb25zZRJlCgxMaXN0QXR0ZW1wdHMSKS53ZWJob29rcy5kZWxpdmVyeS52MS5MaXN0QXR0ZW1wdHNSZXF1ZXN0Gioud2ViaG9va3MuZGVsaXZlcnkudjEuTGlzdEF0dGVtcHRzUmVzcG9uc2USaAoNUmVjb3ZlckV2ZW50cxIqLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlJlY292ZXJFdmVudHNSZXF1ZXN0Gisud2ViaG9va3MuZGVsaXZlcnkudjEuUmVjb3ZlckV2ZW50c1Jlc3BvbnNlEmMKDFNlYXJjaEV2ZW50cxIpLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlNlYXJjaEV2ZW50c1JlcXVlc3QaKC53ZWJob29rcy5kZWxpdmVyeS52MS5MaXN0RXZlbnRzUmVzcG9uc2USWQoJR2V0SGVhbHRoEiYud2ViaG9va3MuZGVsaXZlcnkudjEuR2V0SGVhbHRoUmVxdWVzdBokLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLkhlYWx0aFJlc3BvbnNlEokBChhEZWxldGVTdWJzY3JpcHRpb25FdmVudHMSNS53ZWJob29rcy5kZWxpdmVyeS52MS5EZWxldGVTdWJzY3JpcHRpb25FdmVudHNSZXF1ZXN0GjYud2ViaG9va3MuZGVsaXZlcnkudjEuRGVsZXRlU3Vic2NyaXB0aW9uRXZlbnRzUmVzcG9uc2USZwoMU3RyZWFtRXZlbnRzEikud2ViaG9va3MuZGVsaXZlcnkudjEuU3RyZWFtRXZlbnRzUmVxdWVzdBoqLndlYmhvb2tzLmRlbGl2ZXJ5LnYxLlN0cmVhbUV2ZW50c1Jlc3BvbnNlMAFiBnByb3RvMw", [file_webhooks_common_v1_error]);
 
 /**
  * The asset moved by a transfer (docs/CONTRACT.md "Events and delivery", `data.asset`).
@@ -81,7 +81,7 @@ export type MatchedAddress = Message<"webhooks.delivery.v1.MatchedAddress"> & {
   address: string;
 
   /**
-   * "from" or "to".
+   * Transfers: "from" or "to". Activity: "owner", "spender", "receiver" or "blacklisted".
    *
    * @generated from field: string role = 3;
    */
@@ -206,6 +206,357 @@ export const TransferSchema: GenMessage<Transfer> = /*@__PURE__*/
   messageDesc(file_webhooks_delivery_v1_delivery, 2);
 
 /**
+ * Account activity other than a transfer, as the matcher decoded it (docs/CONTRACT.md "Account activity").
+ *
+ * @generated from message webhooks.delivery.v1.Activity
+ */
+export type Activity = Message<"webhooks.delivery.v1.Activity"> & {
+  /**
+   * @generated from field: string chain_id = 1;
+   */
+  chainId: string;
+
+  /**
+   * @generated from field: int64 block_number = 2;
+   */
+  blockNumber: bigint;
+
+  /**
+   * @generated from field: string block_hash = 3;
+   */
+  blockHash: string;
+
+  /**
+   * @generated from field: int64 block_timestamp_ms = 4;
+   */
+  blockTimestampMs: bigint;
+
+  /**
+   * @generated from field: string tx_id = 5;
+   */
+  txId: string;
+
+  /**
+   * The log's index in its transaction (approvals, blacklist events); -1 for a contract (permissions, resources).
+   *
+   * @generated from field: int32 log_index = 6;
+   */
+  logIndex: number;
+
+  /**
+   * The transaction info's fee in sun, decimal string; "0" when none.
+   *
+   * @generated from field: string fee = 7;
+   */
+  fee: string;
+
+  /**
+   * The subscription's watched addresses it touched, with their roles.
+   *
+   * @generated from field: repeated webhooks.delivery.v1.MatchedAddress matched_addresses = 8;
+   */
+  matchedAddresses: MatchedAddress[];
+
+  /**
+   * The .confirmed kinds: the solidified head when the event was made.
+   *
+   * @generated from field: int64 solidified_block_number = 9;
+   */
+  solidifiedBlockNumber: bigint;
+
+  /**
+   * @generated from oneof webhooks.delivery.v1.Activity.detail
+   */
+  detail: {
+    /**
+     * @generated from field: webhooks.delivery.v1.Approval approval = 10;
+     */
+    value: Approval;
+    case: "approval";
+  } | {
+    /**
+     * @generated from field: webhooks.delivery.v1.PermissionUpdate permission = 11;
+     */
+    value: PermissionUpdate;
+    case: "permission";
+  } | {
+    /**
+     * @generated from field: webhooks.delivery.v1.ResourceMove resource = 12;
+     */
+    value: ResourceMove;
+    case: "resource";
+  } | {
+    /**
+     * @generated from field: webhooks.delivery.v1.Blacklist blacklist = 13;
+     */
+    value: Blacklist;
+    case: "blacklist";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message webhooks.delivery.v1.Activity.
+ * Use `create(ActivitySchema)` to create a new message.
+ */
+export const ActivitySchema: GenMessage<Activity> = /*@__PURE__*/
+  messageDesc(file_webhooks_delivery_v1_delivery, 3);
+
+/**
+ * wallet.approval.*: a TRC-20 Approval(owner, spender, value) log.
+ *
+ * @generated from message webhooks.delivery.v1.Approval
+ */
+export type Approval = Message<"webhooks.delivery.v1.Approval"> & {
+  /**
+   * @generated from field: string owner = 1;
+   */
+  owner: string;
+
+  /**
+   * @generated from field: string spender = 2;
+   */
+  spender: string;
+
+  /**
+   * Decimal string in base units; "0" for a revocation.
+   *
+   * @generated from field: string amount = 3;
+   */
+  amount: string;
+
+  /**
+   * The emitting contract (standard TRC20), with symbol and decimals for known tokens.
+   *
+   * @generated from field: webhooks.delivery.v1.Asset asset = 4;
+   */
+  asset?: Asset | undefined;
+};
+
+/**
+ * Describes the message webhooks.delivery.v1.Approval.
+ * Use `create(ApprovalSchema)` to create a new message.
+ */
+export const ApprovalSchema: GenMessage<Approval> = /*@__PURE__*/
+  messageDesc(file_webhooks_delivery_v1_delivery, 4);
+
+/**
+ * @generated from message webhooks.delivery.v1.PermissionKey
+ */
+export type PermissionKey = Message<"webhooks.delivery.v1.PermissionKey"> & {
+  /**
+   * @generated from field: string address = 1;
+   */
+  address: string;
+
+  /**
+   * @generated from field: int64 weight = 2;
+   */
+  weight: bigint;
+};
+
+/**
+ * Describes the message webhooks.delivery.v1.PermissionKey.
+ * Use `create(PermissionKeySchema)` to create a new message.
+ */
+export const PermissionKeySchema: GenMessage<PermissionKey> = /*@__PURE__*/
+  messageDesc(file_webhooks_delivery_v1_delivery, 5);
+
+/**
+ * @generated from message webhooks.delivery.v1.Permission
+ */
+export type Permission = Message<"webhooks.delivery.v1.Permission"> & {
+  /**
+   * The permission's name (permission_name); empty for the owner and witness permissions' defaults.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: int64 threshold = 2;
+   */
+  threshold: bigint;
+
+  /**
+   * Active permissions: the 32-byte operations bitmap, hex; empty for owner and witness.
+   *
+   * @generated from field: string operations = 3;
+   */
+  operations: string;
+
+  /**
+   * @generated from field: repeated webhooks.delivery.v1.PermissionKey keys = 4;
+   */
+  keys: PermissionKey[];
+};
+
+/**
+ * Describes the message webhooks.delivery.v1.Permission.
+ * Use `create(PermissionSchema)` to create a new message.
+ */
+export const PermissionSchema: GenMessage<Permission> = /*@__PURE__*/
+  messageDesc(file_webhooks_delivery_v1_delivery, 6);
+
+/**
+ * wallet.permission.*: an AccountPermissionUpdateContract.
+ *
+ * @generated from message webhooks.delivery.v1.PermissionUpdate
+ */
+export type PermissionUpdate = Message<"webhooks.delivery.v1.PermissionUpdate"> & {
+  /**
+   * @generated from field: string address = 1;
+   */
+  address: string;
+
+  /**
+   * @generated from field: webhooks.delivery.v1.Permission owner = 2;
+   */
+  owner?: Permission | undefined;
+
+  /**
+   * @generated from field: optional webhooks.delivery.v1.Permission witness = 3;
+   */
+  witness?: Permission | undefined;
+
+  /**
+   * @generated from field: repeated webhooks.delivery.v1.Permission actives = 4;
+   */
+  actives: Permission[];
+};
+
+/**
+ * Describes the message webhooks.delivery.v1.PermissionUpdate.
+ * Use `create(PermissionUpdateSchema)` to create a new message.
+ */
+export const PermissionUpdateSchema: GenMessage<PermissionUpdate> = /*@__PURE__*/
+  messageDesc(file_webhooks_delivery_v1_delivery, 7);
+
+/**
+ * @generated from message webhooks.delivery.v1.Vote
+ */
+export type Vote = Message<"webhooks.delivery.v1.Vote"> & {
+  /**
+   * @generated from field: string address = 1;
+   */
+  address: string;
+
+  /**
+   * @generated from field: int64 count = 2;
+   */
+  count: bigint;
+};
+
+/**
+ * Describes the message webhooks.delivery.v1.Vote.
+ * Use `create(VoteSchema)` to create a new message.
+ */
+export const VoteSchema: GenMessage<Vote> = /*@__PURE__*/
+  messageDesc(file_webhooks_delivery_v1_delivery, 8);
+
+/**
+ * wallet.resource.*: a Stake 2.0 contract, a vote or a reward withdrawal.
+ *
+ * @generated from message webhooks.delivery.v1.ResourceMove
+ */
+export type ResourceMove = Message<"webhooks.delivery.v1.ResourceMove"> & {
+  /**
+   * freeze, unfreeze, withdraw_unfrozen, cancel_unfreeze, delegate, undelegate, vote, withdraw_rewards.
+   *
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * ENERGY, BANDWIDTH (TRON_POWER where the chain allows it); unset where the contract names none.
+   *
+   * @generated from field: optional string resource = 2;
+   */
+  resource?: string | undefined;
+
+  /**
+   * Sun, decimal string; unset for votes.
+   *
+   * @generated from field: optional string amount = 3;
+   */
+  amount?: string | undefined;
+
+  /**
+   * delegate / undelegate: the receiver.
+   *
+   * @generated from field: optional string receiver = 4;
+   */
+  receiver?: string | undefined;
+
+  /**
+   * delegate: whether the delegation is locked, and for how many blocks (0 when none).
+   *
+   * @generated from field: optional bool lock = 5;
+   */
+  lock?: boolean | undefined;
+
+  /**
+   * @generated from field: optional int64 lock_period = 6;
+   */
+  lockPeriod?: bigint | undefined;
+
+  /**
+   * vote: the votes the transaction sets.
+   *
+   * @generated from field: repeated webhooks.delivery.v1.Vote votes = 7;
+   */
+  votes: Vote[];
+};
+
+/**
+ * Describes the message webhooks.delivery.v1.ResourceMove.
+ * Use `create(ResourceMoveSchema)` to create a new message.
+ */
+export const ResourceMoveSchema: GenMessage<ResourceMove> = /*@__PURE__*/
+  messageDesc(file_webhooks_delivery_v1_delivery, 9);
+
+/**
+ * wallet.blacklist.*: the stablecoin issuer's AddedBlackList / RemovedBlackList / DestroyedBlackFunds.
+ *
+ * @generated from message webhooks.delivery.v1.Blacklist
+ */
+export type Blacklist = Message<"webhooks.delivery.v1.Blacklist"> & {
+  /**
+   * added, removed, funds_destroyed.
+   *
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * The user the issuer acted on.
+   *
+   * @generated from field: string address = 2;
+   */
+  address: string;
+
+  /**
+   * funds_destroyed: the balance destroyed (base units); unset otherwise.
+   *
+   * @generated from field: optional string amount = 3;
+   */
+  amount?: string | undefined;
+
+  /**
+   * The token (the emitting contract).
+   *
+   * @generated from field: webhooks.delivery.v1.Asset asset = 4;
+   */
+  asset?: Asset | undefined;
+};
+
+/**
+ * Describes the message webhooks.delivery.v1.Blacklist.
+ * Use `create(BlacklistSchema)` to create a new message.
+ */
+export const BlacklistSchema: GenMessage<Blacklist> = /*@__PURE__*/
+  messageDesc(file_webhooks_delivery_v1_delivery, 10);
+
+/**
  * @generated from message webhooks.delivery.v1.NewEvent
  */
 export type NewEvent = Message<"webhooks.delivery.v1.NewEvent"> & {
@@ -215,7 +566,7 @@ export type NewEvent = Message<"webhooks.delivery.v1.NewEvent"> & {
   subscriptionId: string;
 
   /**
-   * "wallet.transfer.broadcasted", "wallet.transfer.confirmed" or "wallet.transfer.failed".
+   * A transfer kind (transfer set) or an activity kind (activity set): common/contract/events.ts.
    *
    * @generated from field: string kind = 2;
    */
@@ -232,6 +583,11 @@ export type NewEvent = Message<"webhooks.delivery.v1.NewEvent"> & {
    * @generated from field: optional string backfill = 4;
    */
   backfill?: string | undefined;
+
+  /**
+   * @generated from field: webhooks.delivery.v1.Activity activity = 5;
+   */
+  activity?: Activity | undefined;
 };
 
 /**
@@ -239,7 +595,7 @@ export type NewEvent = Message<"webhooks.delivery.v1.NewEvent"> & {
  * Use `create(NewEventSchema)` to create a new message.
  */
 export const NewEventSchema: GenMessage<NewEvent> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 3);
+  messageDesc(file_webhooks_delivery_v1_delivery, 11);
 
 /**
  * @generated from message webhooks.delivery.v1.EnqueueRequest
@@ -256,7 +612,7 @@ export type EnqueueRequest = Message<"webhooks.delivery.v1.EnqueueRequest"> & {
  * Use `create(EnqueueRequestSchema)` to create a new message.
  */
 export const EnqueueRequestSchema: GenMessage<EnqueueRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 4);
+  messageDesc(file_webhooks_delivery_v1_delivery, 12);
 
 /**
  * @generated from message webhooks.delivery.v1.EnqueueResponse
@@ -290,7 +646,7 @@ export type EnqueueResponse = Message<"webhooks.delivery.v1.EnqueueResponse"> & 
  * Use `create(EnqueueResponseSchema)` to create a new message.
  */
 export const EnqueueResponseSchema: GenMessage<EnqueueResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 5);
+  messageDesc(file_webhooks_delivery_v1_delivery, 13);
 
 /**
  * One event of a subscription as the public API shows it (docs/SPEC.md "Event view").
@@ -376,7 +732,7 @@ export type EventView = Message<"webhooks.delivery.v1.EventView"> & {
  * Use `create(EventViewSchema)` to create a new message.
  */
 export const EventViewSchema: GenMessage<EventView> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 6);
+  messageDesc(file_webhooks_delivery_v1_delivery, 14);
 
 /**
  * @generated from message webhooks.delivery.v1.EventResponse
@@ -398,7 +754,7 @@ export type EventResponse = Message<"webhooks.delivery.v1.EventResponse"> & {
  * Use `create(EventResponseSchema)` to create a new message.
  */
 export const EventResponseSchema: GenMessage<EventResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 7);
+  messageDesc(file_webhooks_delivery_v1_delivery, 15);
 
 /**
  * Every public call names the API key and the subscription: the gateway has already checked with the registry
@@ -435,7 +791,7 @@ export type CreateTestEventRequest = Message<"webhooks.delivery.v1.CreateTestEve
  * Use `create(CreateTestEventRequestSchema)` to create a new message.
  */
 export const CreateTestEventRequestSchema: GenMessage<CreateTestEventRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 8);
+  messageDesc(file_webhooks_delivery_v1_delivery, 16);
 
 /**
  * @generated from message webhooks.delivery.v1.ListEventsRequest
@@ -474,7 +830,7 @@ export type ListEventsRequest = Message<"webhooks.delivery.v1.ListEventsRequest"
  * Use `create(ListEventsRequestSchema)` to create a new message.
  */
 export const ListEventsRequestSchema: GenMessage<ListEventsRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 9);
+  messageDesc(file_webhooks_delivery_v1_delivery, 17);
 
 /**
  * @generated from message webhooks.delivery.v1.ListEventsResponse
@@ -498,7 +854,7 @@ export type ListEventsResponse = Message<"webhooks.delivery.v1.ListEventsRespons
  * Use `create(ListEventsResponseSchema)` to create a new message.
  */
 export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 10);
+  messageDesc(file_webhooks_delivery_v1_delivery, 18);
 
 /**
  * @generated from message webhooks.delivery.v1.GetEventRequest
@@ -525,7 +881,7 @@ export type GetEventRequest = Message<"webhooks.delivery.v1.GetEventRequest"> & 
  * Use `create(GetEventRequestSchema)` to create a new message.
  */
 export const GetEventRequestSchema: GenMessage<GetEventRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 11);
+  messageDesc(file_webhooks_delivery_v1_delivery, 19);
 
 /**
  * @generated from message webhooks.delivery.v1.RetryEventRequest
@@ -557,7 +913,7 @@ export type RetryEventRequest = Message<"webhooks.delivery.v1.RetryEventRequest"
  * Use `create(RetryEventRequestSchema)` to create a new message.
  */
 export const RetryEventRequestSchema: GenMessage<RetryEventRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 12);
+  messageDesc(file_webhooks_delivery_v1_delivery, 20);
 
 /**
  * @generated from message webhooks.delivery.v1.DeleteSubscriptionEventsRequest
@@ -574,7 +930,7 @@ export type DeleteSubscriptionEventsRequest = Message<"webhooks.delivery.v1.Dele
  * Use `create(DeleteSubscriptionEventsRequestSchema)` to create a new message.
  */
 export const DeleteSubscriptionEventsRequestSchema: GenMessage<DeleteSubscriptionEventsRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 13);
+  messageDesc(file_webhooks_delivery_v1_delivery, 21);
 
 /**
  * @generated from message webhooks.delivery.v1.DeleteSubscriptionEventsResponse
@@ -591,7 +947,7 @@ export type DeleteSubscriptionEventsResponse = Message<"webhooks.delivery.v1.Del
  * Use `create(DeleteSubscriptionEventsResponseSchema)` to create a new message.
  */
 export const DeleteSubscriptionEventsResponseSchema: GenMessage<DeleteSubscriptionEventsResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 14);
+  messageDesc(file_webhooks_delivery_v1_delivery, 22);
 
 /**
  * One delivery attempt of an event (delivery_attempts), as GET …/events/:eventId/attempts shows it.
@@ -650,7 +1006,7 @@ export type Attempt = Message<"webhooks.delivery.v1.Attempt"> & {
  * Use `create(AttemptSchema)` to create a new message.
  */
 export const AttemptSchema: GenMessage<Attempt> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 15);
+  messageDesc(file_webhooks_delivery_v1_delivery, 23);
 
 /**
  * @generated from message webhooks.delivery.v1.ListAttemptsRequest
@@ -687,7 +1043,7 @@ export type ListAttemptsRequest = Message<"webhooks.delivery.v1.ListAttemptsRequ
  * Use `create(ListAttemptsRequestSchema)` to create a new message.
  */
 export const ListAttemptsRequestSchema: GenMessage<ListAttemptsRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 16);
+  messageDesc(file_webhooks_delivery_v1_delivery, 24);
 
 /**
  * @generated from message webhooks.delivery.v1.ListAttemptsResponse
@@ -711,7 +1067,7 @@ export type ListAttemptsResponse = Message<"webhooks.delivery.v1.ListAttemptsRes
  * Use `create(ListAttemptsResponseSchema)` to create a new message.
  */
 export const ListAttemptsResponseSchema: GenMessage<ListAttemptsResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 17);
+  messageDesc(file_webhooks_delivery_v1_delivery, 25);
 
 /**
  * @generated from message webhooks.delivery.v1.RecoverEventsRequest
@@ -759,7 +1115,7 @@ export type RecoverEventsRequest = Message<"webhooks.delivery.v1.RecoverEventsRe
  * Use `create(RecoverEventsRequestSchema)` to create a new message.
  */
 export const RecoverEventsRequestSchema: GenMessage<RecoverEventsRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 18);
+  messageDesc(file_webhooks_delivery_v1_delivery, 26);
 
 /**
  * @generated from message webhooks.delivery.v1.RecoverEventsResponse
@@ -781,7 +1137,7 @@ export type RecoverEventsResponse = Message<"webhooks.delivery.v1.RecoverEventsR
  * Use `create(RecoverEventsResponseSchema)` to create a new message.
  */
 export const RecoverEventsResponseSchema: GenMessage<RecoverEventsResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 19);
+  messageDesc(file_webhooks_delivery_v1_delivery, 27);
 
 /**
  * GET /v1/events: every filter optional ("" / unset means none), scoped to the key.
@@ -852,7 +1208,7 @@ export type SearchEventsRequest = Message<"webhooks.delivery.v1.SearchEventsRequ
  * Use `create(SearchEventsRequestSchema)` to create a new message.
  */
 export const SearchEventsRequestSchema: GenMessage<SearchEventsRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 20);
+  messageDesc(file_webhooks_delivery_v1_delivery, 28);
 
 /**
  * @generated from message webhooks.delivery.v1.GetHealthRequest
@@ -874,7 +1230,7 @@ export type GetHealthRequest = Message<"webhooks.delivery.v1.GetHealthRequest"> 
  * Use `create(GetHealthRequestSchema)` to create a new message.
  */
 export const GetHealthRequestSchema: GenMessage<GetHealthRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 21);
+  messageDesc(file_webhooks_delivery_v1_delivery, 29);
 
 /**
  * @generated from message webhooks.delivery.v1.WindowStats
@@ -903,7 +1259,7 @@ export type WindowStats = Message<"webhooks.delivery.v1.WindowStats"> & {
  * Use `create(WindowStatsSchema)` to create a new message.
  */
 export const WindowStatsSchema: GenMessage<WindowStats> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 22);
+  messageDesc(file_webhooks_delivery_v1_delivery, 30);
 
 /**
  * @generated from message webhooks.delivery.v1.HealthResponse
@@ -973,7 +1329,7 @@ export type HealthResponse = Message<"webhooks.delivery.v1.HealthResponse"> & {
  * Use `create(HealthResponseSchema)` to create a new message.
  */
 export const HealthResponseSchema: GenMessage<HealthResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 23);
+  messageDesc(file_webhooks_delivery_v1_delivery, 31);
 
 /**
  * StreamEvents: the API key travels in the `authorization: Bearer whk_…` metadata, never in the request.
@@ -1015,7 +1371,7 @@ export type StreamEventsRequest = Message<"webhooks.delivery.v1.StreamEventsRequ
  * Use `create(StreamEventsRequestSchema)` to create a new message.
  */
 export const StreamEventsRequestSchema: GenMessage<StreamEventsRequest> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 24);
+  messageDesc(file_webhooks_delivery_v1_delivery, 32);
 
 /**
  * @generated from message webhooks.delivery.v1.StreamedEvent
@@ -1039,7 +1395,7 @@ export type StreamedEvent = Message<"webhooks.delivery.v1.StreamedEvent"> & {
  * Use `create(StreamedEventSchema)` to create a new message.
  */
 export const StreamedEventSchema: GenMessage<StreamedEvent> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 25);
+  messageDesc(file_webhooks_delivery_v1_delivery, 33);
 
 /**
  * One or more events, in stream order (a consumer that is behind gets them a page at a time).
@@ -1058,7 +1414,7 @@ export type StreamEventsResponse = Message<"webhooks.delivery.v1.StreamEventsRes
  * Use `create(StreamEventsResponseSchema)` to create a new message.
  */
 export const StreamEventsResponseSchema: GenMessage<StreamEventsResponse> = /*@__PURE__*/
-  messageDesc(file_webhooks_delivery_v1_delivery, 26);
+  messageDesc(file_webhooks_delivery_v1_delivery, 34);
 
 /**
  * @generated from service webhooks.delivery.v1.DeliveryService
