@@ -3,14 +3,10 @@
 // non-transfer contracts, between addresses drawn from a fixed pool. Transactions are real protobuf-encoded
 // (raw_data_hex through tronweb, txID = sha256 of it); blockIDs follow java-tron's layout (8-byte number, then the
 // tail of a header hash) and each block's parentHash is its parent's blockID.
-import { createRequire } from "node:module";
 import type { TronBlock, TronTransaction } from "../../matcher/tron-types.ts";
+import { USDT_HEX, baseRaw, finishTransaction, randomHex, sha256Hex, type RefBlock } from "./envelope.ts";
 
-// tronweb through its CommonJS build: under Bun its ESM build sometimes fails to load ("proto is not defined" in
-// its generated protobuf files, which need a load order only require() guarantees; see common/tron-address.ts).
-const { utils } = createRequire(import.meta.url)("tronweb") as typeof import("tronweb");
-
-export const USDT_HEX = "41a614f803b6fd780986a42c78ec9c7f77e6ded13c";
+export { USDT_HEX } from "./envelope.ts";
 const TRC10_IDS = ["1002000", "1005023", "1004937", "1000226"];
 
 export interface TxMix {
@@ -86,16 +82,6 @@ export function mulberry32(seed: number): () => number {
   };
 }
 
-export function randomHex(rand: () => number, bytes: number): string {
-  let s = "";
-  for (let i = 0; i < bytes; i++) s += Math.floor(rand() * 256).toString(16).padStart(2, "0");
-  return s;
-}
-
-export function sha256Hex(data: string | Uint8Array): string {
-  return new Bun.CryptoHasher("sha256").update(data).digest("hex");
-}
-
 /** A pool of hex addresses ("41…") drawn from a seed, so runs and tests can watch addresses the blocks will use. */
 export function addressPool(size: number, seed: number): string[] {
   const rand = mulberry32(seed);
@@ -106,36 +92,6 @@ export function addressPool(size: number, seed: number): string[] {
 
 function word(hex: string): string {
   return hex.padStart(64, "0");
-}
-
-function finishTransaction(raw: TronTransaction["raw_data"], result: string, rand: () => number): TronTransaction {
-  const draft = { raw_data: raw } as TronTransaction;
-  const pb = utils.transaction.txJsonToPb(draft);
-  const rawHex = utils.transaction.txPbToRawDataHex(pb).toLowerCase();
-  const txID = sha256Hex(Buffer.from(rawHex, "hex"));
-  return {
-    ret: [{ contractRet: result }],
-    signature: [randomHex(rand, 65)],
-    txID,
-    raw_data: raw,
-    raw_data_hex: rawHex,
-  };
-}
-
-interface RefBlock {
-  number: number;
-  blockID: string;
-}
-
-function baseRaw(ref: RefBlock, timestamp: number, memoHex?: string) {
-  return {
-    ref_block_bytes: (ref.number & 0xffff).toString(16).padStart(4, "0"),
-    ref_block_hash: ref.blockID.slice(16, 32),
-    expiration: timestamp + 60_000,
-    timestamp: timestamp - 3_000,
-    // The memo is raw_data field 10 (bytes); java-tron prints it as hex, tronweb encodes it into raw_data_hex.
-    ...(memoHex ? { data: memoHex.toLowerCase() } : {}),
-  };
 }
 
 function memoHexOf(spec: TransferSpec): string | undefined {
