@@ -3,12 +3,13 @@
 // form on request; the recorded blocks render to their original bytes in the form they were recorded in.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { TronBlock, TronInternalTransaction, TronTransaction, TronTransactionInfo } from "../../matcher/tron-types.ts";
+import type { TronBlock, TronTransaction, TronTransactionInfo } from "../../matcher/tron-types.ts";
+import { activitySpecToHex, activityTransaction, type ActivitySpec, type ActivityType, type BuiltActivity, type InfoExtra } from "./activity.ts";
+import { USDT_HEX } from "./envelope.ts";
 import { renderVisible, toHexForm } from "./forms.ts";
 import {
   BlockGenerator,
   MAINNET_MIX,
-  USDT_HEX,
   addressPool,
   assembleBlock,
   internalSpecs,
@@ -71,6 +72,14 @@ export interface HistoryTransfer {
   type: "trx" | "trc20";
 }
 
+/** An activity queued for the next block: its transaction and, for a log (approval, blacklist), the log's index. */
+export interface QueuedActivity {
+  type: ActivityType;
+  txId: string;
+  /** The log's index in the transaction's info (0: the only log); -1 for a contract; absent for a failed call (no log). */
+  logIndex?: number;
+}
+
 /** What a node serves: its head, its solidified head and its blocks (the simulated node, or one stuck on a dead branch). */
 export interface ChainView {
   head(): StoredBlock;
@@ -108,8 +117,12 @@ export class SimChain {
   private readonly recordedInfos = new Map<string, TronTransactionInfo>();
   /** Synthesized infos of placed recorded transactions (the TronGrid ones: their infos were never recorded). */
   private readonly placedInfos = new Map<string, TronTransactionInfo>();
-  /** The internal transactions asked for with a transfer spec, by txID. */
-  private readonly internalMoves = new Map<string, TronInternalTransaction[]>();
+  /**
+   * What a transaction's synthesized info adds, by txID: the internal transactions asked for with a transfer spec,
+   * an activity's logs and amounts (generated ones too: the generator fills the same map). Kept by txID, so a
+   * fork's re-included transaction keeps them.
+   */
+  private readonly infoExtras = new Map<string, InfoExtra>();
   private pending: TronTransaction[] = [];
   /** The branch the last fork made with `keepReplaced` replaced, and the block it forked from. */
   private replaced: { ancestor: number; blocks: StoredBlock[] } | null = null;
@@ -163,7 +176,7 @@ export class SimChain {
     const infos = synthesizeTransactionInfos(
       block,
       (id) => this.recordedInfos.get(id) ?? this.placedInfos.get(id),
-      this.internalMoves,
+      this.infoExtras,
     );
     const synthesized = infos.some((i) => !this.recordedInfos.has(i.id));
     const stored: StoredBlock = { block, infos, synthesized, availableAt, rendered: new Map() };
@@ -212,7 +225,6 @@ export class SimChain {
 
   /** Queues transfers for the next block; returns their transaction ids. */
   enqueue(specs: TransferSpec[]): string[] {
-    const parent = this.head();
     const ids: string[] = [];
     for (const spec of specs) {
       const hexSpec: TransferSpec = {
@@ -222,19 +234,48 @@ export class SimChain {
         ...(spec.contract ? { contract: addressToHex(spec.contract) } : {}),
         ...(spec.internal ? { internal: spec.internal.map((m) => ({ ...m, to: addressToHex(m.to) })) } : {}),
       };
-      // Two equal transfers queued together (same parties, amount and time) would be one transaction to java-tron:
-      // each gets a raw_data timestamp 1 ms earlier than the last taken, so every queued one has its own txID.
-      let at = this.now();
-      let tx = transferTransaction(hexSpec, this.ref(parent), at, this.generator.rand);
-      while (ids.includes(tx.txID) || this.pending.some((p) => p.txID === tx.txID) || this.byTxId(tx.txID)) {
-        tx = transferTransaction(hexSpec, this.ref(parent), --at, this.generator.rand);
-      }
+      const tx = this.queueUnique(ids, (ref, at) => transferTransaction(hexSpec, ref, at, this.generator.rand));
       const moves = internalSpecs(hexSpec);
-      if (moves.length > 0) this.internalMoves.set(tx.txID, internalTransactions(tx.txID, hexSpec.contract ?? USDT_HEX, moves));
-      this.pending.push(tx);
-      ids.push(tx.txID);
+      if (moves.length > 0) this.infoExtras.set(tx.txID, { internal_transactions: internalTransactions(tx.txID, hexSpec.contract ?? USDT_HEX, moves) });
     }
     return ids;
+  }
+
+  /**
+   * Queues activities for the next block (see activity.ts); returns, per spec, its txId and (for an approval or a
+   * blacklist event) its log's index. A blacklist call without `issuer` is signed by the first pool address. Every
+   * spec is checked before any is queued: a bad one (a TypeError) queues nothing.
+   */
+  enqueueActivities(specs: ActivitySpec[]): QueuedActivity[] {
+    const hexSpecs = specs.map((s) => {
+      const hex = activitySpecToHex(s);
+      if (hex.type.startsWith("blacklist_") && !hex.issuer) hex.issuer = this.pool[0]!;
+      // Built once here so a missing field throws before anything is queued.
+      activityTransaction(hex, this.ref(this.head()), this.now(), this.generator.rand);
+      return hex;
+    });
+    const ids: string[] = [];
+    return hexSpecs.map((spec) => {
+      let built: BuiltActivity | undefined;
+      const tx = this.queueUnique(ids, (ref, at) => (built = activityTransaction(spec, ref, at, this.generator.rand)).tx);
+      if (built!.extra) this.infoExtras.set(tx.txID, built!.extra);
+      return { type: spec.type, txId: tx.txID, ...(built!.logIndex === undefined ? {} : { logIndex: built!.logIndex }) };
+    });
+  }
+
+  /**
+   * Queues the transaction `make` builds, referring to the head. Two equal ones queued together (same content and
+   * time) would be one transaction to java-tron: each gets a raw_data timestamp 1 ms earlier than the last taken, so
+   * every queued one has its own txID. Adds the txID to `ids`.
+   */
+  private queueUnique(ids: string[], make: (ref: { number: number; blockID: string }, at: number) => TronTransaction): TronTransaction {
+    const ref = this.ref(this.head());
+    let at = this.now();
+    let tx = make(ref, at);
+    while (ids.includes(tx.txID) || this.pending.some((p) => p.txID === tx.txID) || this.byTxId(tx.txID)) tx = make(ref, --at);
+    this.pending.push(tx);
+    ids.push(tx.txID);
+    return tx;
   }
 
   /**

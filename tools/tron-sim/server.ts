@@ -2,11 +2,12 @@
 // parameters and POST with a JSON body, `visible` honoured on every one, as java-tron accepts them), a head that
 // advances every `blockMs`, the solidity API (/walletsolidity/*: the same endpoints, answering only up to the
 // solidified head, which trails the head by `solidLag` blocks), and /sim/* controls for tests: produce blocks now,
-// queue transfers, fork, pause, switch the solidity API off, and faults (a delayed, refused or unanswered request;
+// queue transfers and account activity, fork, pause, switch the solidity API off, and faults (a delayed, refused or unanswered request;
 // a second node stuck on a replaced branch answering every other request).
 import type { Server } from "bun";
 import { ForkRefused, SimChain, renderBlock, renderInfos, type ChainOptions, type ChainView, type StoredBlock } from "./chain.ts";
 import { addressToBase58, renderVisible } from "./forms.ts";
+import type { ActivitySpec } from "./activity.ts";
 import type { TransferSpec } from "./generate.ts";
 
 export interface TronSimOptions extends ChainOptions {
@@ -254,6 +255,12 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
         const txIds = chain.enqueue(specs);
         if (flag(p.produce)) produce(1);
         return Response.json({ txIds });
+      }
+      case "POST activities": {
+        if (!Array.isArray(p.activities)) return Response.json({ Error: "activities must be a list" }, { status: 400 });
+        const activities = chain.enqueueActivities(p.activities as ActivitySpec[]);
+        if (flag(p.produce)) produce(1);
+        return Response.json({ txIds: activities.map((a) => a.txId), activities });
       }
       case "POST place": {
         const fixture = p.fixture;

@@ -1,7 +1,8 @@
 // SYNTHESIZED transaction infos. No real /wallet/gettransactioninfobyblocknum output was recorded (see
 // fixtures/tron/PROVENANCE.md), so for every block except the one recorded transaction info, the simulator
 // makes the infos up in java-tron's shape: TRC-20 `Transfer` logs derived from the calldata of `transfer` and
-// `transferFrom` calls. They are good enough to drive the pipeline (tests, demo, benchmark) and are NOT evidence
+// `transferFrom` calls, and what an activity's transaction makes its info say (activity.ts: Approval and blacklist
+// logs, withdrawn amounts, a permission update's fee). They are good enough to drive the pipeline (tests, demo, benchmark) and are NOT evidence
 // that the decoder reads real node output correctly; that proof is the recorded info of tx 661f1df8….
 // Responses built from them carry the header `x-tron-sim-synthesized: transaction-info`.
 // Fees and receipts follow java-tron's shapes: a transfer burns 268,000 sun of bandwidth (net_fee); a successful
@@ -10,6 +11,7 @@
 // `result: "FAILED"`, the receipt's result (= contractRet) and java-tron's resMessage.
 import type { TronBlock, TronInternalTransaction, TronTransaction, TronTransactionInfo } from "../../matcher/tron-types.ts";
 import { TRANSFER_TOPIC } from "../../matcher/decode.ts";
+import type { InfoExtra } from "./activity.ts";
 import type { InternalSpec } from "./generate.ts";
 
 /** java-tron's resMessage (hex of the text) for a failed contract call. */
@@ -74,12 +76,13 @@ function failedCall(base: TronTransactionInfo, contractAddress: string, result: 
 /**
  * The hex-form (visible=false) infos of every transaction of `block`, in block order. An info `known` has (recorded,
  * or placed whole) is served as it is, with the number and timestamp of the block it is in; the rest are synthesized,
- * with the `internal` transactions a test asked for.
+ * with the `extras` made with the transaction (the internal transactions a test asked for, an activity's logs and
+ * amounts) added or replacing synthesized fields.
  */
 export function synthesizeTransactionInfos(
   block: TronBlock,
   known: (txId: string) => TronTransactionInfo | undefined,
-  internal: Map<string, TronInternalTransaction[]> = new Map(),
+  extras: Map<string, InfoExtra> = new Map(),
 ): TronTransactionInfo[] {
   const number = block.block_header.raw_data.number;
   const ts = block.block_header.raw_data.timestamp;
@@ -87,9 +90,8 @@ export function synthesizeTransactionInfos(
     const real = known(tx.txID);
     if (real) return real.blockNumber === number ? real : { ...real, blockNumber: number, blockTimeStamp: ts };
     const info = synthesizeOne(tx, { id: tx.txID, blockNumber: number, blockTimeStamp: ts });
-    const moves = internal.get(tx.txID);
-    if (moves) info.internal_transactions = moves;
-    return info;
+    const extra = extras.get(tx.txID);
+    return extra ? { ...info, ...extra } : info;
   });
 }
 
