@@ -131,7 +131,7 @@ export class SimChain {
     this.txPerBlock = opts.txPerBlock ?? 300;
     this.solidLag = opts.solidLag ?? 19;
     this.pool = addressPool(opts.poolSize ?? 2_000, opts.seed ?? 1);
-    this.generator = new BlockGenerator({ pool: this.pool, mix: opts.mix ?? MAINNET_MIX, seed: (opts.seed ?? 1) + 7 });
+    this.generator = new BlockGenerator({ pool: this.pool, mix: opts.mix ?? MAINNET_MIX, seed: (opts.seed ?? 1) + 7, infoExtras: this.infoExtras });
     if (opts.recorded ?? true) {
       this.loadRecorded();
     } else {

@@ -1,16 +1,9 @@
 // `bun tools/tron-sim/main.ts [--port 8090] [--block-ms 3000] [--tx 300] [--pool 2000] [--seed 1] [--backlog 0]
-//   [--no-recorded] [--start 70000000] [--prerender] [--usdt 0.45]
+//   [--no-recorded] [--start 70000000] [--prerender] [--mix mainnet|transfers] [--usdt 0.43]
 //   [--solid-lag 19] [--no-solidity] [--history-to ADDR,... [--history-every 10]]`: a java-tron HTTP API simulator on its own (see README.md).
 import { parseArgs } from "node:util";
-import { MAINNET_MIX, type TxMix } from "./generate.ts";
+import { MIXES, mixWithUsdt } from "./generate.ts";
 import { startTronSim } from "./server.ts";
-
-/** The mainnet mix with the USDT share set to `usdt` (0..1), the rest scaled to fill the remainder. */
-function mixWithUsdt(usdt: number): TxMix {
-  const rest = MAINNET_MIX.trx + MAINNET_MIX.trc10 + MAINNET_MIX.other;
-  const f = (1 - usdt) / rest;
-  return { usdt, trx: MAINNET_MIX.trx * f, trc10: MAINNET_MIX.trc10 * f, other: MAINNET_MIX.other * f };
-}
 
 const { values } = parseArgs({
   options: {
@@ -22,6 +15,7 @@ const { values } = parseArgs({
     backlog: { type: "string", default: "0" },
     "no-recorded": { type: "boolean", default: false },
     prerender: { type: "boolean", default: false },
+    mix: { type: "string", default: "mainnet" },
     usdt: { type: "string" },
     start: { type: "string" },
     hostname: { type: "string", default: "127.0.0.1" },
@@ -32,6 +26,11 @@ const { values } = parseArgs({
   },
 });
 
+const baseMix = MIXES[values.mix as keyof typeof MIXES];
+if (!baseMix) {
+  process.stderr.write(`--mix must be one of ${Object.keys(MIXES).join(", ")}\n`);
+  process.exit(2);
+}
 const sim = startTronSim({
   port: Number(values.port),
   hostname: values.hostname,
@@ -43,7 +42,7 @@ const sim = startTronSim({
   recorded: !values["no-recorded"],
   prerender: values.prerender,
   solidLag: Number(values["solid-lag"]),
-  ...(values.usdt ? { mix: mixWithUsdt(Number(values.usdt)) } : {}),
+  mix: values.usdt ? mixWithUsdt(baseMix, Number(values.usdt)) : baseMix,
   ...(values.start ? { startNumber: Number(values.start) } : {}),
   ...(values["history-to"] ? { history: { to: values["history-to"].split(","), every: Number(values["history-every"]) } } : {}),
 });

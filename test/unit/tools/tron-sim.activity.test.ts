@@ -1,16 +1,17 @@
 // The simulator's account activity (issue 33): each kind on demand in java-tron's JSON (both forms) with the info
 // fields it carries, checked against the recorded mainnet Stake 2.0 transactions and decoded with ethers' ABI
-// (through tronweb); forks leave an approval out like a transfer.
+// (through tronweb); forks leave an approval out like a transfer; the generated mix follows the recorded blocks.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { evmWordToBase58, tronwebUtils } from "../../../common/tron-address.ts";
 import type { TronBlock, TronLog, TronTransaction, TronTransactionInfo } from "../../../matcher/tron-types.ts";
+import { startSimProcess } from "../../../bench/sim-process.ts";
 import { activityTransaction, type ActivitySpec, type ResourceCode } from "../../../tools/tron-sim/activity.ts";
 import { FIXTURES_DIR } from "../../../tools/tron-sim/chain.ts";
 import { finishTransaction } from "../../../tools/tron-sim/envelope.ts";
 import { toHexForm } from "../../../tools/tron-sim/forms.ts";
-import { mulberry32 } from "../../../tools/tron-sim/generate.ts";
+import { BlockGenerator, MAINNET_MIX, TRANSFERS_MIX, addressPool, mulberry32 } from "../../../tools/tron-sim/generate.ts";
 import { startTronSim, type TronSim } from "../../../tools/tron-sim/server.ts";
 
 const USDT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
@@ -263,4 +264,79 @@ test("a spec without a field it needs is a 400 and queues nothing of its request
   expect((await post<{ Error: string }>("/sim/activities", { activities: [{ type: "delegate", owner: a, receiver: b, amount: 1, resource: "CPU" }] })).status).toBe(400);
   const [block] = sim.produce(1);
   expect(block!.block.transactions).toBeUndefined();
+});
+
+/** Counts of a generated sample by what each transaction is. */
+function classify(txs: TronTransaction[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const tx of txs) {
+    const c = tx.raw_data.contract[0]!;
+    const key = c.type === "TriggerSmartContract" ? `call:${String(c.parameter.value.data).slice(0, 8)}` : c.type;
+    counts[key] = (counts[key] ?? 0) + 1;
+  }
+  return counts;
+}
+
+function sample(mix: typeof MAINNET_MIX, blocks: number): { txs: TronTransaction[]; generator: BlockGenerator } {
+  const generator = new BlockGenerator({ pool: addressPool(500, 9), mix, seed: 11 });
+  const txs: TronTransaction[] = [];
+  for (let i = 0; i < blocks; i++) txs.push(...generator.block({ number: 100 + i, blockID: "0".repeat(64) }, 1_800_000_000_000 + i * 3_000, 300).transactions!);
+  return { txs, generator };
+}
+
+test("the generated mainnet mix follows the recorded blocks' proportions, with a few approvals per block", () => {
+  const { txs, generator } = sample(MAINNET_MIX, 20);
+  const n = txs.length;
+  const c = classify(txs);
+  const share = (...keys: string[]) => keys.reduce((s, k) => s + (c[k] ?? 0), 0) / n;
+  const calls = share("call:a9059cbb", "call:23b872dd", "call:095ea7b3");
+  // The recorded blocks together: 34 % TRX, 43 % calls, 7.5 % TRC-10, 15.5 % other (56 % of it UnDelegate, 36 % Delegate).
+  expect(share("TransferContract")).toBeCloseTo(0.34, 1);
+  expect(calls).toBeCloseTo(0.43, 1);
+  expect(share("TransferAssetContract")).toBeGreaterThan(0.055);
+  expect(share("TransferAssetContract")).toBeLessThan(0.095);
+  const other = share("DelegateResourceContract", "UnDelegateResourceContract", "FreezeBalanceV2Contract", "AccountCreateContract", "UnfreezeBalanceV2Contract", "WithdrawExpireUnfreezeContract", "VoteWitnessContract", "WithdrawBalanceContract", "CancelAllUnfreezeV2Contract", "AccountPermissionUpdateContract");
+  expect(other).toBeGreaterThan(0.13);
+  expect(other).toBeLessThan(0.18);
+  expect(share("UnDelegateResourceContract") / other).toBeCloseTo(0.56, 1);
+  expect(share("DelegateResourceContract") / other).toBeCloseTo(0.36, 1);
+  expect(c.FreezeBalanceV2Contract).toBeGreaterThan(0);
+  expect(c.AccountCreateContract).toBeGreaterThan(0);
+  // approve() is 2 % of the calls: a few per 300-transaction block.
+  const approvals = c["call:095ea7b3"]! / 20;
+  expect(approvals).toBeGreaterThan(1);
+  expect(approvals).toBeLessThan(5);
+  // What the infos of generated activity need is kept by txID: a log for each approval, an amount for each withdrawal.
+  for (const tx of txs) {
+    const c0 = tx.raw_data.contract[0]!;
+    const extra = generator.infoExtras.get(tx.txID);
+    if (String(c0.parameter.value.data ?? "").startsWith("095ea7b3")) {
+      const ev = parse(ABI, { ...extra!.log![0]!, address: "" });
+      expect(`41${ev.args[0].slice(2).toLowerCase()}`).toBe(String(c0.parameter.value.owner_address));
+    }
+    if (c0.type === "WithdrawBalanceContract") expect(extra!.withdraw_amount).toBeGreaterThan(0);
+    if (c0.type === "WithdrawExpireUnfreezeContract") expect(extra!.withdraw_expire_amount).toBeGreaterThan(0);
+    if (c0.type === "CancelAllUnfreezeV2Contract") expect(extra!.cancel_unfreezeV2_amount).toHaveLength(3);
+  }
+});
+
+test("the transfers mix has transfers only", () => {
+  const { txs, generator } = sample(TRANSFERS_MIX, 5);
+  expect(Object.keys(classify(txs)).sort()).toEqual(["TransferAssetContract", "TransferContract", "call:23b872dd", "call:a9059cbb"]);
+  expect(generator.infoExtras.size).toBe(0);
+});
+
+test("--mix picks the generated mix on the command line", async () => {
+  const { url, proc } = await startSimProcess(["--port", "0", "--block-ms", "0", "--tx", "200", "--no-recorded", "--backlog", "2", "--mix", "transfers"]);
+  try {
+    const block = (await (await fetch(`${url}/wallet/getnowblock`)).json()) as TronBlock;
+    expect(block.transactions).toHaveLength(200);
+    expect(new Set(block.transactions!.map((t) => t.raw_data.contract[0]!.type))).toEqual(new Set(["TransferContract", "TriggerSmartContract", "TransferAssetContract"]));
+  } finally {
+    proc.kill();
+    await proc.exited;
+  }
+  const bad = Bun.spawn([process.execPath, join(import.meta.dir, "../../../tools/tron-sim/main.ts"), "--port", "0", "--mix", "everything"], { stderr: "pipe", stdout: "ignore" });
+  expect(await bad.exited).toBe(2);
+  expect(await new Response(bad.stderr).text()).toContain("--mix must be one of mainnet, transfers");
 });
