@@ -1,6 +1,7 @@
 // One reader of the environment for every service: docs/CONTRACT.md "Running it" lists each variable and its default.
 import { TRON_CHAINS, isChainId, type ChainId } from "./contract/index.ts";
 import { loadBackfillConfig, type BackfillConfig } from "./backfill-config.ts";
+import { DEFAULT_BLACKLIST_CONTRACTS, parseBlacklistContracts } from "./blacklist-config.ts";
 import { INTERNAL_CALLERS, tokenVariable, type InternalCaller } from "./internal-callers.ts";
 import { parseKeyring } from "./keyring.ts";
 import { quotaDefaults, type QuotaLimits } from "./quotas.ts";
@@ -135,6 +136,8 @@ export interface Config {
   /** EVENT_RETENTION_DAYS: events (and their attempts) older than this many days go, a whole day at a time. */
   eventRetentionDays: number;
   matcherChains: ChainId[];
+  /** BLACKLIST_CONTRACTS: per chain, the contracts (base58) whose blacklist events count (common/blacklist-config.ts). */
+  blacklistContracts: Record<ChainId, ReadonlySet<string>>;
   /** BACKFILL_MAX_BLOCKS, BACKFILL_CONCURRENCY_PER_KEY, BACKFILL_NODE_CONCURRENCY (common/backfill-config.ts). */
   backfill: BackfillConfig;
   logLevel: string;
@@ -242,6 +245,7 @@ export function loadConfig(env: Env = process.env): Config {
     quotas: quotaDefaults(env),
     eventRetentionDays,
     matcherChains: env.MATCHER_CHAINS ? parseChainList(env.MATCHER_CHAINS) : [...TRON_CHAINS],
+    blacklistContracts: parseBlacklistContracts(str(env, "BLACKLIST_CONTRACTS", DEFAULT_BLACKLIST_CONTRACTS)),
     backfill: loadBackfillConfig(env),
     logLevel: str(env, "LOG_LEVEL", "info"),
   };
