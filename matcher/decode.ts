@@ -13,6 +13,7 @@
 import { evmWordToBase58, hexToBase58 } from "../common/tron-address.ts";
 import type { TronBlock, TronInternalTransaction, TronTransaction, TronTransactionInfo } from "./tron-types.ts";
 import { MemoMap } from "../common/timing.ts";
+import { ACTIVITY_CONTRACTS } from "./activity/contracts.ts";
 
 export type TransferStandard = "TRX" | "TRC10" | "TRC20";
 
@@ -337,9 +338,16 @@ export function decodeTransactionInfo(info: TronTransactionInfo, ctx: TxContext 
   return out;
 }
 
-// Whose transaction info can matter: transfers and contract calls carry a fee, calls also logs, internal transfers
-// and (failed) their receipt. Resource delegation, votes, account changes move nothing we decode.
-const NEEDS_INFO = new Set(["TransferContract", "TransferAssetContract", "TriggerSmartContract", "CreateSmartContract"]);
+// Whose transaction info can matter: transfers and contract calls carry a fee, calls also logs (transfers, approvals,
+// blacklist events), internal transfers and (failed) their receipt; the account activity contracts carry a fee, and
+// the withdrawals and the unfreeze cancellation their amounts (matcher/activity/). Other system contracts need none.
+const NEEDS_INFO = new Set([
+  "TransferContract",
+  "TransferAssetContract",
+  "TriggerSmartContract",
+  "CreateSmartContract",
+  ...ACTIVITY_CONTRACTS,
+]);
 
 /** Whether any transaction of the block has a fee, logs or internal transfers to read (else the request is skipped). */
 export function blockNeedsTransactionInfo(block: TronBlock): boolean {

@@ -8,6 +8,7 @@ import { isBase58Address } from "../../../common/tron-address.ts";
 import { TRON_CHAINS } from "../../../common/contract/index.ts";
 import {
   TRANSFER_TOPIC,
+  blockNeedsTransactionInfo,
   decodeBlock,
   decodeTransaction,
   decodeTransactionInfo,
@@ -15,6 +16,8 @@ import {
 } from "../../../matcher/decode.ts";
 import { knownToken, tokenTable } from "../../../matcher/tokens.ts";
 import type { TronBlock, TronTransaction, TronTransactionInfo } from "../../../matcher/tron-types.ts";
+import { ACTIVITY_CONTRACTS } from "../../../matcher/activity/contracts.ts";
+import { address, block as blockOf, printed, tx as txOf } from "../../support/tron-json.ts";
 
 // tronweb through its CommonJS build: under Bun its ESM build sometimes fails to load ("proto is not defined" in
 // its generated protobuf files, which need a load order only require() guarantees; see common/tron-address.ts).
@@ -209,5 +212,17 @@ describe("token table", () => {
     expect(knownToken("tron:nile", "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t")).toBeNull();
     expect(knownToken("tron:nile", "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf")).toEqual({ symbol: "USDT", decimals: 6 });
     expect(knownToken("tron:mainnet", "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf")).toBeNull();
+  });
+});
+
+describe("blockNeedsTransactionInfo", () => {
+  test("true for a block holding any activity contract (fees; the withdrawals' and cancellations' amounts)", () => {
+    for (const type of ACTIVITY_CONTRACTS) expect(blockNeedsTransactionInfo(blockOf([txOf(type, { owner_address: printed(address(1), "hex") })]))).toBe(true);
+    expect(ACTIVITY_CONTRACTS).toContain("WithdrawExpireUnfreezeContract");
+    expect(ACTIVITY_CONTRACTS).toHaveLength(9);
+  });
+
+  test("still false for a block of other system contracts only", () => {
+    expect(blockNeedsTransactionInfo(blockOf([txOf("AccountCreateContract", { owner_address: printed(address(1), "hex"), account_address: printed(address(2), "hex") })]))).toBe(false);
   });
 });
