@@ -108,7 +108,7 @@ function wordToAddress(word: string): string | null {
 }
 
 /** normalizeAddress for the addresses that recur most (a log's contract), remembered by their printed form. */
-function logAddress(address: string): string | null {
+export function logAddress(address: string): string | null {
   const hit = rawAddressCache.get(address);
   if (hit !== undefined) return hit;
   const normal = normalizeAddress(address);
@@ -140,7 +140,7 @@ function decodeTokenId(assetName: string, visible: boolean): string {
 }
 
 /** A non-negative integer amount as a decimal string (zero included), or null when it is not one. */
-function toAmount(value: unknown): string | null {
+export function toAmount(value: unknown): string | null {
   if (typeof value === "number") {
     if (!Number.isInteger(value) || value < 0) return null;
     // Past 2^53 String() would print an exponent; BigInt prints every digit the double holds.
@@ -164,22 +164,30 @@ export function decodeMemo(data: unknown): string | null {
   }
 }
 
-function feeOf(info: TronTransactionInfo | undefined): string {
+/** The transaction info's fee in sun, decimal; "0" without an info or a fee. */
+export function feeOf(info: TronTransactionInfo | undefined): string {
   const fee = info?.fee;
   if (typeof fee === "number" && Number.isInteger(fee) && fee > 0) return String(fee);
   if (typeof fee === "string" && /^\d+$/.test(fee)) return BigInt(fee).toString();
   return "0";
 }
 
+/**
+ * A transaction's outcome: its contractRet, else (a node that omits it) its receipt's; a plain transfer without
+ * either succeeded.
+ */
+export function outcomeOf(tx: TronTransaction, info: TronTransactionInfo | undefined): string {
+  const result = transactionResult(tx);
+  if (result !== "") return result;
+  return info && !transactionInfoSucceeded(info) ? (info.receipt?.result ?? "FAILED") : SUCCESS;
+}
+
 function contextOf(tx: TronTransaction, info: TronTransactionInfo | undefined): TxContext {
   const raw = tx.raw_data;
-  let result = transactionResult(tx);
-  // A node that omits contractRet: the receipt says how the call ended; a plain transfer without either succeeded.
-  if (result === "") result = info && !transactionInfoSucceeded(info) ? (info.receipt?.result ?? "FAILED") : SUCCESS;
   return {
     fee: feeOf(info),
     memo: raw.data === undefined ? null : decodeMemo(raw.data),
-    result,
+    result: outcomeOf(tx, info),
     expirationMs: typeof raw.expiration === "number" ? raw.expiration : 0,
   };
 }

@@ -3,7 +3,7 @@
 // what the deliverer receives; addresses are base58check.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ActivitySchema } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
-import type { ActivityFamily, ActivityRole } from "../../common/contract/index.ts";
+import type { ActivityFamily, ActivityRole, ChainId } from "../../common/contract/index.ts";
 
 /** Activity.detail: which family, and its fields. */
 export type ActivityDetail = NonNullable<MessageInitShape<typeof ActivitySchema>["detail"]>;
@@ -25,4 +25,13 @@ export interface DecodedActivity {
   fee: string;
   /** java-tron's contractRet verbatim ("SUCCESS" for every activity the matcher keeps). */
   result: string;
+}
+
+/** What a family's decoder makes of one contract or log; the transaction adds its id, fee and result. */
+export type ActivityFields = Pick<DecodedActivity, "family" | "parties" | "detail">;
+
+export interface ActivityDecodeOptions {
+  chainId: ChainId;
+  /** The contracts (base58) whose AddedBlackList / RemovedBlackList / DestroyedBlackFunds logs count on this chain. */
+  blacklistContracts: ReadonlySet<string>;
 }
