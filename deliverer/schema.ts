@@ -35,10 +35,10 @@ export const events = pgTable(
     chainId: text("chain_id"),
     txId: text("tx_id"),
     logIndex: integer("log_index"),
-    // The transfer's from and to addresses (also in event_addresses, which GET /v1/events?address= reads); empty
-    // for service.ping.
+    // The addresses the event is found by (also in event_addresses, which GET /v1/events?address= reads): a
+    // transfer's from and to, an activity's (deliverer/search-refs.ts); empty for service.ping.
     addresses: text("addresses").array().notNull().default(sql`'{}'::text[]`),
-    // Position in the transaction info's internal_transactions; -1 for every other transfer (and service.ping).
+    // Position in the transaction info's internal_transactions; -1 for every other transfer (and activity, service.ping).
     internalIndex: integer("internal_index").notNull().default(-1),
     // The payload's JSON as it is delivered and shown (deliverer/payload.ts renderPayload), written once and never
     // parsed again: every read (a delivery, a page of the API, StreamEvents) hands these bytes on as they are. As
@@ -111,7 +111,8 @@ export const eventDeliveries = pgTable(
 
 // One event per (subscription, kind, transfer): a re-read block, the second stream over the same block or a fork that
 // re-includes the transaction in another block makes no second event; a transfer is (chain, transaction, log index,
-// internal index). A unique key on the events table would have to include created_at (its partition key), which
+// internal index), and an activity (chain, transaction, log index) with internal index -1, its family in the kind.
+// A unique key on the events table would have to include created_at (its partition key), which
 // differs between two reads of a block, so the identity lives here. Not partitioned (migration 0009): a partition key
 // would have to be part of the identity, and nothing of a transfer's time is: the block's day changes when a fork
 // re-includes the transaction in a block past midnight (a second event under a new webhook-id). Retention deletes the

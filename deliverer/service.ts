@@ -11,17 +11,24 @@ import {
   ListEventsResponseSchema,
   type EnqueueRequest,
   type EventResponse,
+  type NewEvent,
 } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { IdempotencyResultSchema } from "../gen/webhooks/common/v1/error_pb.ts";
 import {
+  ACTIVITY_KINDS,
   ApiError,
+  EVENT_KINDS,
   FAILED,
   PING,
   TRANSFER_KINDS,
+  familyOf,
   invalidRequest,
+  isActivityKind,
   isChainId,
+  isEventKind,
   isTransferKind,
   notFound,
+  type ActivityKind,
 } from "../common/contract/index.ts";
 import { firstDelay } from "../common/retry-policy.ts";
 import { afterEffect, beforeEffect, eventCursor, isPageCursor } from "./rpc-helpers.ts";
@@ -33,13 +40,9 @@ import type { IdempotentOutcome } from "../common/idempotency.ts";
 import { transferKey } from "./db/enqueue.ts";
 import { holdReason } from "./targets.ts";
 import { eventsHeld } from "./metrics.ts";
-import {
-  envelope,
-  renderPayload,
-  sampleTransferData,
-  toEventView,
-  transferData,
-} from "./payload.ts";
+import { activityData, envelope, renderPayload, toEventView, transferData } from "./payload.ts";
+import { testEventSample } from "./samples.ts";
+import { activityAddresses, transferAddresses } from "./search-refs.ts";
 import type { DeliveryServiceDeps } from "./service-deps.ts";
 
 /** Events a DeleteSubscriptionEvents call deletes itself before leaving the rest to the background purge. */
@@ -47,9 +50,55 @@ const PURGE_INLINE_BATCH = 1_000;
 /** Rows written per statement; a bigger Enqueue is written in several (each idempotent on its own). */
 const INSERT_CHUNK = 2_000;
 
-/** The addresses GET /v1/events?address= finds a transfer by: both roles, once each. */
-function transferAddresses(from: string, to: string): string[] {
-  return [...new Set([from, to].filter((a) => a !== ""))];
+/**
+ * A matcher's event as Enqueue checks it: a transfer kind with its transfer, or an activity kind with its activity,
+ * whose detail is the kind's family; invalid_request otherwise (the whole call changes nothing).
+ */
+function checkNewEvent(e: NewEvent, i: number): void {
+  if (!isId("sub", e.subscriptionId)) throw invalidRequest("subscription_id is not a subscription id.", `/events/${i}/subscriptionId`);
+  if (isTransferKind(e.kind)) {
+    const t = e.transfer;
+    if (!t || !isChainId(t.chainId) || t.txId === "") throw invalidRequest("transfer needs a known chain and a txId.", `/events/${i}/transfer`);
+    if (e.kind === FAILED && t.reason === "") throw invalidRequest("A failed transfer needs its reason.", `/events/${i}/transfer/reason`);
+    return;
+  }
+  if (!isActivityKind(e.kind)) {
+    throw invalidRequest(`Only ${[...TRANSFER_KINDS, ...ACTIVITY_KINDS].join(", ")} events are enqueued.`, `/events/${i}/kind`);
+  }
+  const a = e.activity;
+  if (!a || !isChainId(a.chainId) || a.txId === "") throw invalidRequest("activity needs a known chain and a txId.", `/events/${i}/activity`);
+  const family = familyOf(e.kind);
+  if (a.detail.case !== family) throw invalidRequest(`A ${e.kind} event needs activity.${family}.`, `/events/${i}/activity/${family}`);
+  const d = a.detail;
+  // What the payload cannot be rendered without: the token of an approval or a blacklist, the owner permission.
+  if ((d.case === "approval" || d.case === "blacklist") && !d.value.asset?.contract) {
+    throw invalidRequest(`A ${family} needs its token's asset with its contract.`, `/events/${i}/activity/${family}/asset`);
+  }
+  if (d.case === "approval" && !/^[0-9]+$/.test(d.value.amount)) {
+    throw invalidRequest("An approval's amount is a decimal string.", `/events/${i}/activity/approval/amount`);
+  }
+  if (d.case === "permission" && !d.value.owner) {
+    throw invalidRequest("A permission update needs its owner permission.", `/events/${i}/activity/permission/owner`);
+  }
+}
+
+/** What a new event's row is identified and found by, and its data, for a transfer or an activity (checked before). */
+function eventFields(e: NewEvent) {
+  if (e.transfer && isTransferKind(e.kind)) {
+    const t = e.transfer;
+    return {
+      chainId: t.chainId, txId: t.txId, logIndex: t.logIndex, internalIndex: t.internalIndex,
+      addresses: transferAddresses(t.from, t.to),
+      data: transferData(t, e.kind, e.backfill ?? null),
+    };
+  }
+  const a = e.activity!;
+  // An activity's identity is (chainId, txId, logIndex) and its family, which the kind carries; it has no internal index.
+  return {
+    chainId: a.chainId, txId: a.txId, logIndex: a.logIndex, internalIndex: -1,
+    addresses: activityAddresses(a),
+    data: activityData(a, e.kind as ActivityKind, e.backfill ?? null),
+  };
 }
 
 function withIdempotency(out: IdempotentOutcome<EventResponse>): EventResponse {
@@ -76,13 +125,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
   }
 
   async function enqueue(req: EnqueueRequest) {
-    req.events.forEach((e, i) => {
-      if (!isId("sub", e.subscriptionId)) throw invalidRequest("subscription_id is not a subscription id.", `/events/${i}/subscriptionId`);
-      if (!isTransferKind(e.kind)) throw invalidRequest(`Only ${TRANSFER_KINDS.join(", ")} events are enqueued.`, `/events/${i}/kind`);
-      const t = e.transfer;
-      if (!t || !isChainId(t.chainId) || t.txId === "") throw invalidRequest("transfer needs a known chain and a txId.", `/events/${i}/transfer`);
-      if (e.kind === FAILED && t.reason === "") throw invalidRequest("A failed transfer needs its reason.", `/events/${i}/transfer/reason`);
-    });
+    req.events.forEach(checkNewEvent);
     // No events for a subscription that is gone, disabled or whose key is revoked (docs/CONTRACT.md). One whose
     // secret cannot be read gets its events, held (out of the schedule) until the secret reads again: the block
     // is not refused for it, so every other subscription's events go on.
@@ -95,8 +138,8 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
       const target = targets.get(e.subscriptionId);
       if (!target?.exists || !target.active) return;
       const heldReason = holdReason(target);
-      const t = e.transfer!;
-      const key = transferKey(e.subscriptionId, e.kind, t.chainId, t.txId, t.logIndex, t.internalIndex);
+      const f = eventFields(e);
+      const key = transferKey(e.subscriptionId, e.kind, f.chainId, f.txId, f.logIndex, f.internalIndex);
       keyOf[i] = key;
       if (seen.has(key)) return;
       const id = newId("evt");
@@ -105,13 +148,13 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
         id,
         subscriptionId: e.subscriptionId,
         keyId: target.keyId,
-        addresses: transferAddresses(t.from, t.to),
+        addresses: f.addresses,
         kind: e.kind,
-        chainId: t.chainId,
-        txId: t.txId,
-        logIndex: t.logIndex,
-        internalIndex: t.internalIndex,
-        payload: renderPayload(envelope(id, e.kind, e.subscriptionId, now, transferData(t, e.kind, e.backfill ?? null))),
+        chainId: f.chainId,
+        txId: f.txId,
+        logIndex: f.logIndex,
+        internalIndex: f.internalIndex,
+        payload: renderPayload(envelope(id, e.kind, e.subscriptionId, now, f.data)),
         status: "pending",
         nextAttemptAt: new Date(firstDueMs()),
         held: heldReason !== undefined,
@@ -178,10 +221,7 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
       async createTestEvent(req) {
         if (!isId("sub", req.subscriptionId)) throw notFound("subscription");
         const kind = req.kind === "" ? PING : req.kind;
-        const transfer = isTransferKind(kind);
-        if (kind !== PING && !transfer) {
-          throw new ApiError("unsupported_event", `Test events are ${[PING, ...TRANSFER_KINDS].join(", ")}.`, { event: req.kind });
-        }
+        if (!isEventKind(kind)) throw new ApiError("unsupported_event", `Test events are ${EVENT_KINDS.join(", ")}.`, { event: req.kind });
         let scheduled: string | undefined;
         const out = await d.store.idempotent(
           EventResponseSchema,
@@ -192,23 +232,18 @@ export function deliveryRoutes(d: DeliveryServiceDeps) {
             const target = await activeTarget(req.keyId, req.subscriptionId);
             const id = newId("evt");
             const now = new Date();
-            const chainId = transfer
-              ? (target.chains.includes("tron:mainnet") ? "tron:mainnet" : (target.chains[0] ?? "tron:mainnet"))
-              : null;
-            const data = transfer
-              ? sampleTransferData(chainId!, kind, now)
-              : { message: "This is a test event from the TRON webhook service." };
+            const sample = testEventSample(kind, target.chains, now);
             await beforeEffect(() => d.schedule.reserve([id], Date.now() + d.reserveMs));
             const row = await d.store.insertEvent(tx, {
               id,
               subscriptionId: req.subscriptionId,
               keyId: target.keyId,
-              addresses: transfer ? transferAddresses((data as { from: string }).from, (data as { to: string }).to) : [],
+              addresses: sample.addresses,
               kind,
-              chainId,
-              txId: transfer ? (data as { txId: string }).txId : null,
-              logIndex: transfer ? (data as { logIndex: number }).logIndex : null,
-              payload: renderPayload(envelope(id, kind, req.subscriptionId, now, data)),
+              chainId: sample.chainId,
+              txId: sample.txId,
+              logIndex: sample.logIndex,
+              payload: renderPayload(envelope(id, kind, req.subscriptionId, now, sample.data)),
               status: "pending",
               nextAttemptAt: new Date(firstDueMs()),
               createdAt: now,

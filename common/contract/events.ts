@@ -50,6 +50,19 @@ export function activityKinds(family: ActivityFamily): { broadcasted: ActivityKi
 export const ACTIVITY_ROLES = ["owner", "spender", "receiver", "blacklisted"] as const;
 export type ActivityRole = (typeof ACTIVITY_ROLES)[number];
 
+/** wallet.resource.*'s data.type: which Stake 2.0 contract, vote or reward withdrawal. */
+export const RESOURCE_MOVE_TYPES = [
+  "freeze", "unfreeze", "withdraw_unfrozen", "cancel_unfreeze", "delegate", "undelegate", "vote", "withdraw_rewards",
+] as const;
+export type ResourceMoveType = (typeof RESOURCE_MOVE_TYPES)[number];
+
+/** wallet.resource.*'s data.resource where the contract names one (TRON_POWER where the chain allows freezing for it). */
+export const RESOURCE_NAMES = ["ENERGY", "BANDWIDTH", "TRON_POWER"] as const;
+
+/** wallet.blacklist.*'s data.type: AddedBlackList, RemovedBlackList, DestroyedBlackFunds. */
+export const BLACKLIST_TYPES = ["added", "removed", "funds_destroyed"] as const;
+export type BlacklistType = (typeof BLACKLIST_TYPES)[number];
+
 /** Every kind, in the order the API lists them. */
 export const EVENT_KINDS = [...TRANSFER_KINDS, PING] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];

@@ -12,7 +12,10 @@ const ENQUEUE_TRANSFERS_SQL = sqlFile(new URL("./enqueue-transfers.sql", import.
 /** The stored event id of each of the rows' identities ($1: the rows as a JSON array). */
 const EXISTING_TRANSFERS_SQL = sqlFile(new URL("./enqueue-existing.sql", import.meta.url));
 
-/** The identity of a transfer event: one per (subscription, kind, chain, transaction, log index, internal index). */
+/**
+ * The identity of a chain event: one per (subscription, kind, chain, transaction, log index, internal index). An
+ * activity's internal index is -1; its kind names its family, so two families of one transaction stay apart.
+ */
 export function transferKey(
   subscriptionId: string,
   kind: string,
@@ -25,7 +28,7 @@ export function transferKey(
 }
 
 /**
- * Inserts transfer events in one statement; an event whose (subscription, kind, chain, txId, logIndex,
+ * Inserts chain events (transfers and activity) in one statement; an event whose (subscription, kind, chain, txId, logIndex,
  * internalIndex) exists already is not inserted. Returns the ids actually inserted and, for every key, the id now stored for it.
  */
 export async function insertTransferEvents(db: DelivererDb, rows: NewEventRow[]): Promise<{ inserted: Set<string>; idByKey: Map<string, string> }> {

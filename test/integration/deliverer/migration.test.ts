@@ -13,7 +13,8 @@ import { ulid } from "ulid";
 import { openDatabase, runMigrations, type Database } from "../../../common/db.ts";
 import { DELIVERER_MIGRATIONS, DELIVERER_MIGRATIONS_TABLE } from "../../../deliverer/db/connection.ts";
 import { delivererSchema } from "../../../deliverer/schema.ts";
-import { envelope, renderPayload, sampleTransferData } from "../../../deliverer/payload.ts";
+import { envelope, renderPayload } from "../../../deliverer/payload.ts";
+import { sampleTransferData } from "../../../deliverer/samples.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/db.ts";
 
 const databases: TestDatabase[] = [];

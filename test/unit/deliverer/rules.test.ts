@@ -97,6 +97,28 @@ describe("payload and headers", () => {
     expect(renderPayload({ id: "e" })).toBe('{"id":"e","data":{}}');
   });
 
+  test("an activity's data renders in its family's order, its nested objects in theirs", () => {
+    const keys = [{ weight: 1, address: "TA" }];
+    const stored = {
+      kind: "wallet.permission.confirmed", id: "evt_X",
+      data: {
+        fee: "100000000", txId: "ab", owner: { keys, threshold: 1 }, witness: null, backfill: null, address: "TA", chainId: "tron:mainnet",
+        actives: [{ keys, operations: "7fff", threshold: 1, name: "active" }], solidifiedBlockNumber: 20, matchedAddresses: [],
+      },
+    };
+    expect(renderPayload(stored)).toBe(
+      '{"id":"evt_X","kind":"wallet.permission.confirmed","data":{"chainId":"tron:mainnet","txId":"ab","address":"TA",' +
+        '"owner":{"threshold":1,"keys":[{"address":"TA","weight":1}]},"witness":null,' +
+        '"actives":[{"name":"active","threshold":1,"operations":"7fff","keys":[{"address":"TA","weight":1}]}],' +
+        '"fee":"100000000","solidifiedBlockNumber":20,"matchedAddresses":[],"backfill":null}}',
+    );
+    // An approval's asset and a vote's entries too; a transfer kind's own keys are not an activity's.
+    const approval = { kind: "wallet.approval.broadcasted", data: { asset: { decimals: 6, type: "fungible" }, amount: "1", owner: "TA", unlimited: false, from: "TB" } };
+    expect(renderPayload(approval)).toBe('{"kind":"wallet.approval.broadcasted","data":{"owner":"TA","amount":"1","unlimited":false,"asset":{"type":"fungible","decimals":6},"from":"TB"}}');
+    const vote = { kind: "wallet.resource.broadcasted", data: { votes: [{ count: 5, address: "TW" }], type: "vote" } };
+    expect(renderPayload(vote)).toBe('{"kind":"wallet.resource.broadcasted","data":{"type":"vote","votes":[{"address":"TW","count":5}]}}');
+  });
+
   test("headers carry the event id, timestamp and one signature per secret, newest first", () => {
     const newer = "whsec_" + Buffer.alloc(32, 1).toString("base64");
     const older = "whsec_" + Buffer.alloc(32, 2).toString("base64");
