@@ -2,6 +2,7 @@
 // schema, the delivery headers, what each answer means to the sender, and a full example signed for real.
 import type { TSchema } from "elysia";
 import {
+  ACTIVITY_DATA_SCHEMAS,
   BroadcastedDataSchema,
   ConfirmedDataSchema,
   DELIVERY_HEADERS,
@@ -12,7 +13,7 @@ import {
   VERIFY_EXAMPLE,
   exampleDelivery,
 } from "./event-catalog.ts";
-import { EVENT_KINDS, RESPONSE_BODY_LIMIT, type EventKind } from "../common/contract/index.ts";
+import { ACTIVITY_KINDS, EVENT_KINDS, RESPONSE_BODY_LIMIT, type EventKind } from "../common/contract/index.ts";
 import { DEFAULT_RETRY_SCHEDULE, JITTER_FRACTION, RETRY_AFTER_MAX_FACTOR, describeSchedule, parseRetrySchedule } from "../common/retry-policy.ts";
 
 /** A TypeBox schema as plain JSON Schema (TypeBox's symbol keys dropped). */
@@ -20,10 +21,14 @@ export function plainSchema(schema: TSchema): Record<string, unknown> {
   return JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
 }
 
+/** Each kind's data schema under its title (ApprovalBroadcastedData, …). */
 const DATA: Record<EventKind, { name: string; schema: TSchema }> = {
   "wallet.transfer.broadcasted": { name: "TransferBroadcastedData", schema: BroadcastedDataSchema },
   "wallet.transfer.confirmed": { name: "TransferConfirmedData", schema: ConfirmedDataSchema },
   "wallet.transfer.failed": { name: "TransferFailedData", schema: FailedDataSchema },
+  ...(Object.fromEntries(
+    ACTIVITY_KINDS.map((kind) => [kind, { name: ACTIVITY_DATA_SCHEMAS[kind].title as string, schema: ACTIVITY_DATA_SCHEMAS[kind] }]),
+  ) as Record<(typeof ACTIVITY_KINDS)[number], { name: string; schema: TSchema }>),
   "service.ping": { name: "PingData", schema: PingDataSchema },
 };
 

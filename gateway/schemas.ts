@@ -68,7 +68,10 @@ export const MatchSchema = t.Object(
     directions: t.Array(DIRECTION),
     includeZeroValue: t.Boolean({ description: "Whether transfers of amount 0 make events." }),
   },
-  { title: "MatchConditions", description: "Which transfers of the watched addresses make events; defaults filled in." },
+  {
+    title: "MatchConditions",
+    description: "Which transfers of the watched addresses make events; defaults filled in. Account activity kinds ignore them.",
+  },
 );
 
 export const AssetConditionInput = InputObject({
@@ -98,8 +101,9 @@ export const MatchInput = t.Union(
   ],
   {
     description:
-      "Which transfers of the watched addresses make events, for every transfer kind. Omitted or null: the default " +
-      '{"assets": null, "directions": ["incoming", "outgoing"], "includeZeroValue": false} (on PUT too).',
+      "Which transfers of the watched addresses make events, for every transfer kind; the account activity kinds " +
+      "(approval, permission, resource, blacklist) ignore them, and a subscription listing only those may still carry " +
+      'them. Omitted or null: the default {"assets": null, "directions": ["incoming", "outgoing"], "includeZeroValue": false} (on PUT too).',
   },
 );
 

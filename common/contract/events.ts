@@ -64,7 +64,7 @@ export const BLACKLIST_TYPES = ["added", "removed", "funds_destroyed"] as const;
 export type BlacklistType = (typeof BLACKLIST_TYPES)[number];
 
 /** Every kind, in the order the API lists them. */
-export const EVENT_KINDS = [...TRANSFER_KINDS, PING] as const;
+export const EVENT_KINDS = [...TRANSFER_KINDS, ...ACTIVITY_KINDS, PING] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 
 export function isEventKind(value: string): value is EventKind {

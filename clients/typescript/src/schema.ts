@@ -157,7 +157,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event
-         * @description Fires service.ping (default) or a sample transfer event (wallet.transfer.broadcasted, .confirmed or .failed), whatever the subscription's events and addresses. 409 subscription_disabled on a disabled subscription.
+         * @description Fires service.ping (default) or a sample event of any other kind (a transfer: wallet.transfer.broadcasted, .confirmed or .failed; an account activity: wallet.approval, .permission, .resource or .blacklist, each .broadcasted or .confirmed), whatever the subscription's events and addresses. 409 subscription_disabled on a disabled subscription.
          */
         post: operations["postV1SubscriptionsByIdTest"];
         delete?: never;
@@ -373,7 +373,7 @@ export interface webhooks {
          * wallet.transfer.broadcasted: A transfer appeared in a new block (fast, provisional)
          * @description A successful TRX, TRC-10 or TRC-20 transfer touching a watched address appears in a new block at the chain's head, seconds after it was made. Provisional: a fork above the solidified head may still replace the block; the transfer then ends as confirmed (re-included) or failed with reason dropped.
          *
-         *     Finality: broadcasted is provisional; confirmed and failed are final and never contradict each other (a transfer gets at most one of them). Ordering: none. Deliveries are independent and retried on their own schedule, so a receiver may see confirmed before broadcasted. Identity: a transfer is (chainId, txId, logIndex, internalIndex), and there is one event per (subscription, kind, transfer): re-reading a block, a restart or a fork never makes a second one. Delivery is at least once: deduplicate deliveries on the webhook-id header (the event id, the same on every attempt), and per transfer on the identity tuple together with the kind.
+         *     Finality: broadcasted is provisional; confirmed and failed are final and never contradict each other (a transfer gets at most one of them). Account activity (approval, permission, resource, blacklist) has broadcasted and confirmed only: a broadcasted activity a fork dropped gets no final event. Ordering: none. Deliveries are independent and retried on their own schedule, so a receiver may see confirmed before broadcasted. Identity: a transfer is (chainId, txId, logIndex, internalIndex), an activity (chainId, txId, logIndex) within its family, and there is one event per (subscription, kind, identity): re-reading a block, a restart or a fork never makes a second one. Delivery is at least once: deduplicate deliveries on the webhook-id header (the event id, the same on every attempt), and per transfer or activity on the identity tuple together with the kind.
          *
          *     Verify the signature before acting on a delivery: see the webhooks tag.
          */
@@ -397,7 +397,7 @@ export interface webhooks {
          * wallet.transfer.confirmed: A transfer's block is solidified (final)
          * @description The block holding a successful transfer is at or below the node's solidified head on the canonical chain (about a minute after broadcasted on mainnet). Final: credit a deposit on this event. A subscription listing only this kind gets it without broadcasted.
          *
-         *     Finality: broadcasted is provisional; confirmed and failed are final and never contradict each other (a transfer gets at most one of them). Ordering: none. Deliveries are independent and retried on their own schedule, so a receiver may see confirmed before broadcasted. Identity: a transfer is (chainId, txId, logIndex, internalIndex), and there is one event per (subscription, kind, transfer): re-reading a block, a restart or a fork never makes a second one. Delivery is at least once: deduplicate deliveries on the webhook-id header (the event id, the same on every attempt), and per transfer on the identity tuple together with the kind.
+         *     Finality: broadcasted is provisional; confirmed and failed are final and never contradict each other (a transfer gets at most one of them). Account activity (approval, permission, resource, blacklist) has broadcasted and confirmed only: a broadcasted activity a fork dropped gets no final event. Ordering: none. Deliveries are independent and retried on their own schedule, so a receiver may see confirmed before broadcasted. Identity: a transfer is (chainId, txId, logIndex, internalIndex), an activity (chainId, txId, logIndex) within its family, and there is one event per (subscription, kind, identity): re-reading a block, a restart or a fork never makes a second one. Delivery is at least once: deduplicate deliveries on the webhook-id header (the event id, the same on every attempt), and per transfer or activity on the identity tuple together with the kind.
          *
          *     Verify the signature before acting on a delivery: see the webhooks tag.
          */
@@ -421,11 +421,203 @@ export interface webhooks {
          * wallet.transfer.failed: A transfer failed for good (final)
          * @description The transaction is in a solidified block with a result other than SUCCESS (reason = java-tron's contractRet: REVERT, OUT_OF_ENERGY, ...; from, to and amount are what it would have moved), or it was broadcasted in a block that a fork replaced and the solidified chain passed its expiration without including it (reason dropped; blockNumber and blockHash are the replaced block's). Final.
          *
-         *     Finality: broadcasted is provisional; confirmed and failed are final and never contradict each other (a transfer gets at most one of them). Ordering: none. Deliveries are independent and retried on their own schedule, so a receiver may see confirmed before broadcasted. Identity: a transfer is (chainId, txId, logIndex, internalIndex), and there is one event per (subscription, kind, transfer): re-reading a block, a restart or a fork never makes a second one. Delivery is at least once: deduplicate deliveries on the webhook-id header (the event id, the same on every attempt), and per transfer on the identity tuple together with the kind.
+         *     Finality: broadcasted is provisional; confirmed and failed are final and never contradict each other (a transfer gets at most one of them). Account activity (approval, permission, resource, blacklist) has broadcasted and confirmed only: a broadcasted activity a fork dropped gets no final event. Ordering: none. Deliveries are independent and retried on their own schedule, so a receiver may see confirmed before broadcasted. Identity: a transfer is (chainId, txId, logIndex, internalIndex), an activity (chainId, txId, logIndex) within its family, and there is one event per (subscription, kind, identity): re-reading a block, a restart or a fork never makes a second one. Delivery is at least once: deduplicate deliveries on the webhook-id header (the event id, the same on every attempt), and per transfer or activity on the identity tuple together with the kind.
          *
          *     Verify the signature before acting on a delivery: see the webhooks tag.
          */
         post: operations["walletTransferFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "wallet.approval.broadcasted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * wallet.approval.broadcasted: A token approval appeared in a new block (provisional)
+         * @description A TRC-20 Approval(owner, spender, value) log of any contract, where the owner or the spender is watched, appears in a new block at the head (successful transactions only). An approval of 0 (a revocation) is delivered too; unlimited is true from 2^255. Provisional: a broadcasted activity whose block a fork replaced and that never reached the solidified chain gets no final event.
+         *
+         *     Finality: broadcasted is provisional; confirmed and failed are final and never contradict each other (a transfer gets at most one of them). Account activity (approval, permission, resource, blacklist) has broadcasted and confirmed only: a broadcasted activity a fork dropped gets no final event. Ordering: none. Deliveries are independent and retried on their own schedule, so a receiver may see confirmed before broadcasted. Identity: a transfer is (chainId, txId, logIndex, internalIndex), an activity (chainId, txId, logIndex) within its family, and there is one event per (subscription, kind, identity): re-reading a block, a restart or a fork never makes a second one. Delivery is at least once: deduplicate deliveries on the webhook-id header (the event id, the same on every attempt), and per transfer or activity on the identity tuple together with the kind.
+         *
+         *     Verify the signature before acting on a delivery: see the webhooks tag.
+         */
+        post: operations["walletApprovalBroadcasted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "wallet.approval.confirmed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * wallet.approval.confirmed: A token approval's block is solidified (final)
+         * @description The block holding an approval (as for wallet.approval.broadcasted) is solidified on the canonical chain. Final.
+         *
+         *     Finality: broadcasted is provisional; confirmed and failed are final and never contradict each other (a transfer gets at most one of them). Account activity (approval, permission, resource, blacklist) has broadcasted and confirmed only: a broadcasted activity a fork dropped gets no final event. Ordering: none. Deliveries are independent and retried on their own schedule, so a receiver may see confirmed before broadcasted. Identity: a transfer is (chainId, txId, logIndex, internalIndex), an activity (chainId, txId, logIndex) within its family, and there is one event per (subscription, kind, identity): re-reading a block, a restart or a fork never makes a second one. Delivery is at least once: deduplicate deliveries on the webhook-id header (the event id, the same on every attempt), and per transfer or activity on the identity tuple together with the kind.
+         *
+         *     Verify the signature before acting on a delivery: see the webhooks tag.
+         */
+        post: operations["walletApprovalConfirmed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "wallet.permission.broadcasted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * wallet.permission.broadcasted: An account's permissions were rewritten (provisional)
+         * @description An AccountPermissionUpdateContract of a watched account appears in a new block at the head: the owner, witness and active permissions as the transaction sets them (who may sign for the account from now on). Provisional, as for the other activity kinds.
+         *
+         *     Finality: broadcasted is provisional; confirmed and failed are final and never contradict each other (a transfer gets at most one of them). Account activity (approval, permission, resource, blacklist) has broadcasted and confirmed only: a broadcasted activity a fork dropped gets no final event. Ordering: none. Deliveries are independent and retried on their own schedule, so a receiver may see confirmed before broadcasted. Identity: a transfer is (chainId, txId, logIndex, internalIndex), an activity (chainId, txId, logIndex) within its family, and there is one event per (subscription, kind, identity): re-reading a block, a restart or a fork never makes a second one. Delivery is at least once: deduplicate deliveries on the webhook-id header (the event id, the same on every attempt), and per transfer or activity on the identity tuple together with the kind.
+         *
+         *     Verify the signature before acting on a delivery: see the webhooks tag.
+         */
+        post: operations["walletPermissionBroadcasted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "wallet.permission.confirmed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * wallet.permission.confirmed: A permission update's block is solidified (final)
+         * @description The block holding a permission update (as for wallet.permission.broadcasted) is solidified on the canonical chain. Final.
+         *
+         *     Finality: broadcasted is provisional; confirmed and failed are final and never contradict each other (a transfer gets at most one of them). Account activity (approval, permission, resource, blacklist) has broadcasted and confirmed only: a broadcasted activity a fork dropped gets no final event. Ordering: none. Deliveries are independent and retried on their own schedule, so a receiver may see confirmed before broadcasted. Identity: a transfer is (chainId, txId, logIndex, internalIndex), an activity (chainId, txId, logIndex) within its family, and there is one event per (subscription, kind, identity): re-reading a block, a restart or a fork never makes a second one. Delivery is at least once: deduplicate deliveries on the webhook-id header (the event id, the same on every attempt), and per transfer or activity on the identity tuple together with the kind.
+         *
+         *     Verify the signature before acting on a delivery: see the webhooks tag.
+         */
+        post: operations["walletPermissionConfirmed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "wallet.resource.broadcasted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * wallet.resource.broadcasted: A Stake 2.0 resource move, vote or reward withdrawal appeared in a new block (provisional)
+         * @description A freeze, unfreeze, withdrawal of unfrozen TRX, cancellation of unfreezes, delegation, undelegation, vote or reward withdrawal whose owner or receiver is watched appears in a new block at the head. Provisional, as for the other activity kinds.
+         *
+         *     Finality: broadcasted is provisional; confirmed and failed are final and never contradict each other (a transfer gets at most one of them). Account activity (approval, permission, resource, blacklist) has broadcasted and confirmed only: a broadcasted activity a fork dropped gets no final event. Ordering: none. Deliveries are independent and retried on their own schedule, so a receiver may see confirmed before broadcasted. Identity: a transfer is (chainId, txId, logIndex, internalIndex), an activity (chainId, txId, logIndex) within its family, and there is one event per (subscription, kind, identity): re-reading a block, a restart or a fork never makes a second one. Delivery is at least once: deduplicate deliveries on the webhook-id header (the event id, the same on every attempt), and per transfer or activity on the identity tuple together with the kind.
+         *
+         *     Verify the signature before acting on a delivery: see the webhooks tag.
+         */
+        post: operations["walletResourceBroadcasted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "wallet.resource.confirmed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * wallet.resource.confirmed: A resource move's block is solidified (final)
+         * @description The block holding a resource move (as for wallet.resource.broadcasted) is solidified on the canonical chain. Final.
+         *
+         *     Finality: broadcasted is provisional; confirmed and failed are final and never contradict each other (a transfer gets at most one of them). Account activity (approval, permission, resource, blacklist) has broadcasted and confirmed only: a broadcasted activity a fork dropped gets no final event. Ordering: none. Deliveries are independent and retried on their own schedule, so a receiver may see confirmed before broadcasted. Identity: a transfer is (chainId, txId, logIndex, internalIndex), an activity (chainId, txId, logIndex) within its family, and there is one event per (subscription, kind, identity): re-reading a block, a restart or a fork never makes a second one. Delivery is at least once: deduplicate deliveries on the webhook-id header (the event id, the same on every attempt), and per transfer or activity on the identity tuple together with the kind.
+         *
+         *     Verify the signature before acting on a delivery: see the webhooks tag.
+         */
+        post: operations["walletResourceConfirmed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "wallet.blacklist.broadcasted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * wallet.blacklist.broadcasted: A stablecoin issuer froze, unfroze or wiped a watched address (provisional)
+         * @description An AddedBlackList, RemovedBlackList or DestroyedBlackFunds log of a contract in the operator's BLACKLIST_CONTRACTS (USDT on mainnet by default), about a watched address, appears in a new block at the head. Provisional, as for the other activity kinds.
+         *
+         *     Finality: broadcasted is provisional; confirmed and failed are final and never contradict each other (a transfer gets at most one of them). Account activity (approval, permission, resource, blacklist) has broadcasted and confirmed only: a broadcasted activity a fork dropped gets no final event. Ordering: none. Deliveries are independent and retried on their own schedule, so a receiver may see confirmed before broadcasted. Identity: a transfer is (chainId, txId, logIndex, internalIndex), an activity (chainId, txId, logIndex) within its family, and there is one event per (subscription, kind, identity): re-reading a block, a restart or a fork never makes a second one. Delivery is at least once: deduplicate deliveries on the webhook-id header (the event id, the same on every attempt), and per transfer or activity on the identity tuple together with the kind.
+         *
+         *     Verify the signature before acting on a delivery: see the webhooks tag.
+         */
+        post: operations["walletBlacklistBroadcasted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "wallet.blacklist.confirmed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * wallet.blacklist.confirmed: A blacklist event's block is solidified (final)
+         * @description The block holding a blacklist event (as for wallet.blacklist.broadcasted) is solidified on the canonical chain. Final.
+         *
+         *     Finality: broadcasted is provisional; confirmed and failed are final and never contradict each other (a transfer gets at most one of them). Account activity (approval, permission, resource, blacklist) has broadcasted and confirmed only: a broadcasted activity a fork dropped gets no final event. Ordering: none. Deliveries are independent and retried on their own schedule, so a receiver may see confirmed before broadcasted. Identity: a transfer is (chainId, txId, logIndex, internalIndex), an activity (chainId, txId, logIndex) within its family, and there is one event per (subscription, kind, identity): re-reading a block, a restart or a fork never makes a second one. Delivery is at least once: deduplicate deliveries on the webhook-id header (the event id, the same on every attempt), and per transfer or activity on the identity tuple together with the kind.
+         *
+         *     Verify the signature before acting on a delivery: see the webhooks tag.
+         */
+        post: operations["walletBlacklistConfirmed"];
         delete?: never;
         options?: never;
         head?: never;
@@ -445,7 +637,7 @@ export interface webhooks {
          * service.ping: A test event
          * @description Sent by POST /v1/subscriptions/{id}/test (its default kind), whatever the subscription's events and addresses.
          *
-         *     Finality: broadcasted is provisional; confirmed and failed are final and never contradict each other (a transfer gets at most one of them). Ordering: none. Deliveries are independent and retried on their own schedule, so a receiver may see confirmed before broadcasted. Identity: a transfer is (chainId, txId, logIndex, internalIndex), and there is one event per (subscription, kind, transfer): re-reading a block, a restart or a fork never makes a second one. Delivery is at least once: deduplicate deliveries on the webhook-id header (the event id, the same on every attempt), and per transfer on the identity tuple together with the kind.
+         *     Finality: broadcasted is provisional; confirmed and failed are final and never contradict each other (a transfer gets at most one of them). Account activity (approval, permission, resource, blacklist) has broadcasted and confirmed only: a broadcasted activity a fork dropped gets no final event. Ordering: none. Deliveries are independent and retried on their own schedule, so a receiver may see confirmed before broadcasted. Identity: a transfer is (chainId, txId, logIndex, internalIndex), an activity (chainId, txId, logIndex) within its family, and there is one event per (subscription, kind, identity): re-reading a block, a restart or a fork never makes a second one. Delivery is at least once: deduplicate deliveries on the webhook-id header (the event id, the same on every attempt), and per transfer or activity on the identity tuple together with the kind.
          *
          *     Verify the signature before acting on a delivery: see the webhooks tag.
          */
@@ -760,6 +952,720 @@ export interface components {
             subscriptionId: string;
             data: components["schemas"]["TransferFailedData"];
         };
+        /** ApprovalBroadcastedData */
+        ApprovalBroadcastedData: {
+            /**
+             * @description CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.
+             * @example tron:mainnet
+             */
+            chainId: string;
+            /** @description The block the activity is in. */
+            blockNumber: number;
+            /** @description That block's id, 64 hex characters. */
+            blockHash: string;
+            /** @description That block's time, milliseconds since the Unix epoch. */
+            blockTimestamp: number;
+            /** @description The transaction id, 64 hex characters. */
+            txId: string;
+            /** @description 0-based position of the log in the transaction's log array (approvals, blacklist events); -1 for a contract (permissions, resources). */
+            logIndex: number;
+            /** @description The token holder who granted the allowance (base58check). */
+            owner: string;
+            /** @description The address allowed to move the owner's tokens (base58check): a router, an exchange, or a phishing contract. */
+            spender: string;
+            /** @description The allowance, a decimal string in the token's base units; "0" revokes an earlier approval. */
+            amount: string;
+            /** @description true when amount is at least 2^255 (wallets grant 2^256-1 for "unlimited"). */
+            unlimited: boolean;
+            /** Asset */
+            asset: {
+                /** @description native is TRX; fungible is TRC-10 or TRC-20. */
+                type: "native" | "fungible";
+                standard: "TRX" | "TRC10" | "TRC20";
+                /** @description The TRC-20 contract (T...); null for TRX and TRC-10. */
+                contract: string | null;
+                /** @description The TRC-10 token id; null otherwise. */
+                tokenId: string | null;
+                /** @description TRX, or the symbol of a well-known token on this chain; null when unknown. */
+                symbol: string | null;
+                /** @description 6 for TRX, or the decimals of a well-known token; null when unknown. */
+                decimals: number | null;
+            };
+            /** @description The watched addresses this activity touched, with their role; one address may play two. */
+            matchedAddresses: {
+                /**
+                 * @description CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.
+                 * @example tron:mainnet
+                 */
+                chainId: string;
+                /**
+                 * @description Base58check TRON address (T..., 34 characters).
+                 * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
+                 */
+                address: string;
+                role: "owner" | "spender";
+            }[];
+            /** @description The transaction's fee in sun, as a decimal string; "0" when none. */
+            fee: string;
+            /** @description The backfill job (bf_...) that made this event from a past block (POST /v1/subscriptions/{id}/backfills); null on every event of the live streams. */
+            backfill: string | null;
+            /**
+             * @description Present (true) only on samples sent by POST /v1/subscriptions/{id}/test.
+             * @constant
+             */
+            test?: true;
+        };
+        /**
+         * WalletApprovalBroadcasted
+         * @description The body of a wallet.approval.broadcasted delivery.
+         */
+        WalletApprovalBroadcasted: {
+            /** @description The event id (evt_ + ULID); equals the webhook-id header. */
+            id: string;
+            /** @constant */
+            kind: "wallet.approval.broadcasted";
+            /**
+             * Format: date-time
+             * @description When the event was made (ISO 8601, UTC, milliseconds).
+             */
+            date: string;
+            /** @description sub_ + ULID; equals the x-subscription-id header. */
+            subscriptionId: string;
+            data: components["schemas"]["ApprovalBroadcastedData"];
+        };
+        /** ApprovalConfirmedData */
+        ApprovalConfirmedData: {
+            /**
+             * @description CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.
+             * @example tron:mainnet
+             */
+            chainId: string;
+            /** @description The block the activity is in. */
+            blockNumber: number;
+            /** @description That block's id, 64 hex characters. */
+            blockHash: string;
+            /** @description That block's time, milliseconds since the Unix epoch. */
+            blockTimestamp: number;
+            /** @description The transaction id, 64 hex characters. */
+            txId: string;
+            /** @description 0-based position of the log in the transaction's log array (approvals, blacklist events); -1 for a contract (permissions, resources). */
+            logIndex: number;
+            /** @description The token holder who granted the allowance (base58check). */
+            owner: string;
+            /** @description The address allowed to move the owner's tokens (base58check): a router, an exchange, or a phishing contract. */
+            spender: string;
+            /** @description The allowance, a decimal string in the token's base units; "0" revokes an earlier approval. */
+            amount: string;
+            /** @description true when amount is at least 2^255 (wallets grant 2^256-1 for "unlimited"). */
+            unlimited: boolean;
+            /** Asset */
+            asset: {
+                /** @description native is TRX; fungible is TRC-10 or TRC-20. */
+                type: "native" | "fungible";
+                standard: "TRX" | "TRC10" | "TRC20";
+                /** @description The TRC-20 contract (T...); null for TRX and TRC-10. */
+                contract: string | null;
+                /** @description The TRC-10 token id; null otherwise. */
+                tokenId: string | null;
+                /** @description TRX, or the symbol of a well-known token on this chain; null when unknown. */
+                symbol: string | null;
+                /** @description 6 for TRX, or the decimals of a well-known token; null when unknown. */
+                decimals: number | null;
+            };
+            /** @description The watched addresses this activity touched, with their role; one address may play two. */
+            matchedAddresses: {
+                /**
+                 * @description CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.
+                 * @example tron:mainnet
+                 */
+                chainId: string;
+                /**
+                 * @description Base58check TRON address (T..., 34 characters).
+                 * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
+                 */
+                address: string;
+                role: "owner" | "spender";
+            }[];
+            /** @description The transaction's fee in sun, as a decimal string; "0" when none. */
+            fee: string;
+            /** @description The backfill job (bf_...) that made this event from a past block (POST /v1/subscriptions/{id}/backfills); null on every event of the live streams. */
+            backfill: string | null;
+            /**
+             * @description Present (true) only on samples sent by POST /v1/subscriptions/{id}/test.
+             * @constant
+             */
+            test?: true;
+            /** @description The solidified head when the event was made. */
+            solidifiedBlockNumber: number;
+        };
+        /**
+         * WalletApprovalConfirmed
+         * @description The body of a wallet.approval.confirmed delivery.
+         */
+        WalletApprovalConfirmed: {
+            /** @description The event id (evt_ + ULID); equals the webhook-id header. */
+            id: string;
+            /** @constant */
+            kind: "wallet.approval.confirmed";
+            /**
+             * Format: date-time
+             * @description When the event was made (ISO 8601, UTC, milliseconds).
+             */
+            date: string;
+            /** @description sub_ + ULID; equals the x-subscription-id header. */
+            subscriptionId: string;
+            data: components["schemas"]["ApprovalConfirmedData"];
+        };
+        /** PermissionBroadcastedData */
+        PermissionBroadcastedData: {
+            /**
+             * @description CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.
+             * @example tron:mainnet
+             */
+            chainId: string;
+            /** @description The block the activity is in. */
+            blockNumber: number;
+            /** @description That block's id, 64 hex characters. */
+            blockHash: string;
+            /** @description That block's time, milliseconds since the Unix epoch. */
+            blockTimestamp: number;
+            /** @description The transaction id, 64 hex characters. */
+            txId: string;
+            /** @description 0-based position of the log in the transaction's log array (approvals, blacklist events); -1 for a contract (permissions, resources). */
+            logIndex: number;
+            /** @description The account whose permissions changed (the contract's owner_address). */
+            address: string;
+            /** Permission */
+            owner: {
+                /** @description The weight of signatures a transaction needs. */
+                threshold: number;
+                /** @description The keys that may sign, with their weights. */
+                keys: {
+                    /**
+                     * @description Base58check TRON address (T..., 34 characters).
+                     * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
+                     */
+                    address: string;
+                    /** @description The key's weight toward the threshold. */
+                    weight: number;
+                }[];
+            };
+            /** @description The witness permission the transaction sets, or null (accounts that are not super representatives). */
+            witness: {
+                /** @description The weight of signatures a transaction needs. */
+                threshold: number;
+                /** @description The keys that may sign, with their weights. */
+                keys: {
+                    /**
+                     * @description Base58check TRON address (T..., 34 characters).
+                     * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
+                     */
+                    address: string;
+                    /** @description The key's weight toward the threshold. */
+                    weight: number;
+                }[];
+            } | null;
+            /** @description The active permissions the transaction sets. */
+            actives: {
+                /** @description The active permission's name (permission_name). */
+                name: string;
+                /** @description The weight of signatures a transaction needs. */
+                threshold: number;
+                /** @description The contract types it may sign: java-tron's 32-byte operations bitmap, 64 hex characters. */
+                operations: string;
+                /** @description The keys that may sign, with their weights. */
+                keys: {
+                    /**
+                     * @description Base58check TRON address (T..., 34 characters).
+                     * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
+                     */
+                    address: string;
+                    /** @description The key's weight toward the threshold. */
+                    weight: number;
+                }[];
+            }[];
+            /** @description The watched addresses this activity touched, with their role; one address may play two. */
+            matchedAddresses: {
+                /**
+                 * @description CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.
+                 * @example tron:mainnet
+                 */
+                chainId: string;
+                /**
+                 * @description Base58check TRON address (T..., 34 characters).
+                 * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
+                 */
+                address: string;
+                /** @constant */
+                role: "owner";
+            }[];
+            /** @description The transaction's fee in sun, as a decimal string; "0" when none. */
+            fee: string;
+            /** @description The backfill job (bf_...) that made this event from a past block (POST /v1/subscriptions/{id}/backfills); null on every event of the live streams. */
+            backfill: string | null;
+            /**
+             * @description Present (true) only on samples sent by POST /v1/subscriptions/{id}/test.
+             * @constant
+             */
+            test?: true;
+        };
+        /**
+         * WalletPermissionBroadcasted
+         * @description The body of a wallet.permission.broadcasted delivery.
+         */
+        WalletPermissionBroadcasted: {
+            /** @description The event id (evt_ + ULID); equals the webhook-id header. */
+            id: string;
+            /** @constant */
+            kind: "wallet.permission.broadcasted";
+            /**
+             * Format: date-time
+             * @description When the event was made (ISO 8601, UTC, milliseconds).
+             */
+            date: string;
+            /** @description sub_ + ULID; equals the x-subscription-id header. */
+            subscriptionId: string;
+            data: components["schemas"]["PermissionBroadcastedData"];
+        };
+        /** PermissionConfirmedData */
+        PermissionConfirmedData: {
+            /**
+             * @description CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.
+             * @example tron:mainnet
+             */
+            chainId: string;
+            /** @description The block the activity is in. */
+            blockNumber: number;
+            /** @description That block's id, 64 hex characters. */
+            blockHash: string;
+            /** @description That block's time, milliseconds since the Unix epoch. */
+            blockTimestamp: number;
+            /** @description The transaction id, 64 hex characters. */
+            txId: string;
+            /** @description 0-based position of the log in the transaction's log array (approvals, blacklist events); -1 for a contract (permissions, resources). */
+            logIndex: number;
+            /** @description The account whose permissions changed (the contract's owner_address). */
+            address: string;
+            /** Permission */
+            owner: {
+                /** @description The weight of signatures a transaction needs. */
+                threshold: number;
+                /** @description The keys that may sign, with their weights. */
+                keys: {
+                    /**
+                     * @description Base58check TRON address (T..., 34 characters).
+                     * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
+                     */
+                    address: string;
+                    /** @description The key's weight toward the threshold. */
+                    weight: number;
+                }[];
+            };
+            /** @description The witness permission the transaction sets, or null (accounts that are not super representatives). */
+            witness: {
+                /** @description The weight of signatures a transaction needs. */
+                threshold: number;
+                /** @description The keys that may sign, with their weights. */
+                keys: {
+                    /**
+                     * @description Base58check TRON address (T..., 34 characters).
+                     * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
+                     */
+                    address: string;
+                    /** @description The key's weight toward the threshold. */
+                    weight: number;
+                }[];
+            } | null;
+            /** @description The active permissions the transaction sets. */
+            actives: {
+                /** @description The active permission's name (permission_name). */
+                name: string;
+                /** @description The weight of signatures a transaction needs. */
+                threshold: number;
+                /** @description The contract types it may sign: java-tron's 32-byte operations bitmap, 64 hex characters. */
+                operations: string;
+                /** @description The keys that may sign, with their weights. */
+                keys: {
+                    /**
+                     * @description Base58check TRON address (T..., 34 characters).
+                     * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
+                     */
+                    address: string;
+                    /** @description The key's weight toward the threshold. */
+                    weight: number;
+                }[];
+            }[];
+            /** @description The watched addresses this activity touched, with their role; one address may play two. */
+            matchedAddresses: {
+                /**
+                 * @description CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.
+                 * @example tron:mainnet
+                 */
+                chainId: string;
+                /**
+                 * @description Base58check TRON address (T..., 34 characters).
+                 * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
+                 */
+                address: string;
+                /** @constant */
+                role: "owner";
+            }[];
+            /** @description The transaction's fee in sun, as a decimal string; "0" when none. */
+            fee: string;
+            /** @description The backfill job (bf_...) that made this event from a past block (POST /v1/subscriptions/{id}/backfills); null on every event of the live streams. */
+            backfill: string | null;
+            /**
+             * @description Present (true) only on samples sent by POST /v1/subscriptions/{id}/test.
+             * @constant
+             */
+            test?: true;
+            /** @description The solidified head when the event was made. */
+            solidifiedBlockNumber: number;
+        };
+        /**
+         * WalletPermissionConfirmed
+         * @description The body of a wallet.permission.confirmed delivery.
+         */
+        WalletPermissionConfirmed: {
+            /** @description The event id (evt_ + ULID); equals the webhook-id header. */
+            id: string;
+            /** @constant */
+            kind: "wallet.permission.confirmed";
+            /**
+             * Format: date-time
+             * @description When the event was made (ISO 8601, UTC, milliseconds).
+             */
+            date: string;
+            /** @description sub_ + ULID; equals the x-subscription-id header. */
+            subscriptionId: string;
+            data: components["schemas"]["PermissionConfirmedData"];
+        };
+        /** ResourceBroadcastedData */
+        ResourceBroadcastedData: {
+            /**
+             * @description CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.
+             * @example tron:mainnet
+             */
+            chainId: string;
+            /** @description The block the activity is in. */
+            blockNumber: number;
+            /** @description That block's id, 64 hex characters. */
+            blockHash: string;
+            /** @description That block's time, milliseconds since the Unix epoch. */
+            blockTimestamp: number;
+            /** @description The transaction id, 64 hex characters. */
+            txId: string;
+            /** @description 0-based position of the log in the transaction's log array (approvals, blacklist events); -1 for a contract (permissions, resources). */
+            logIndex: number;
+            /** @description freeze (FreezeBalanceV2), unfreeze (UnfreezeBalanceV2), withdraw_unfrozen (WithdrawExpireUnfreeze), cancel_unfreeze (CancelAllUnfreezeV2), delegate (DelegateResource), undelegate (UnDelegateResource), vote (VoteWitness), withdraw_rewards (WithdrawBalance). */
+            type: "freeze" | "unfreeze" | "withdraw_unfrozen" | "cancel_unfreeze" | "delegate" | "undelegate" | "vote" | "withdraw_rewards";
+            /** @description The resource frozen, unfrozen or delegated; null where the contract names none. */
+            resource: ("ENERGY" | "BANDWIDTH" | "TRON_POWER") | null;
+            /** @description Sun, as a decimal string: the balance frozen, unfrozen or delegated; for the withdrawals the amount the transaction info reports; null for votes. */
+            amount: string | null;
+            /** @description delegate and undelegate: the account the resource goes to or comes back from; null otherwise. */
+            receiver: string | null;
+            /** @description delegate: whether the delegation is locked; null otherwise. */
+            lock: boolean | null;
+            /** @description delegate: the lock in blocks (0 when none); null otherwise. */
+            lockPeriod: number | null;
+            /** @description vote: the votes the transaction sets (they replace the account's earlier ones); null otherwise. */
+            votes: {
+                /**
+                 * @description Base58check TRON address (T..., 34 characters).
+                 * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
+                 */
+                address: string;
+                /** @description Votes for that witness. */
+                count: number;
+            }[] | null;
+            /** @description The watched addresses this activity touched, with their role; one address may play two. */
+            matchedAddresses: {
+                /**
+                 * @description CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.
+                 * @example tron:mainnet
+                 */
+                chainId: string;
+                /**
+                 * @description Base58check TRON address (T..., 34 characters).
+                 * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
+                 */
+                address: string;
+                role: "owner" | "receiver";
+            }[];
+            /** @description The transaction's fee in sun, as a decimal string; "0" when none. */
+            fee: string;
+            /** @description The backfill job (bf_...) that made this event from a past block (POST /v1/subscriptions/{id}/backfills); null on every event of the live streams. */
+            backfill: string | null;
+            /**
+             * @description Present (true) only on samples sent by POST /v1/subscriptions/{id}/test.
+             * @constant
+             */
+            test?: true;
+        };
+        /**
+         * WalletResourceBroadcasted
+         * @description The body of a wallet.resource.broadcasted delivery.
+         */
+        WalletResourceBroadcasted: {
+            /** @description The event id (evt_ + ULID); equals the webhook-id header. */
+            id: string;
+            /** @constant */
+            kind: "wallet.resource.broadcasted";
+            /**
+             * Format: date-time
+             * @description When the event was made (ISO 8601, UTC, milliseconds).
+             */
+            date: string;
+            /** @description sub_ + ULID; equals the x-subscription-id header. */
+            subscriptionId: string;
+            data: components["schemas"]["ResourceBroadcastedData"];
+        };
+        /** ResourceConfirmedData */
+        ResourceConfirmedData: {
+            /**
+             * @description CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.
+             * @example tron:mainnet
+             */
+            chainId: string;
+            /** @description The block the activity is in. */
+            blockNumber: number;
+            /** @description That block's id, 64 hex characters. */
+            blockHash: string;
+            /** @description That block's time, milliseconds since the Unix epoch. */
+            blockTimestamp: number;
+            /** @description The transaction id, 64 hex characters. */
+            txId: string;
+            /** @description 0-based position of the log in the transaction's log array (approvals, blacklist events); -1 for a contract (permissions, resources). */
+            logIndex: number;
+            /** @description freeze (FreezeBalanceV2), unfreeze (UnfreezeBalanceV2), withdraw_unfrozen (WithdrawExpireUnfreeze), cancel_unfreeze (CancelAllUnfreezeV2), delegate (DelegateResource), undelegate (UnDelegateResource), vote (VoteWitness), withdraw_rewards (WithdrawBalance). */
+            type: "freeze" | "unfreeze" | "withdraw_unfrozen" | "cancel_unfreeze" | "delegate" | "undelegate" | "vote" | "withdraw_rewards";
+            /** @description The resource frozen, unfrozen or delegated; null where the contract names none. */
+            resource: ("ENERGY" | "BANDWIDTH" | "TRON_POWER") | null;
+            /** @description Sun, as a decimal string: the balance frozen, unfrozen or delegated; for the withdrawals the amount the transaction info reports; null for votes. */
+            amount: string | null;
+            /** @description delegate and undelegate: the account the resource goes to or comes back from; null otherwise. */
+            receiver: string | null;
+            /** @description delegate: whether the delegation is locked; null otherwise. */
+            lock: boolean | null;
+            /** @description delegate: the lock in blocks (0 when none); null otherwise. */
+            lockPeriod: number | null;
+            /** @description vote: the votes the transaction sets (they replace the account's earlier ones); null otherwise. */
+            votes: {
+                /**
+                 * @description Base58check TRON address (T..., 34 characters).
+                 * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
+                 */
+                address: string;
+                /** @description Votes for that witness. */
+                count: number;
+            }[] | null;
+            /** @description The watched addresses this activity touched, with their role; one address may play two. */
+            matchedAddresses: {
+                /**
+                 * @description CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.
+                 * @example tron:mainnet
+                 */
+                chainId: string;
+                /**
+                 * @description Base58check TRON address (T..., 34 characters).
+                 * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
+                 */
+                address: string;
+                role: "owner" | "receiver";
+            }[];
+            /** @description The transaction's fee in sun, as a decimal string; "0" when none. */
+            fee: string;
+            /** @description The backfill job (bf_...) that made this event from a past block (POST /v1/subscriptions/{id}/backfills); null on every event of the live streams. */
+            backfill: string | null;
+            /**
+             * @description Present (true) only on samples sent by POST /v1/subscriptions/{id}/test.
+             * @constant
+             */
+            test?: true;
+            /** @description The solidified head when the event was made. */
+            solidifiedBlockNumber: number;
+        };
+        /**
+         * WalletResourceConfirmed
+         * @description The body of a wallet.resource.confirmed delivery.
+         */
+        WalletResourceConfirmed: {
+            /** @description The event id (evt_ + ULID); equals the webhook-id header. */
+            id: string;
+            /** @constant */
+            kind: "wallet.resource.confirmed";
+            /**
+             * Format: date-time
+             * @description When the event was made (ISO 8601, UTC, milliseconds).
+             */
+            date: string;
+            /** @description sub_ + ULID; equals the x-subscription-id header. */
+            subscriptionId: string;
+            data: components["schemas"]["ResourceConfirmedData"];
+        };
+        /** BlacklistBroadcastedData */
+        BlacklistBroadcastedData: {
+            /**
+             * @description CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.
+             * @example tron:mainnet
+             */
+            chainId: string;
+            /** @description The block the activity is in. */
+            blockNumber: number;
+            /** @description That block's id, 64 hex characters. */
+            blockHash: string;
+            /** @description That block's time, milliseconds since the Unix epoch. */
+            blockTimestamp: number;
+            /** @description The transaction id, 64 hex characters. */
+            txId: string;
+            /** @description 0-based position of the log in the transaction's log array (approvals, blacklist events); -1 for a contract (permissions, resources). */
+            logIndex: number;
+            /** @description added (AddedBlackList), removed (RemovedBlackList), funds_destroyed (DestroyedBlackFunds). */
+            type: "added" | "removed" | "funds_destroyed";
+            /** @description The user the issuer froze, unfroze or whose balance it destroyed (base58check). */
+            address: string;
+            /** @description funds_destroyed: the balance destroyed, in the token's base units; null otherwise. */
+            amount: string | null;
+            /** Asset */
+            asset: {
+                /** @description native is TRX; fungible is TRC-10 or TRC-20. */
+                type: "native" | "fungible";
+                standard: "TRX" | "TRC10" | "TRC20";
+                /** @description The TRC-20 contract (T...); null for TRX and TRC-10. */
+                contract: string | null;
+                /** @description The TRC-10 token id; null otherwise. */
+                tokenId: string | null;
+                /** @description TRX, or the symbol of a well-known token on this chain; null when unknown. */
+                symbol: string | null;
+                /** @description 6 for TRX, or the decimals of a well-known token; null when unknown. */
+                decimals: number | null;
+            };
+            /** @description The watched addresses this activity touched, with their role; one address may play two. */
+            matchedAddresses: {
+                /**
+                 * @description CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.
+                 * @example tron:mainnet
+                 */
+                chainId: string;
+                /**
+                 * @description Base58check TRON address (T..., 34 characters).
+                 * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
+                 */
+                address: string;
+                /** @constant */
+                role: "blacklisted";
+            }[];
+            /** @description The transaction's fee in sun, as a decimal string; "0" when none. */
+            fee: string;
+            /** @description The backfill job (bf_...) that made this event from a past block (POST /v1/subscriptions/{id}/backfills); null on every event of the live streams. */
+            backfill: string | null;
+            /**
+             * @description Present (true) only on samples sent by POST /v1/subscriptions/{id}/test.
+             * @constant
+             */
+            test?: true;
+        };
+        /**
+         * WalletBlacklistBroadcasted
+         * @description The body of a wallet.blacklist.broadcasted delivery.
+         */
+        WalletBlacklistBroadcasted: {
+            /** @description The event id (evt_ + ULID); equals the webhook-id header. */
+            id: string;
+            /** @constant */
+            kind: "wallet.blacklist.broadcasted";
+            /**
+             * Format: date-time
+             * @description When the event was made (ISO 8601, UTC, milliseconds).
+             */
+            date: string;
+            /** @description sub_ + ULID; equals the x-subscription-id header. */
+            subscriptionId: string;
+            data: components["schemas"]["BlacklistBroadcastedData"];
+        };
+        /** BlacklistConfirmedData */
+        BlacklistConfirmedData: {
+            /**
+             * @description CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.
+             * @example tron:mainnet
+             */
+            chainId: string;
+            /** @description The block the activity is in. */
+            blockNumber: number;
+            /** @description That block's id, 64 hex characters. */
+            blockHash: string;
+            /** @description That block's time, milliseconds since the Unix epoch. */
+            blockTimestamp: number;
+            /** @description The transaction id, 64 hex characters. */
+            txId: string;
+            /** @description 0-based position of the log in the transaction's log array (approvals, blacklist events); -1 for a contract (permissions, resources). */
+            logIndex: number;
+            /** @description added (AddedBlackList), removed (RemovedBlackList), funds_destroyed (DestroyedBlackFunds). */
+            type: "added" | "removed" | "funds_destroyed";
+            /** @description The user the issuer froze, unfroze or whose balance it destroyed (base58check). */
+            address: string;
+            /** @description funds_destroyed: the balance destroyed, in the token's base units; null otherwise. */
+            amount: string | null;
+            /** Asset */
+            asset: {
+                /** @description native is TRX; fungible is TRC-10 or TRC-20. */
+                type: "native" | "fungible";
+                standard: "TRX" | "TRC10" | "TRC20";
+                /** @description The TRC-20 contract (T...); null for TRX and TRC-10. */
+                contract: string | null;
+                /** @description The TRC-10 token id; null otherwise. */
+                tokenId: string | null;
+                /** @description TRX, or the symbol of a well-known token on this chain; null when unknown. */
+                symbol: string | null;
+                /** @description 6 for TRX, or the decimals of a well-known token; null when unknown. */
+                decimals: number | null;
+            };
+            /** @description The watched addresses this activity touched, with their role; one address may play two. */
+            matchedAddresses: {
+                /**
+                 * @description CAIP-2 chain id: tron:mainnet, tron:nile or tron:shasta.
+                 * @example tron:mainnet
+                 */
+                chainId: string;
+                /**
+                 * @description Base58check TRON address (T..., 34 characters).
+                 * @example TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS
+                 */
+                address: string;
+                /** @constant */
+                role: "blacklisted";
+            }[];
+            /** @description The transaction's fee in sun, as a decimal string; "0" when none. */
+            fee: string;
+            /** @description The backfill job (bf_...) that made this event from a past block (POST /v1/subscriptions/{id}/backfills); null on every event of the live streams. */
+            backfill: string | null;
+            /**
+             * @description Present (true) only on samples sent by POST /v1/subscriptions/{id}/test.
+             * @constant
+             */
+            test?: true;
+            /** @description The solidified head when the event was made. */
+            solidifiedBlockNumber: number;
+        };
+        /**
+         * WalletBlacklistConfirmed
+         * @description The body of a wallet.blacklist.confirmed delivery.
+         */
+        WalletBlacklistConfirmed: {
+            /** @description The event id (evt_ + ULID); equals the webhook-id header. */
+            id: string;
+            /** @constant */
+            kind: "wallet.blacklist.confirmed";
+            /**
+             * Format: date-time
+             * @description When the event was made (ISO 8601, UTC, milliseconds).
+             */
+            date: string;
+            /** @description sub_ + ULID; equals the x-subscription-id header. */
+            subscriptionId: string;
+            data: components["schemas"]["BlacklistConfirmedData"];
+        };
         /** PingData */
         PingData: {
             message: string;
@@ -988,7 +1894,7 @@ export interface operations {
                             };
                             /**
                              * MatchConditions
-                             * @description Which transfers of the watched addresses make events; defaults filled in.
+                             * @description Which transfers of the watched addresses make events; defaults filled in. Account activity kinds ignore them.
                              */
                             match: {
                                 /** @description null: every asset; otherwise only these. */
@@ -1117,7 +2023,7 @@ export interface operations {
                     } & {
                         [key: string]: unknown;
                     };
-                    /** @description Event kinds: wallet.transfer.broadcasted, wallet.transfer.confirmed, wallet.transfer.failed, service.ping. 1 to 16 distinct entries. */
+                    /** @description Event kinds: wallet.transfer.broadcasted, wallet.transfer.confirmed, wallet.transfer.failed, wallet.approval.broadcasted, wallet.approval.confirmed, wallet.permission.broadcasted, wallet.permission.confirmed, wallet.resource.broadcasted, wallet.resource.confirmed, wallet.blacklist.broadcasted, wallet.blacklist.confirmed, service.ping. 1 to 16 distinct entries. */
                     events: string[];
                     /** @enum {string} */
                     status?: "enabled" | "disabled";
@@ -1125,7 +2031,7 @@ export interface operations {
                     description?: string;
                     /**
                      * MatchConditionsInput
-                     * @description Which transfers of the watched addresses make events, for every transfer kind. Omitted or null: the default {"assets": null, "directions": ["incoming", "outgoing"], "includeZeroValue": false} (on PUT too).
+                     * @description Which transfers of the watched addresses make events, for every transfer kind; the account activity kinds (approval, permission, resource, blacklist) ignore them, and a subscription listing only those may still carry them. Omitted or null: the default {"assets": null, "directions": ["incoming", "outgoing"], "includeZeroValue": false} (on PUT too).
                      */
                     match?: ({
                         /** @description null or omitted: every asset. Otherwise 1 to 100 distinct assets, each at or above its minAmount. */
@@ -1245,7 +2151,7 @@ export interface operations {
                         };
                         /**
                          * MatchConditions
-                         * @description Which transfers of the watched addresses make events; defaults filled in.
+                         * @description Which transfers of the watched addresses make events; defaults filled in. Account activity kinds ignore them.
                          */
                         match: {
                             /** @description null: every asset; otherwise only these. */
@@ -1468,7 +2374,7 @@ export interface operations {
                         };
                         /**
                          * MatchConditions
-                         * @description Which transfers of the watched addresses make events; defaults filled in.
+                         * @description Which transfers of the watched addresses make events; defaults filled in. Account activity kinds ignore them.
                          */
                         match: {
                             /** @description null: every asset; otherwise only these. */
@@ -1595,7 +2501,7 @@ export interface operations {
                     } & {
                         [key: string]: unknown;
                     };
-                    /** @description Event kinds: wallet.transfer.broadcasted, wallet.transfer.confirmed, wallet.transfer.failed, service.ping. 1 to 16 distinct entries. */
+                    /** @description Event kinds: wallet.transfer.broadcasted, wallet.transfer.confirmed, wallet.transfer.failed, wallet.approval.broadcasted, wallet.approval.confirmed, wallet.permission.broadcasted, wallet.permission.confirmed, wallet.resource.broadcasted, wallet.resource.confirmed, wallet.blacklist.broadcasted, wallet.blacklist.confirmed, service.ping. 1 to 16 distinct entries. */
                     events: string[];
                     /** @enum {string} */
                     status?: "enabled" | "disabled";
@@ -1603,7 +2509,7 @@ export interface operations {
                     description?: string;
                     /**
                      * MatchConditionsInput
-                     * @description Which transfers of the watched addresses make events, for every transfer kind. Omitted or null: the default {"assets": null, "directions": ["incoming", "outgoing"], "includeZeroValue": false} (on PUT too).
+                     * @description Which transfers of the watched addresses make events, for every transfer kind; the account activity kinds (approval, permission, resource, blacklist) ignore them, and a subscription listing only those may still carry them. Omitted or null: the default {"assets": null, "directions": ["incoming", "outgoing"], "includeZeroValue": false} (on PUT too).
                      */
                     match?: ({
                         /** @description null or omitted: every asset. Otherwise 1 to 100 distinct assets, each at or above its minAmount. */
@@ -1721,7 +2627,7 @@ export interface operations {
                         };
                         /**
                          * MatchConditions
-                         * @description Which transfers of the watched addresses make events; defaults filled in.
+                         * @description Which transfers of the watched addresses make events; defaults filled in. Account activity kinds ignore them.
                          */
                         match: {
                             /** @description null: every asset; otherwise only these. */
@@ -2023,7 +2929,7 @@ export interface operations {
                         };
                         /**
                          * MatchConditions
-                         * @description Which transfers of the watched addresses make events; defaults filled in.
+                         * @description Which transfers of the watched addresses make events; defaults filled in. Account activity kinds ignore them.
                          */
                         match: {
                             /** @description null: every asset; otherwise only these. */
@@ -2386,7 +3292,7 @@ export interface operations {
                         };
                         /**
                          * MatchConditions
-                         * @description Which transfers of the watched addresses make events; defaults filled in.
+                         * @description Which transfers of the watched addresses make events; defaults filled in. Account activity kinds ignore them.
                          */
                         match: {
                             /** @description null: every asset; otherwise only these. */
@@ -2673,7 +3579,7 @@ export interface operations {
                             };
                             /**
                              * MatchConditions
-                             * @description Which transfers of the watched addresses make events; defaults filled in.
+                             * @description Which transfers of the watched addresses make events; defaults filled in. Account activity kinds ignore them.
                              */
                             match: {
                                 /** @description null: every asset; otherwise only these. */
@@ -2860,7 +3766,7 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description service.ping (default), or wallet.transfer.broadcasted, wallet.transfer.confirmed or wallet.transfer.failed for a sample transfer of that kind marked test: true (failed: reason REVERT). */
+                    /** @description service.ping (default); wallet.transfer.broadcasted, wallet.transfer.confirmed or wallet.transfer.failed for a sample transfer of that kind (failed: reason REVERT); wallet.approval.broadcasted, wallet.approval.confirmed, wallet.permission.broadcasted, wallet.permission.confirmed, wallet.resource.broadcasted, wallet.resource.confirmed, wallet.blacklist.broadcasted or wallet.blacklist.confirmed for a sample activity of that kind (mainnet: an unlimited USDT approval to a router, a permission update adding a co-signer, a delegation of energy, USDT blacklisting the wallet). Samples carry test: true. */
                     kind?: string;
                 } & {
                     [key: string]: unknown;
@@ -2950,7 +3856,7 @@ export interface operations {
                         /** @description Set while a pending event is held (kept, not attempted): subscription_disabled, key_revoked, or secret_unreadable (the subscription's stored signing secret cannot be decrypted; rotating the secret resumes it). Held events resume on their own once the reason is gone; null otherwise. */
                         heldReason: "subscription_disabled" | "key_revoked" | "secret_unreadable" | null;
                         /** @description The webhook payload, as delivered. */
-                        payload: components["schemas"]["WalletTransferBroadcasted"] | components["schemas"]["WalletTransferConfirmed"] | components["schemas"]["WalletTransferFailed"] | components["schemas"]["ServicePing"];
+                        payload: components["schemas"]["WalletTransferBroadcasted"] | components["schemas"]["WalletTransferConfirmed"] | components["schemas"]["WalletTransferFailed"] | components["schemas"]["WalletApprovalBroadcasted"] | components["schemas"]["WalletApprovalConfirmed"] | components["schemas"]["WalletPermissionBroadcasted"] | components["schemas"]["WalletPermissionConfirmed"] | components["schemas"]["WalletResourceBroadcasted"] | components["schemas"]["WalletResourceConfirmed"] | components["schemas"]["WalletBlacklistBroadcasted"] | components["schemas"]["WalletBlacklistConfirmed"] | components["schemas"]["ServicePing"];
                         /** Format: date-time */
                         dateCreated: string;
                     };
@@ -3193,7 +4099,7 @@ export interface operations {
                             /** @description Set while a pending event is held (kept, not attempted): subscription_disabled, key_revoked, or secret_unreadable (the subscription's stored signing secret cannot be decrypted; rotating the secret resumes it). Held events resume on their own once the reason is gone; null otherwise. */
                             heldReason: "subscription_disabled" | "key_revoked" | "secret_unreadable" | null;
                             /** @description The webhook payload, as delivered. */
-                            payload: components["schemas"]["WalletTransferBroadcasted"] | components["schemas"]["WalletTransferConfirmed"] | components["schemas"]["WalletTransferFailed"] | components["schemas"]["ServicePing"];
+                            payload: components["schemas"]["WalletTransferBroadcasted"] | components["schemas"]["WalletTransferConfirmed"] | components["schemas"]["WalletTransferFailed"] | components["schemas"]["WalletApprovalBroadcasted"] | components["schemas"]["WalletApprovalConfirmed"] | components["schemas"]["WalletPermissionBroadcasted"] | components["schemas"]["WalletPermissionConfirmed"] | components["schemas"]["WalletResourceBroadcasted"] | components["schemas"]["WalletResourceConfirmed"] | components["schemas"]["WalletBlacklistBroadcasted"] | components["schemas"]["WalletBlacklistConfirmed"] | components["schemas"]["ServicePing"];
                             /** Format: date-time */
                             dateCreated: string;
                         }[];
@@ -3356,7 +4262,7 @@ export interface operations {
                         /** @description Set while a pending event is held (kept, not attempted): subscription_disabled, key_revoked, or secret_unreadable (the subscription's stored signing secret cannot be decrypted; rotating the secret resumes it). Held events resume on their own once the reason is gone; null otherwise. */
                         heldReason: "subscription_disabled" | "key_revoked" | "secret_unreadable" | null;
                         /** @description The webhook payload, as delivered. */
-                        payload: components["schemas"]["WalletTransferBroadcasted"] | components["schemas"]["WalletTransferConfirmed"] | components["schemas"]["WalletTransferFailed"] | components["schemas"]["ServicePing"];
+                        payload: components["schemas"]["WalletTransferBroadcasted"] | components["schemas"]["WalletTransferConfirmed"] | components["schemas"]["WalletTransferFailed"] | components["schemas"]["WalletApprovalBroadcasted"] | components["schemas"]["WalletApprovalConfirmed"] | components["schemas"]["WalletPermissionBroadcasted"] | components["schemas"]["WalletPermissionConfirmed"] | components["schemas"]["WalletResourceBroadcasted"] | components["schemas"]["WalletResourceConfirmed"] | components["schemas"]["WalletBlacklistBroadcasted"] | components["schemas"]["WalletBlacklistConfirmed"] | components["schemas"]["ServicePing"];
                         /** Format: date-time */
                         dateCreated: string;
                     };
@@ -3510,7 +4416,7 @@ export interface operations {
                         /** @description Set while a pending event is held (kept, not attempted): subscription_disabled, key_revoked, or secret_unreadable (the subscription's stored signing secret cannot be decrypted; rotating the secret resumes it). Held events resume on their own once the reason is gone; null otherwise. */
                         heldReason: "subscription_disabled" | "key_revoked" | "secret_unreadable" | null;
                         /** @description The webhook payload, as delivered. */
-                        payload: components["schemas"]["WalletTransferBroadcasted"] | components["schemas"]["WalletTransferConfirmed"] | components["schemas"]["WalletTransferFailed"] | components["schemas"]["ServicePing"];
+                        payload: components["schemas"]["WalletTransferBroadcasted"] | components["schemas"]["WalletTransferConfirmed"] | components["schemas"]["WalletTransferFailed"] | components["schemas"]["WalletApprovalBroadcasted"] | components["schemas"]["WalletApprovalConfirmed"] | components["schemas"]["WalletPermissionBroadcasted"] | components["schemas"]["WalletPermissionConfirmed"] | components["schemas"]["WalletResourceBroadcasted"] | components["schemas"]["WalletResourceConfirmed"] | components["schemas"]["WalletBlacklistBroadcasted"] | components["schemas"]["WalletBlacklistConfirmed"] | components["schemas"]["ServicePing"];
                         /** Format: date-time */
                         dateCreated: string;
                     };
@@ -4022,7 +4928,7 @@ export interface operations {
                             /** @description Set while a pending event is held (kept, not attempted): subscription_disabled, key_revoked, or secret_unreadable (the subscription's stored signing secret cannot be decrypted; rotating the secret resumes it). Held events resume on their own once the reason is gone; null otherwise. */
                             heldReason: "subscription_disabled" | "key_revoked" | "secret_unreadable" | null;
                             /** @description The webhook payload, as delivered. */
-                            payload: components["schemas"]["WalletTransferBroadcasted"] | components["schemas"]["WalletTransferConfirmed"] | components["schemas"]["WalletTransferFailed"] | components["schemas"]["ServicePing"];
+                            payload: components["schemas"]["WalletTransferBroadcasted"] | components["schemas"]["WalletTransferConfirmed"] | components["schemas"]["WalletTransferFailed"] | components["schemas"]["WalletApprovalBroadcasted"] | components["schemas"]["WalletApprovalConfirmed"] | components["schemas"]["WalletPermissionBroadcasted"] | components["schemas"]["WalletPermissionConfirmed"] | components["schemas"]["WalletResourceBroadcasted"] | components["schemas"]["WalletResourceConfirmed"] | components["schemas"]["WalletBlacklistBroadcasted"] | components["schemas"]["WalletBlacklistConfirmed"] | components["schemas"]["ServicePing"];
                             /** Format: date-time */
                             dateCreated: string;
                         }[];
@@ -5138,6 +6044,894 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["WalletTransferFailed"];
+            };
+        };
+        responses: {
+            /** @description A failed attempt. A Retry-After header (seconds or an HTTP date) sets the delay before the next one, kept within [the scheduled delay, twice it]. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt; Retry-After is honoured as for 429. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any 2xx acknowledges the delivery. The first 4,096 bytes of the answer are kept as the event's responseBody. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other status (redirects are not followed), no complete answer within 15 s, or a connection or TLS failure: a failed attempt. Attempts follow the schedule at once, 1 s, 5 s, 1 min, 5 min, 30 min and 90 min (each with up to 10% jitter); after the 7th failure the event is failed and POST /v1/subscriptions/{id}/events/{eventId}/retry sends it again. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    walletApprovalBroadcasted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (evt_...), the same on every attempt and retry of this event: deduplicate on it.
+                 * @example evt_01GYS0G5S6C8HQRWJJE8CPZZYG
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds when this attempt was signed. Reject a delivery whose timestamp is far from now (standardwebhooks allows 5 minutes).
+                 * @example 1682319144
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Standard Webhooks signature: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>"> keyed with the subscription's secret (the base64 after whsec_). During a secret rotation's grace period two signatures, space-separated, new first: accept the delivery when any one verifies.
+                 * @example v1,UN6lMjjnDvvUwCBmPYgPxOFkHGYKdsyfndzRaC9DhNE=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description The subscription (sub_...) this delivery belongs to.
+                 * @example sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W
+                 */
+                "x-subscription-id": string;
+                /**
+                 * @description Identifies the sender.
+                 * @example tron-webhooks/0.1 (Standard Webhooks)
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The payload, Content-Type application/json; the same bytes on every attempt of the event. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01GYS0G5S6C8HQRWJJE8CPZZYG",
+                 *       "kind": "wallet.approval.broadcasted",
+                 *       "date": "2023-04-24T06:51:27.398Z",
+                 *       "subscriptionId": "sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W",
+                 *       "data": {
+                 *         "chainId": "tron:mainnet",
+                 *         "blockNumber": 50568556,
+                 *         "blockHash": "0000000003039d6c5a4f1e9b7c2d8e3f60a1b2c3d4e5f6071829304a5b6c7d8e",
+                 *         "blockTimestamp": 1682319087000,
+                 *         "txId": "734feff0c641e66dffb22e68b766c6a2c1a15d5591e20bba24ef1305bddbe938",
+                 *         "logIndex": 0,
+                 *         "owner": "TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS",
+                 *         "spender": "TKzxdSv2FZKQrEqkKVgp5DcwEXBEKMg2Ax",
+                 *         "amount": "115792089237316195423570985008687907853269984665640564039457584007913129639935",
+                 *         "unlimited": true,
+                 *         "asset": {
+                 *           "type": "fungible",
+                 *           "standard": "TRC20",
+                 *           "contract": "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t",
+                 *           "tokenId": null,
+                 *           "symbol": "USDT",
+                 *           "decimals": 6
+                 *         },
+                 *         "fee": "4841560",
+                 *         "matchedAddresses": [
+                 *           {
+                 *             "chainId": "tron:mainnet",
+                 *             "address": "TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS",
+                 *             "role": "owner"
+                 *           }
+                 *         ],
+                 *         "backfill": null
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WalletApprovalBroadcasted"];
+            };
+        };
+        responses: {
+            /** @description A failed attempt. A Retry-After header (seconds or an HTTP date) sets the delay before the next one, kept within [the scheduled delay, twice it]. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt; Retry-After is honoured as for 429. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any 2xx acknowledges the delivery. The first 4,096 bytes of the answer are kept as the event's responseBody. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other status (redirects are not followed), no complete answer within 15 s, or a connection or TLS failure: a failed attempt. Attempts follow the schedule at once, 1 s, 5 s, 1 min, 5 min, 30 min and 90 min (each with up to 10% jitter); after the 7th failure the event is failed and POST /v1/subscriptions/{id}/events/{eventId}/retry sends it again. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    walletApprovalConfirmed: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (evt_...), the same on every attempt and retry of this event: deduplicate on it.
+                 * @example evt_01GYS0HXDMNG0VXSJXPS0VBXE9
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds when this attempt was signed. Reject a delivery whose timestamp is far from now (standardwebhooks allows 5 minutes).
+                 * @example 1682319144
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Standard Webhooks signature: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>"> keyed with the subscription's secret (the base64 after whsec_). During a secret rotation's grace period two signatures, space-separated, new first: accept the delivery when any one verifies.
+                 * @example v1,5Lj3UbnlwtTc6l0CqW2ChEf6Zie1V4AwDfN1fAw34YY=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description The subscription (sub_...) this delivery belongs to.
+                 * @example sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W
+                 */
+                "x-subscription-id": string;
+                /**
+                 * @description Identifies the sender.
+                 * @example tron-webhooks/0.1 (Standard Webhooks)
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The payload, Content-Type application/json; the same bytes on every attempt of the event. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01GYS0HXDMNG0VXSJXPS0VBXE9",
+                 *       "kind": "wallet.approval.confirmed",
+                 *       "date": "2023-04-24T06:52:24.372Z",
+                 *       "subscriptionId": "sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W",
+                 *       "data": {
+                 *         "chainId": "tron:mainnet",
+                 *         "blockNumber": 50568556,
+                 *         "blockHash": "0000000003039d6c5a4f1e9b7c2d8e3f60a1b2c3d4e5f6071829304a5b6c7d8e",
+                 *         "blockTimestamp": 1682319087000,
+                 *         "txId": "734feff0c641e66dffb22e68b766c6a2c1a15d5591e20bba24ef1305bddbe938",
+                 *         "logIndex": 0,
+                 *         "owner": "TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS",
+                 *         "spender": "TKzxdSv2FZKQrEqkKVgp5DcwEXBEKMg2Ax",
+                 *         "amount": "115792089237316195423570985008687907853269984665640564039457584007913129639935",
+                 *         "unlimited": true,
+                 *         "asset": {
+                 *           "type": "fungible",
+                 *           "standard": "TRC20",
+                 *           "contract": "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t",
+                 *           "tokenId": null,
+                 *           "symbol": "USDT",
+                 *           "decimals": 6
+                 *         },
+                 *         "fee": "4841560",
+                 *         "solidifiedBlockNumber": 50568575,
+                 *         "matchedAddresses": [
+                 *           {
+                 *             "chainId": "tron:mainnet",
+                 *             "address": "TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS",
+                 *             "role": "owner"
+                 *           }
+                 *         ],
+                 *         "backfill": null
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WalletApprovalConfirmed"];
+            };
+        };
+        responses: {
+            /** @description A failed attempt. A Retry-After header (seconds or an HTTP date) sets the delay before the next one, kept within [the scheduled delay, twice it]. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt; Retry-After is honoured as for 429. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any 2xx acknowledges the delivery. The first 4,096 bytes of the answer are kept as the event's responseBody. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other status (redirects are not followed), no complete answer within 15 s, or a connection or TLS failure: a failed attempt. Attempts follow the schedule at once, 1 s, 5 s, 1 min, 5 min, 30 min and 90 min (each with up to 10% jitter); after the 7th failure the event is failed and POST /v1/subscriptions/{id}/events/{eventId}/retry sends it again. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    walletPermissionBroadcasted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (evt_...), the same on every attempt and retry of this event: deduplicate on it.
+                 * @example evt_01GYS0GMHNRRVZRMCCEBB4MTGM
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds when this attempt was signed. Reject a delivery whose timestamp is far from now (standardwebhooks allows 5 minutes).
+                 * @example 1682319144
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Standard Webhooks signature: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>"> keyed with the subscription's secret (the base64 after whsec_). During a secret rotation's grace period two signatures, space-separated, new first: accept the delivery when any one verifies.
+                 * @example v1,j9QErZjPdUZ5ezyxlkg/FtbmDHVd8CqikEgwoeHTcsg=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description The subscription (sub_...) this delivery belongs to.
+                 * @example sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W
+                 */
+                "x-subscription-id": string;
+                /**
+                 * @description Identifies the sender.
+                 * @example tron-webhooks/0.1 (Standard Webhooks)
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The payload, Content-Type application/json; the same bytes on every attempt of the event. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01GYS0GMHNRRVZRMCCEBB4MTGM",
+                 *       "kind": "wallet.permission.broadcasted",
+                 *       "date": "2023-04-24T06:51:42.517Z",
+                 *       "subscriptionId": "sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W",
+                 *       "data": {
+                 *         "chainId": "tron:mainnet",
+                 *         "blockNumber": 50568561,
+                 *         "blockHash": "0000000003039d7178636d0ed19cfea2c523dbe0a020c894ba553690a4d0ac64",
+                 *         "blockTimestamp": 1682319102000,
+                 *         "txId": "1b7607a4fd1230ef9c067b58e9ca712adf788ee0691aa1740d1d228a3fe70b2f",
+                 *         "logIndex": -1,
+                 *         "address": "TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS",
+                 *         "owner": {
+                 *           "threshold": 2,
+                 *           "keys": [
+                 *             {
+                 *               "address": "TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS",
+                 *               "weight": 1
+                 *             },
+                 *             {
+                 *               "address": "TXCvUayMx6AuBvS7qBa79ZAfhrwSA7vTjG",
+                 *               "weight": 1
+                 *             }
+                 *           ]
+                 *         },
+                 *         "witness": null,
+                 *         "actives": [
+                 *           {
+                 *             "name": "active",
+                 *             "threshold": 2,
+                 *             "operations": "7fff1fc0033e0000000000000000000000000000000000000000000000000000",
+                 *             "keys": [
+                 *               {
+                 *                 "address": "TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS",
+                 *                 "weight": 1
+                 *               },
+                 *               {
+                 *                 "address": "TXCvUayMx6AuBvS7qBa79ZAfhrwSA7vTjG",
+                 *                 "weight": 1
+                 *               }
+                 *             ]
+                 *           }
+                 *         ],
+                 *         "fee": "100000000",
+                 *         "matchedAddresses": [
+                 *           {
+                 *             "chainId": "tron:mainnet",
+                 *             "address": "TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS",
+                 *             "role": "owner"
+                 *           }
+                 *         ],
+                 *         "backfill": null
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WalletPermissionBroadcasted"];
+            };
+        };
+        responses: {
+            /** @description A failed attempt. A Retry-After header (seconds or an HTTP date) sets the delay before the next one, kept within [the scheduled delay, twice it]. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt; Retry-After is honoured as for 429. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any 2xx acknowledges the delivery. The first 4,096 bytes of the answer are kept as the event's responseBody. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other status (redirects are not followed), no complete answer within 15 s, or a connection or TLS failure: a failed attempt. Attempts follow the schedule at once, 1 s, 5 s, 1 min, 5 min, 30 min and 90 min (each with up to 10% jitter); after the 7th failure the event is failed and POST /v1/subscriptions/{id}/events/{eventId}/retry sends it again. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    walletPermissionConfirmed: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (evt_...), the same on every attempt and retry of this event: deduplicate on it.
+                 * @example evt_01GYS0JC60QX43DJ8J90CRN9CY
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds when this attempt was signed. Reject a delivery whose timestamp is far from now (standardwebhooks allows 5 minutes).
+                 * @example 1682319144
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Standard Webhooks signature: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>"> keyed with the subscription's secret (the base64 after whsec_). During a secret rotation's grace period two signatures, space-separated, new first: accept the delivery when any one verifies.
+                 * @example v1,88/bhy3Q6HdOl4VzH3tKgiINDdoP69IibQhcPw/83L4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description The subscription (sub_...) this delivery belongs to.
+                 * @example sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W
+                 */
+                "x-subscription-id": string;
+                /**
+                 * @description Identifies the sender.
+                 * @example tron-webhooks/0.1 (Standard Webhooks)
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The payload, Content-Type application/json; the same bytes on every attempt of the event. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01GYS0JC60QX43DJ8J90CRN9CY",
+                 *       "kind": "wallet.permission.confirmed",
+                 *       "date": "2023-04-24T06:52:39.488Z",
+                 *       "subscriptionId": "sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W",
+                 *       "data": {
+                 *         "chainId": "tron:mainnet",
+                 *         "blockNumber": 50568561,
+                 *         "blockHash": "0000000003039d7178636d0ed19cfea2c523dbe0a020c894ba553690a4d0ac64",
+                 *         "blockTimestamp": 1682319102000,
+                 *         "txId": "1b7607a4fd1230ef9c067b58e9ca712adf788ee0691aa1740d1d228a3fe70b2f",
+                 *         "logIndex": -1,
+                 *         "address": "TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS",
+                 *         "owner": {
+                 *           "threshold": 2,
+                 *           "keys": [
+                 *             {
+                 *               "address": "TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS",
+                 *               "weight": 1
+                 *             },
+                 *             {
+                 *               "address": "TXCvUayMx6AuBvS7qBa79ZAfhrwSA7vTjG",
+                 *               "weight": 1
+                 *             }
+                 *           ]
+                 *         },
+                 *         "witness": null,
+                 *         "actives": [
+                 *           {
+                 *             "name": "active",
+                 *             "threshold": 2,
+                 *             "operations": "7fff1fc0033e0000000000000000000000000000000000000000000000000000",
+                 *             "keys": [
+                 *               {
+                 *                 "address": "TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS",
+                 *                 "weight": 1
+                 *               },
+                 *               {
+                 *                 "address": "TXCvUayMx6AuBvS7qBa79ZAfhrwSA7vTjG",
+                 *                 "weight": 1
+                 *               }
+                 *             ]
+                 *           }
+                 *         ],
+                 *         "fee": "100000000",
+                 *         "solidifiedBlockNumber": 50568580,
+                 *         "matchedAddresses": [
+                 *           {
+                 *             "chainId": "tron:mainnet",
+                 *             "address": "TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS",
+                 *             "role": "owner"
+                 *           }
+                 *         ],
+                 *         "backfill": null
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WalletPermissionConfirmed"];
+            };
+        };
+        responses: {
+            /** @description A failed attempt. A Retry-After header (seconds or an HTTP date) sets the delay before the next one, kept within [the scheduled delay, twice it]. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt; Retry-After is honoured as for 429. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any 2xx acknowledges the delivery. The first 4,096 bytes of the answer are kept as the event's responseBody. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other status (redirects are not followed), no complete answer within 15 s, or a connection or TLS failure: a failed attempt. Attempts follow the schedule at once, 1 s, 5 s, 1 min, 5 min, 30 min and 90 min (each with up to 10% jitter); after the 7th failure the event is failed and POST /v1/subscriptions/{id}/events/{eventId}/retry sends it again. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    walletResourceBroadcasted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (evt_...), the same on every attempt and retry of this event: deduplicate on it.
+                 * @example evt_01HWAATSE4M8NFERS5526RTVCQ
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds when this attempt was signed. Reject a delivery whose timestamp is far from now (standardwebhooks allows 5 minutes).
+                 * @example 1682319144
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Standard Webhooks signature: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>"> keyed with the subscription's secret (the base64 after whsec_). During a secret rotation's grace period two signatures, space-separated, new first: accept the delivery when any one verifies.
+                 * @example v1,fjJHfFwiFd5JSEgGrONjeOxuAzefwmvJoa7yQv22V3g=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description The subscription (sub_...) this delivery belongs to.
+                 * @example sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W
+                 */
+                "x-subscription-id": string;
+                /**
+                 * @description Identifies the sender.
+                 * @example tron-webhooks/0.1 (Standard Webhooks)
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The payload, Content-Type application/json; the same bytes on every attempt of the event. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01HWAATSE4M8NFERS5526RTVCQ",
+                 *       "kind": "wallet.resource.broadcasted",
+                 *       "date": "2024-04-25T09:54:19.204Z",
+                 *       "subscriptionId": "sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W",
+                 *       "data": {
+                 *         "chainId": "tron:mainnet",
+                 *         "blockNumber": 61132092,
+                 *         "blockHash": "0000000003a4cd3c93b053942998eb1c7ee381b735c210ec59830aaa163e9f7f",
+                 *         "blockTimestamp": 1714038858000,
+                 *         "txId": "07f62308365d25e3c24681f9f285cb9a4d0922a887a2b624ed779e37d685365e",
+                 *         "logIndex": -1,
+                 *         "type": "delegate",
+                 *         "resource": "ENERGY",
+                 *         "amount": "5126000000",
+                 *         "receiver": "TLpwX5ZEh4mHYMH98nrAt51TzrbeTnbmw4",
+                 *         "lock": true,
+                 *         "lockPeriod": 28800,
+                 *         "votes": null,
+                 *         "fee": "0",
+                 *         "matchedAddresses": [
+                 *           {
+                 *             "chainId": "tron:mainnet",
+                 *             "address": "TGsoR5dSDkRRU9tUPb3STBB7RFh77RTED4",
+                 *             "role": "owner"
+                 *           }
+                 *         ],
+                 *         "backfill": null
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WalletResourceBroadcasted"];
+            };
+        };
+        responses: {
+            /** @description A failed attempt. A Retry-After header (seconds or an HTTP date) sets the delay before the next one, kept within [the scheduled delay, twice it]. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt; Retry-After is honoured as for 429. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any 2xx acknowledges the delivery. The first 4,096 bytes of the answer are kept as the event's responseBody. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other status (redirects are not followed), no complete answer within 15 s, or a connection or TLS failure: a failed attempt. Attempts follow the schedule at once, 1 s, 5 s, 1 min, 5 min, 30 min and 90 min (each with up to 10% jitter); after the 7th failure the event is failed and POST /v1/subscriptions/{id}/events/{eventId}/retry sends it again. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    walletResourceConfirmed: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (evt_...), the same on every attempt and retry of this event: deduplicate on it.
+                 * @example evt_01HWAAWHG3C4CRW3F4VDGYCHR2
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds when this attempt was signed. Reject a delivery whose timestamp is far from now (standardwebhooks allows 5 minutes).
+                 * @example 1682319144
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Standard Webhooks signature: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>"> keyed with the subscription's secret (the base64 after whsec_). During a secret rotation's grace period two signatures, space-separated, new first: accept the delivery when any one verifies.
+                 * @example v1,XfgsIQcS2lZZyhHC5em2/zBY970O6B8XovOHM++xeG0=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description The subscription (sub_...) this delivery belongs to.
+                 * @example sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W
+                 */
+                "x-subscription-id": string;
+                /**
+                 * @description Identifies the sender.
+                 * @example tron-webhooks/0.1 (Standard Webhooks)
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The payload, Content-Type application/json; the same bytes on every attempt of the event. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01HWAAWHG3C4CRW3F4VDGYCHR2",
+                 *       "kind": "wallet.resource.confirmed",
+                 *       "date": "2024-04-25T09:55:16.611Z",
+                 *       "subscriptionId": "sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W",
+                 *       "data": {
+                 *         "chainId": "tron:mainnet",
+                 *         "blockNumber": 61132092,
+                 *         "blockHash": "0000000003a4cd3c93b053942998eb1c7ee381b735c210ec59830aaa163e9f7f",
+                 *         "blockTimestamp": 1714038858000,
+                 *         "txId": "07f62308365d25e3c24681f9f285cb9a4d0922a887a2b624ed779e37d685365e",
+                 *         "logIndex": -1,
+                 *         "type": "delegate",
+                 *         "resource": "ENERGY",
+                 *         "amount": "5126000000",
+                 *         "receiver": "TLpwX5ZEh4mHYMH98nrAt51TzrbeTnbmw4",
+                 *         "lock": true,
+                 *         "lockPeriod": 28800,
+                 *         "votes": null,
+                 *         "fee": "0",
+                 *         "solidifiedBlockNumber": 61132111,
+                 *         "matchedAddresses": [
+                 *           {
+                 *             "chainId": "tron:mainnet",
+                 *             "address": "TGsoR5dSDkRRU9tUPb3STBB7RFh77RTED4",
+                 *             "role": "owner"
+                 *           }
+                 *         ],
+                 *         "backfill": null
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WalletResourceConfirmed"];
+            };
+        };
+        responses: {
+            /** @description A failed attempt. A Retry-After header (seconds or an HTTP date) sets the delay before the next one, kept within [the scheduled delay, twice it]. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt; Retry-After is honoured as for 429. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any 2xx acknowledges the delivery. The first 4,096 bytes of the answer are kept as the event's responseBody. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other status (redirects are not followed), no complete answer within 15 s, or a connection or TLS failure: a failed attempt. Attempts follow the schedule at once, 1 s, 5 s, 1 min, 5 min, 30 min and 90 min (each with up to 10% jitter); after the 7th failure the event is failed and POST /v1/subscriptions/{id}/events/{eventId}/retry sends it again. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    walletBlacklistBroadcasted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (evt_...), the same on every attempt and retry of this event: deduplicate on it.
+                 * @example evt_01GYS0M708A7MGNHCM901AHQZX
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds when this attempt was signed. Reject a delivery whose timestamp is far from now (standardwebhooks allows 5 minutes).
+                 * @example 1682319144
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Standard Webhooks signature: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>"> keyed with the subscription's secret (the base64 after whsec_). During a secret rotation's grace period two signatures, space-separated, new first: accept the delivery when any one verifies.
+                 * @example v1,G0iDjOfDyzGuNzIrWnYRln24PLpmBtF62nyqUlLi2FI=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description The subscription (sub_...) this delivery belongs to.
+                 * @example sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W
+                 */
+                "x-subscription-id": string;
+                /**
+                 * @description Identifies the sender.
+                 * @example tron-webhooks/0.1 (Standard Webhooks)
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The payload, Content-Type application/json; the same bytes on every attempt of the event. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01GYS0M708A7MGNHCM901AHQZX",
+                 *       "kind": "wallet.blacklist.broadcasted",
+                 *       "date": "2023-04-24T06:53:39.720Z",
+                 *       "subscriptionId": "sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W",
+                 *       "data": {
+                 *         "chainId": "tron:mainnet",
+                 *         "blockNumber": 50568600,
+                 *         "blockHash": "0000000003039d980e13987afd425398951b57ba5c55a84c305c9c35811908a8",
+                 *         "blockTimestamp": 1682319219000,
+                 *         "txId": "2770339942df58e9563524b74e93d3e048faf6aac16ab041924b5e54be26974b",
+                 *         "logIndex": 0,
+                 *         "type": "added",
+                 *         "address": "TXCvUayMx6AuBvS7qBa79ZAfhrwSA7vTjG",
+                 *         "amount": null,
+                 *         "asset": {
+                 *           "type": "fungible",
+                 *           "standard": "TRC20",
+                 *           "contract": "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t",
+                 *           "tokenId": null,
+                 *           "symbol": "USDT",
+                 *           "decimals": 6
+                 *         },
+                 *         "fee": "0",
+                 *         "matchedAddresses": [
+                 *           {
+                 *             "chainId": "tron:mainnet",
+                 *             "address": "TXCvUayMx6AuBvS7qBa79ZAfhrwSA7vTjG",
+                 *             "role": "blacklisted"
+                 *           }
+                 *         ],
+                 *         "backfill": null
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WalletBlacklistBroadcasted"];
+            };
+        };
+        responses: {
+            /** @description A failed attempt. A Retry-After header (seconds or an HTTP date) sets the delay before the next one, kept within [the scheduled delay, twice it]. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt; Retry-After is honoured as for 429. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any 2xx acknowledges the delivery. The first 4,096 bytes of the answer are kept as the event's responseBody. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other status (redirects are not followed), no complete answer within 15 s, or a connection or TLS failure: a failed attempt. Attempts follow the schedule at once, 1 s, 5 s, 1 min, 5 min, 30 min and 90 min (each with up to 10% jitter); after the 7th failure the event is failed and POST /v1/subscriptions/{id}/events/{eventId}/retry sends it again. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    walletBlacklistConfirmed: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (evt_...), the same on every attempt and retry of this event: deduplicate on it.
+                 * @example evt_01GYS0NYKFB05ZRBM4JZYWEEHD
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds when this attempt was signed. Reject a delivery whose timestamp is far from now (standardwebhooks allows 5 minutes).
+                 * @example 1682319144
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Standard Webhooks signature: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>"> keyed with the subscription's secret (the base64 after whsec_). During a secret rotation's grace period two signatures, space-separated, new first: accept the delivery when any one verifies.
+                 * @example v1,4pgr+cPLWkX0Oa4CehsFpvmIM2wE5kqJmnbVwVWqU28=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description The subscription (sub_...) this delivery belongs to.
+                 * @example sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W
+                 */
+                "x-subscription-id": string;
+                /**
+                 * @description Identifies the sender.
+                 * @example tron-webhooks/0.1 (Standard Webhooks)
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The payload, Content-Type application/json; the same bytes on every attempt of the event. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01GYS0NYKFB05ZRBM4JZYWEEHD",
+                 *       "kind": "wallet.blacklist.confirmed",
+                 *       "date": "2023-04-24T06:54:36.655Z",
+                 *       "subscriptionId": "sub_01JDX4Q3ZK7M2N8P5R6S9T0V1W",
+                 *       "data": {
+                 *         "chainId": "tron:mainnet",
+                 *         "blockNumber": 50568600,
+                 *         "blockHash": "0000000003039d980e13987afd425398951b57ba5c55a84c305c9c35811908a8",
+                 *         "blockTimestamp": 1682319219000,
+                 *         "txId": "2770339942df58e9563524b74e93d3e048faf6aac16ab041924b5e54be26974b",
+                 *         "logIndex": 0,
+                 *         "type": "added",
+                 *         "address": "TXCvUayMx6AuBvS7qBa79ZAfhrwSA7vTjG",
+                 *         "amount": null,
+                 *         "asset": {
+                 *           "type": "fungible",
+                 *           "standard": "TRC20",
+                 *           "contract": "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t",
+                 *           "tokenId": null,
+                 *           "symbol": "USDT",
+                 *           "decimals": 6
+                 *         },
+                 *         "fee": "0",
+                 *         "solidifiedBlockNumber": 50568619,
+                 *         "matchedAddresses": [
+                 *           {
+                 *             "chainId": "tron:mainnet",
+                 *             "address": "TXCvUayMx6AuBvS7qBa79ZAfhrwSA7vTjG",
+                 *             "role": "blacklisted"
+                 *           }
+                 *         ],
+                 *         "backfill": null
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WalletBlacklistConfirmed"];
             };
         };
         responses: {

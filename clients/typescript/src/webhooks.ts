@@ -24,6 +24,19 @@ export type WalletTransferFailed = components["schemas"]["WalletTransferFailed"]
 export type ServicePing = components["schemas"]["ServicePing"];
 /** A transfer event's `data` (the fields every transfer kind shares, and its own). */
 export type TransferData = (WalletTransferBroadcasted | WalletTransferConfirmed | WalletTransferFailed)["data"];
+export type WalletApprovalBroadcasted = components["schemas"]["WalletApprovalBroadcasted"];
+export type WalletApprovalConfirmed = components["schemas"]["WalletApprovalConfirmed"];
+export type WalletPermissionBroadcasted = components["schemas"]["WalletPermissionBroadcasted"];
+export type WalletPermissionConfirmed = components["schemas"]["WalletPermissionConfirmed"];
+export type WalletResourceBroadcasted = components["schemas"]["WalletResourceBroadcasted"];
+export type WalletResourceConfirmed = components["schemas"]["WalletResourceConfirmed"];
+export type WalletBlacklistBroadcasted = components["schemas"]["WalletBlacklistBroadcasted"];
+export type WalletBlacklistConfirmed = components["schemas"]["WalletBlacklistConfirmed"];
+/** An account activity event's `data`, per family (`.confirmed` adds solidifiedBlockNumber). */
+export type ApprovalData = (WalletApprovalBroadcasted | WalletApprovalConfirmed)["data"];
+export type PermissionData = (WalletPermissionBroadcasted | WalletPermissionConfirmed)["data"];
+export type ResourceData = (WalletResourceBroadcasted | WalletResourceConfirmed)["data"];
+export type BlacklistData = (WalletBlacklistBroadcasted | WalletBlacklistConfirmed)["data"];
 
 /** Request headers as fetch (Headers) or node:http (a record, repeated fields as arrays) give them. */
 export type WebhookHeaders = Headers | Record<string, string | string[] | undefined>;

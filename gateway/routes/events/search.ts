@@ -17,7 +17,11 @@ const PATH = "/v1/events";
 
 const SearchQuery = InputObject({
   txId: t.Optional(t.String({ description: "Transaction id, 64 hex digits (another form is invalid_request)." })),
-  address: t.Optional(t.String({ description: "A base58check TRON address, as sender or receiver (another form is invalid_address)." })),
+  address: t.Optional(t.String({
+    description:
+      "A base58check TRON address, as a transfer's sender or receiver, or an address an activity matched or names (an approval's owner or spender, " +
+      "the permission's account, a delegation's receiver, the blacklisted user); another form is invalid_address.",
+  })),
   chainId: t.Optional(t.String({ description: `${CHAIN_CHOICES}.` })),
   kind: t.Optional(t.String({ description: `Event kind: ${orList(EVENT_KINDS)} (another is invalid_request).` })),
   status: t.Optional(t.Union([t.Literal("pending"), t.Literal("delivered"), t.Literal("failed")])),

@@ -1,6 +1,7 @@
-// POST /v1/subscriptions/:id/test: send service.ping, or a sample transfer event, whatever the subscription lists.
+// POST /v1/subscriptions/:id/test: send service.ping, or a sample transfer or activity event, whatever the subscription
+// lists.
 import { Elysia, t } from "elysia";
-import { BROADCASTED, PING, TRANSFER_KINDS, orList } from "../../../common/contract/index.ts";
+import { ACTIVITY_KINDS, BROADCASTED, PING, TRANSFER_KINDS, orList } from "../../../common/contract/index.ts";
 import { WRITE_RPC_OPTIONS, rpc } from "../../deps.ts";
 import { BODY, IDEMPOTENT } from "../../docs-errors.ts";
 import { exampleEventView } from "../../docs-examples.ts";
@@ -15,7 +16,10 @@ const PATH = "/v1/subscriptions/:id/test";
 const TestInput = t.Optional(
   InputObject({
     kind: t.Optional(t.String({
-      description: `${PING} (default), or ${orList(TRANSFER_KINDS)} for a sample transfer of that kind marked test: true (failed: reason REVERT).`,
+      description:
+        `${PING} (default); ${orList(TRANSFER_KINDS)} for a sample transfer of that kind (failed: reason REVERT); ` +
+        `${orList(ACTIVITY_KINDS)} for a sample activity of that kind (mainnet: an unlimited USDT approval to a router, a ` +
+        "permission update adding a co-signer, a delegation of energy, USDT blacklisting the wallet). Samples carry test: true.",
     })),
   }),
 );
@@ -46,8 +50,9 @@ export const sendTestEvent: Operation = {
         detail: {
           summary: "Send a test event",
           description:
-            `Fires ${PING} (default) or a sample transfer event (${BROADCASTED}, .confirmed or .failed), ` +
-            "whatever the subscription's events and addresses. 409 subscription_disabled on a disabled subscription.",
+            `Fires ${PING} (default) or a sample event of any other kind (a transfer: ${BROADCASTED}, .confirmed or ` +
+            ".failed; an account activity: wallet.approval, .permission, .resource or .blacklist, each .broadcasted or " +
+            ".confirmed), whatever the subscription's events and addresses. 409 subscription_disabled on a disabled subscription.",
           tags: TAGS,
           security: SECURITY,
         },

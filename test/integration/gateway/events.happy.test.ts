@@ -137,6 +137,70 @@ describe("POST /v1/subscriptions/:id/test", () => {
     expect(onShasta.body.payload.data).toMatchObject({ chainId: "tron:shasta", reason: "REVERT", asset: { standard: "TRX" } });
   });
 
+  test("account activity kinds: a realistic sample of each, marked test, delivered, found by the search", async () => {
+    const s = await setup("/ev-activity");
+    const place = ["chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex"];
+    const samples: Record<string, { fields: string[]; data: Record<string, unknown> }> = {
+      approval: {
+        fields: ["owner", "spender", "amount", "unlimited", "asset"],
+        data: {
+          logIndex: 0, spender: "TKzxdSv2FZKQrEqkKVgp5DcwEXBEKMg2Ax", unlimited: true, amount: ((1n << 256n) - 1n).toString(),
+          asset: { type: "fungible", standard: "TRC20", contract: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", tokenId: null, symbol: "USDT", decimals: 6 },
+          matchedAddresses: [{ chainId: "tron:mainnet", address: expect.any(String), role: "owner" }],
+        },
+      },
+      permission: {
+        fields: ["address", "owner", "witness", "actives"],
+        // A co-signer added: two keys of weight 1 and a threshold of 2, for the owner and the active permission.
+        data: { logIndex: -1, fee: "100000000", owner: { threshold: 2, keys: [expect.any(Object), expect.any(Object)] }, witness: null, actives: [expect.objectContaining({ name: "active", threshold: 2 })] },
+      },
+      resource: {
+        fields: ["type", "resource", "amount", "receiver", "lock", "lockPeriod", "votes"],
+        data: { logIndex: -1, type: "delegate", resource: "ENERGY", amount: expect.stringMatching(/^\d+$/), receiver: expect.any(String), lock: true, lockPeriod: 28800, votes: null },
+      },
+      blacklist: {
+        fields: ["type", "address", "amount", "asset"],
+        data: { logIndex: 0, type: "added", amount: null, asset: expect.objectContaining({ contract: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", symbol: "USDT" }), matchedAddresses: [expect.objectContaining({ role: "blacklisted" })] },
+      },
+    };
+    const made: Ev[] = [];
+    for (const [family, { fields, data }] of Object.entries(samples)) {
+      for (const stage of ["broadcasted", "confirmed"]) {
+        const kind = `wallet.${family}.${stage}`;
+        const res = await call<Ev>(base, s.key, "POST", `/v1/subscriptions/${s.id}/test`, { kind });
+        expect(res.status).toBe(200);
+        expect(res.body).toMatchObject({ kind, chainId: "tron:mainnet", status: "pending" });
+        const d = res.body.payload.data;
+        const final = stage === "confirmed" ? ["solidifiedBlockNumber"] : [];
+        expect(Object.keys(d)).toEqual([...place, ...fields, "fee", ...final, "matchedAddresses", "backfill", "test"]);
+        expect(d).toMatchObject({ ...data, chainId: "tron:mainnet", test: true, backfill: null });
+        if (stage === "confirmed") expect(d.solidifiedBlockNumber as number).toBeGreaterThan(d.blockNumber as number);
+        made.push(res.body);
+      }
+    }
+    for (const e of made) {
+      await waitFor(s.key, s.id, e.id, (v) => v.status === "delivered");
+      const d = env.receiver.deliveries("/ev-activity").find((x) => x.headers["webhook-id"] === e.id)!;
+      expect(d.verified).toBe(true);
+      expect(JSON.parse(d.body)).toEqual(e.payload);
+    }
+    // The event search filters by an activity kind, and finds a sample by its wallet and by the spender it names.
+    const byKind = await call<{ items: Ev[] }>(base, s.key, "GET", `/v1/events?kind=wallet.resource.confirmed`);
+    expect(byKind.body.items.map((e) => e.id)).toEqual([made[5]!.id]);
+    const wallet = (made[0]!.payload.data.owner as string);
+    const byWallet = await call<{ items: Ev[] }>(base, s.key, "GET", `/v1/events?address=${wallet}&kind=wallet.approval.broadcasted`);
+    expect(byWallet.body.items.map((e) => e.id)).toEqual([made[0]!.id]);
+    const bySpender = await call<{ items: Ev[] }>(base, s.key, "GET", `/v1/events?address=TKzxdSv2FZKQrEqkKVgp5DcwEXBEKMg2Ax`);
+    expect(bySpender.body.items.map((e) => e.id)).toEqual([made[1]!.id, made[0]!.id]);
+    // An activity kind that does not exist is unsupported_event, as any unknown kind.
+    const unknown = await call<{ error: string; detail: unknown }>(base, s.key, "POST", `/v1/subscriptions/${s.id}/test`, { kind: "wallet.approval.failed" });
+    expect([unknown.status, unknown.body.error, unknown.body.detail]).toEqual([400, "unsupported_event", { event: "wallet.approval.failed" }]);
+    // On a key without mainnet, the key's first chain and that chain's USDT (Nile's is a known token).
+    const nile = await setup("/ev-activity-nile", ["tron:nile"]);
+    const onNile = await call<Ev>(base, nile.key, "POST", `/v1/subscriptions/${nile.id}/test`, { kind: "wallet.approval.broadcasted" });
+    expect(onNile.body.payload.data).toMatchObject({ chainId: "tron:nile", asset: { contract: "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf", symbol: "USDT" } });
+  });
+
   test("Idempotency-Key: the same key replays the same event (one delivery); another body conflicts", async () => {
     const s = await setup("/ev-idem");
     const headers = { "idempotency-key": "test-key-1" };

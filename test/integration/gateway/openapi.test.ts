@@ -6,7 +6,15 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Webhook } from "standardwebhooks";
-import { ERROR_STATUS, EVENT_KINDS, type ErrorCode } from "../../../common/contract/index.ts";
+import {
+  ACTIVITY_KINDS,
+  ERROR_STATUS,
+  EVENT_KINDS,
+  PING,
+  TRANSFER_KINDS,
+  familyOf,
+  type ErrorCode,
+} from "../../../common/contract/index.ts";
 import { signatureHeader } from "../../../deliverer/sign.ts";
 import { EXAMPLE_PAYLOADS, EXAMPLE_SECRET, VERIFY_EXAMPLE } from "../../../gateway/event-catalog.ts";
 import { openApiDocument } from "../../../gateway/docs.ts";
@@ -70,6 +78,44 @@ describe("webhooks section", () => {
     expect(broadcasted.properties.memo.anyOf.map((s: Json) => s.type)).toEqual(["string", "null"]);
   });
 
+  test("account activity: each family's fields, .confirmed adding the solidified head, roles and types as the contract lists them", () => {
+    const dataOf = (kind: string): Json => deref(deref(doc.webhooks[kind].post.requestBody.content["application/json"].schema).properties.data);
+    const place = ["chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex"];
+    const tail = ["matchedAddresses", "fee", "backfill"];
+    const families: Record<string, { fields: string[]; roles: string[] }> = {
+      approval: { fields: ["owner", "spender", "amount", "unlimited", "asset"], roles: ["owner", "spender"] },
+      permission: { fields: ["address", "owner", "witness", "actives"], roles: ["owner"] },
+      resource: { fields: ["type", "resource", "amount", "receiver", "lock", "lockPeriod", "votes"], roles: ["owner", "receiver"] },
+      blacklist: { fields: ["type", "address", "amount", "asset"], roles: ["blacklisted"] },
+    };
+    for (const [family, { fields, roles }] of Object.entries(families)) {
+      const broadcasted = dataOf(`wallet.${family}.broadcasted`);
+      expect(broadcasted.required).toEqual([...place, ...fields, ...tail]);
+      expect(Object.keys(broadcasted.properties)).toEqual([...place, ...fields, ...tail, "test"]);
+      expect(dataOf(`wallet.${family}.confirmed`).required).toEqual([...place, ...fields, ...tail, "solidifiedBlockNumber"]);
+      const role = broadcasted.properties.matchedAddresses.items.properties.role;
+      expect(((role.anyOf ?? [role]) as Json[]).map((s) => s.const)).toEqual(roles);
+      // The example is the family's own, and every field it shows is documented.
+      const example = doc.webhooks[`wallet.${family}.broadcasted`].post.requestBody.content["application/json"].example;
+      expect(Object.keys(example.data).sort()).toEqual([...place, ...fields, ...tail].sort());
+    }
+    const resource = dataOf("wallet.resource.broadcasted").properties;
+    expect(resource.type.anyOf.map((s: Json) => s.const)).toEqual([
+      "freeze", "unfreeze", "withdraw_unfrozen", "cancel_unfreeze", "delegate", "undelegate", "vote", "withdraw_rewards",
+    ]);
+    expect(resource.resource.anyOf[0].anyOf.map((s: Json) => s.const)).toEqual(["ENERGY", "BANDWIDTH", "TRON_POWER"]);
+    expect(dataOf("wallet.blacklist.confirmed").properties.type.anyOf.map((s: Json) => s.const)).toEqual(["added", "removed", "funds_destroyed"]);
+    const permission = dataOf("wallet.permission.broadcasted").properties;
+    expect(permission.owner.required).toEqual(["threshold", "keys"]);
+    expect(permission.actives.items.required).toEqual(["name", "threshold", "operations", "keys"]);
+    expect(dataOf("wallet.approval.broadcasted").properties.unlimited.type).toBe("boolean");
+    // The matcher's setting for the blacklist is named where the kind is described.
+    expect(doc.webhooks["wallet.blacklist.broadcasted"].post.description).toContain("BLACKLIST_CONTRACTS");
+    for (const family of Object.keys(families)) {
+      expect(doc.webhooks[`wallet.${family}.broadcasted`].post.description).toContain("gets no final event");
+    }
+  });
+
   test("each kind documents the delivery headers, when it fires, and a full example signed for real", () => {
     for (const kind of EVENT_KINDS) {
       const op = doc.webhooks[kind].post;
@@ -88,7 +134,10 @@ describe("webhooks section", () => {
       expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(["2XX", "429", "default"]));
     }
     const tag = (doc.tags as Json[]).find((t) => t.name === "webhooks")!;
-    for (const words of ["provisional", "never contradict", "confirmed before broadcasted", "(chainId, txId, logIndex, internalIndex)", "webhook-id"]) {
+    for (const words of [
+      "provisional", "never contradict", "confirmed before broadcasted", "(chainId, txId, logIndex, internalIndex)",
+      "(chainId, txId, logIndex) within its family", "gets no final event", "webhook-id",
+    ]) {
       expect(tag.description).toContain(words);
     }
     expect(tag.description).toContain(VERIFY_EXAMPLE);
@@ -274,11 +323,15 @@ describe("redocly lint", () => {
 });
 
 describe("README", () => {
-  test("its Events section shows the catalog's example payload of every kind, in full", () => {
+  test("its Events section names every kind and shows the catalog's example of each transfer kind, an approval and the ping, in full", () => {
     const readme = readFileSync(join(ROOT, "README.md"), "utf8");
     const events = readme.slice(readme.indexOf("\n## Events\n"), readme.indexOf("\n## ", readme.indexOf("\n## Events\n") + 1));
     const shown = [...events.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1]!) as unknown);
-    expect(shown).toEqual(EVENT_KINDS.map((kind) => EXAMPLE_PAYLOADS[kind]));
+    // The README has room for one activity example; /openapi.json (checked above) has every kind's.
+    const kinds = [...TRANSFER_KINDS, "wallet.approval.broadcasted", PING] as const;
+    expect(shown).toEqual(kinds.map((kind) => EXAMPLE_PAYLOADS[kind]));
+    for (const kind of ACTIVITY_KINDS) expect(events).toContain(`\`wallet.${familyOf(kind)}.broadcasted\` / \`.confirmed\``);
+    expect(events).toContain("`(chainId, txId, logIndex)`\nwithin its family");
     for (const words of ["provisional", "never contradict", "`confirmed`\n  before `broadcasted`", "`(chainId, txId, logIndex, internalIndex)`", "`webhook-id`"]) {
       expect(events).toContain(words);
     }

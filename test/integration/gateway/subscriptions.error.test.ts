@@ -75,6 +75,8 @@ describe("POST /v1/subscriptions errors (and nothing is created)", () => {
     ["private IP literal", { ...valid(), destination: { type: "https", url: "https://10.0.0.5/hook" } }, 400, "ssrf_blocked", { ip: "10.0.0.5", cidr: "10.0.0.0/8" }],
     ["unknown event", { ...valid(), events: ["wallet.transfer.broadcasted", "wallet.exploded"] }, 400, "unsupported_event", { event: "wallet.exploded" }],
     ["unknown lifecycle-like event", { ...valid(), events: ["wallet.transfer.dropped"] }, 400, "unsupported_event", { event: "wallet.transfer.dropped" }],
+    ["an activity family without its stage", { ...valid(), events: ["wallet.approval"] }, 400, "unsupported_event", { event: "wallet.approval" }],
+    ["a stage an activity does not have", { ...valid(), events: ["wallet.resource.failed"] }, 400, "unsupported_event", { event: "wallet.resource.failed" }],
     ["description of 513 code points", { ...valid(), description: "é".repeat(513) }, 400, "description_too_long", { max: 512 }],
     ["resolver failure", { ...valid(), destination: { type: "https", url: "https://servfail.example.com/" } }, 503, "service_unavailable", null],
     ["body a JSON array", [valid()], 400, "invalid_request", { param: "/" }],

@@ -79,6 +79,20 @@ describe("POST /v1/subscriptions", () => {
     expect((await create({ events: ["wallet.transfer.failed"] })).events).toEqual(["wallet.transfer.failed"]);
   });
 
+  test("the account activity kinds are accepted, every one together, alone, and with match conditions (which they ignore)", async () => {
+    const activity = [
+      "wallet.approval.broadcasted", "wallet.approval.confirmed", "wallet.permission.broadcasted", "wallet.permission.confirmed",
+      "wallet.resource.broadcasted", "wallet.resource.confirmed", "wallet.blacklist.broadcasted", "wallet.blacklist.confirmed",
+    ];
+    const every = ["wallet.transfer.broadcasted", "wallet.transfer.confirmed", "wallet.transfer.failed", ...activity, "service.ping"];
+    expect((await create({ events: every })).events).toEqual(every);
+    expect((await create({ events: ["wallet.blacklist.confirmed"] })).events).toEqual(["wallet.blacklist.confirmed"]);
+    // match is stored and returned as given, though only transfer kinds apply it (docs/CONTRACT.md "Match conditions").
+    const match: SubscriptionJson["match"] = { assets: [{ standard: "TRX", minAmount: "0" }], directions: ["incoming"], includeZeroValue: false };
+    const sub = await create({ events: ["wallet.approval.confirmed"], match });
+    expect([sub.events, sub.match]).toEqual([["wallet.approval.confirmed"], match]);
+  });
+
   test("a description of exactly 512 code points (astral characters count once) is accepted", async () => {
     const description = "😀".repeat(512);
     const sub = await create({ description });

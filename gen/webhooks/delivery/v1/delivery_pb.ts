@@ -774,7 +774,7 @@ export type CreateTestEventRequest = Message<"webhooks.delivery.v1.CreateTestEve
   subscriptionId: string;
 
   /**
-   * "" means "service.ping"; "wallet.transfer.broadcasted" sends a sample transfer.
+   * "" means "service.ping"; any other kind (common/contract/events.ts EVENT_KINDS) sends a sample of that kind.
    *
    * @generated from field: string kind = 3;
    */
@@ -1161,7 +1161,7 @@ export type SearchEventsRequest = Message<"webhooks.delivery.v1.SearchEventsRequ
   txId: string;
 
   /**
-   * Either role (from or to).
+   * Any address the event names: a transfer's from or to; an activity's matched addresses and parties.
    *
    * @generated from field: string address = 4;
    */
@@ -1421,7 +1421,8 @@ export const StreamEventsResponseSchema: GenMessage<StreamEventsResponse> = /*@_
  */
 export const DeliveryService: GenService<{
   /**
-   * Internal (the matcher): idempotent on (subscription, chain, txId, logIndex).
+   * Internal (the matcher): idempotent on (subscription, kind, chain, txId, logIndex, internalIndex); an activity's
+   * internalIndex is -1.
    *
    * @generated from rpc webhooks.delivery.v1.DeliveryService.Enqueue
    */
