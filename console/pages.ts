@@ -11,6 +11,7 @@ import {
 } from "../common/contract/index.ts";
 import { client, compact, describeDestination, unwrap, type Destination, type DestinationInput, type EventView, type RecoverRequest, type Subscription } from "./api.ts";
 import { backfillPanel } from "./backfills.ts";
+import { eventSummary } from "./event-summary.ts";
 import { attempt, badge, errorText, field, h, notify, select, svg, time } from "./dom.ts";
 
 export type Render = (main: HTMLElement) => Promise<(() => void) | void>;
@@ -296,12 +297,13 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
       if (!token) break;
     }
     older.hidden = !token;
-    const empty = h("tr", { class: "empty" }, h("td", { colspan: 6 }, "No events match."));
+    const empty = h("tr", { class: "empty" }, h("td", { colspan: 7 }, "No events match."));
     rows.replaceChildren(...(items.length === 0 ? [empty] : items.map((e) => {
       const view = h("button", { type: "button", class: "link" }, e.id);
       view.addEventListener("click", () => void attempt(() => showDetail(e)));
       return h("tr", { "data-event": e.id, "data-status": e.status },
-        h("td", {}, view), h("td", {}, e.kind), h("td", {}, badge(e.status)), h("td", {}, String(e.attempts)),
+        h("td", {}, view), h("td", {}, e.kind), h("td", { class: "summary" }, eventSummary(e.payload)), h("td", {}, badge(e.status)),
+        h("td", {}, String(e.attempts)),
         h("td", {}, e.responseStatus === null ? "–" : String(e.responseStatus)), h("td", {}, time(e.dateCreated)));
     })));
     const current = open ? items.find((e) => e.id === open) : undefined;
@@ -324,7 +326,7 @@ function eventsPanel(subId: string | undefined): { el: HTMLElement; refresh: () 
     h("h2", { id: "ev-h" }, subId ? "Events" : "Search events"), form,
     h("table", { class: "events" },
       h("caption", {}, "Newest first; refreshed every few seconds"),
-      h("thead", {}, h("tr", {}, ...["Id", "Kind", "Status", "Attempts", "HTTP", "Created"].map((c) => h("th", { scope: "col" }, c)))),
+      h("thead", {}, h("tr", {}, ...["Id", "Kind", "Details", "Status", "Attempts", "HTTP", "Created"].map((c) => h("th", { scope: "col" }, c)))),
       rows),
     older,
     detail);

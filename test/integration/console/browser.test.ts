@@ -196,6 +196,47 @@ test.skipIf(!haveChromium)("a queue destination is edited in its own fields, dis
   expect(errors).toEqual([]);
 }, 120_000);
 
+test.skipIf(!haveChromium)("account activity: the form offers its kinds, and the event list shows each event's main fields", async () => {
+  const { key } = await env.stack.createKey();
+  const hook = "/console-activity";
+  const { page, errors } = await signedIn(key);
+  await page.getByRole("heading", { name: "Subscriptions" }).waitFor();
+  // Every kind of the contract is a checkbox of the form, the activity kinds among them.
+  for (const kind of ["wallet.approval.broadcasted", "wallet.permission.confirmed", "wallet.resource.broadcasted", "wallet.blacklist.confirmed"]) {
+    await page.getByLabel(kind, { exact: true }).waitFor();
+  }
+  await page.getByLabel("Destination URL (https)").fill(env.receiver.url(hook));
+  await page.getByLabel("wallet.transfer.broadcasted", { exact: true }).uncheck();
+  await page.getByLabel("wallet.approval.broadcasted", { exact: true }).check();
+  await page.getByLabel("wallet.resource.confirmed", { exact: true }).check();
+  await page.getByRole("button", { name: "Create subscription" }).click();
+  await page.getByLabel("New signing secret").waitFor();
+  env.receiver.setSecrets(hook, [(await page.locator("output.secret").textContent()) ?? ""]);
+  await seeText(page.locator("tbody tr"), "wallet.approval.broadcasted, wallet.resource.confirmed");
+
+  // A sample of each from the subscription's page (POST …/test), and a transfer beside them.
+  await page.locator("a[href^='#/subscriptions/sub_']").first().click();
+  await page.getByRole("heading", { name: /^Subscription sub_/ }).waitFor();
+  for (const kind of ["wallet.transfer.confirmed", "wallet.approval.broadcasted", "wallet.resource.confirmed"]) {
+    await page.getByRole("button", { name: `Send test ${kind}`, exact: true }).click();
+    await seeText(page.getByRole("status"), "Test event evt_");
+    await seeText(page.locator("tr[data-event]").first(), kind);
+  }
+  await seeCount(page.locator("tr[data-status='delivered']"), 3, 20_000);
+  const row = (kind: string) => page.locator("tr[data-event]").filter({ hasText: kind });
+  // The mainnet samples: 12.5 USDT paid; an unlimited USDT allowance; 5,126 TRX's energy delegated.
+  expect(await row("wallet.transfer.confirmed").locator("td.summary").textContent()).toBe("12.5 USDT");
+  expect(await row("wallet.approval.broadcasted").locator("td.summary").textContent()).toBe("unlimited USDT");
+  expect(await row("wallet.resource.confirmed").locator("td.summary").textContent()).toBe("delegate ENERGY 5,126 TRX");
+  expect(env.receiver.deliveries(hook).every((d) => d.verified)).toBe(true);
+  // The kind filter of the event search takes an activity kind.
+  await page.getByLabel("Kind").selectOption("wallet.approval.broadcasted");
+  await page.getByRole("button", { name: "Filter" }).click();
+  await seeCount(page.locator("tr[data-event]"), 1);
+  await shot(page, "11-activity-events");
+  expect(errors).toEqual([]);
+}, 120_000);
+
 test.skipIf(!haveChromium)("the event list: 50 at a time, 'Older events' adds the next page, a filter that matches none says so; delete", async () => {
   const { key } = await env.stack.createKey();
   const created = await call<{ id: string }>(env.stack.baseUrl, key, "POST", "/v1/subscriptions", {
