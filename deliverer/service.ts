@@ -17,9 +17,12 @@ import { IdempotencyResultSchema } from "../gen/webhooks/common/v1/error_pb.ts";
 import {
   ACTIVITY_KINDS,
   ApiError,
+  BLACKLIST_TYPES,
   EVENT_KINDS,
   FAILED,
   PING,
+  RESOURCE_MOVE_TYPES,
+  RESOURCE_NAMES,
   TRANSFER_KINDS,
   familyOf,
   invalidRequest,
@@ -79,6 +82,16 @@ function checkNewEvent(e: NewEvent, i: number): void {
   }
   if (d.case === "permission" && !d.value.owner) {
     throw invalidRequest("A permission update needs its owner permission.", `/events/${i}/activity/permission/owner`);
+  }
+  // The types the contract lists (the OpenAPI schema's literals): a new one is a contract change, not a matcher's whim.
+  if (d.case === "resource" && !(RESOURCE_MOVE_TYPES as readonly string[]).includes(d.value.type)) {
+    throw invalidRequest(`A resource move's type is one of ${RESOURCE_MOVE_TYPES.join(", ")}.`, `/events/${i}/activity/resource/type`);
+  }
+  if (d.case === "resource" && d.value.resource !== undefined && !(RESOURCE_NAMES as readonly string[]).includes(d.value.resource)) {
+    throw invalidRequest(`A resource is one of ${RESOURCE_NAMES.join(", ")}.`, `/events/${i}/activity/resource/resource`);
+  }
+  if (d.case === "blacklist" && !(BLACKLIST_TYPES as readonly string[]).includes(d.value.type)) {
+    throw invalidRequest(`A blacklist event's type is one of ${BLACKLIST_TYPES.join(", ")}.`, `/events/${i}/activity/blacklist/type`);
   }
 }
 

@@ -257,6 +257,10 @@ describe("Enqueue of account activity", () => {
       ev("wallet.approval.broadcasted", activity(75, { case: "approval", value: { owner: WALLET, spender: ROUTER, amount: "1" } })),
       ev("wallet.approval.broadcasted", activity(76, approval("0x10"))),
       ev("wallet.permission.broadcasted", activity(77, { case: "permission", value: { address: WALLET } })),
+      // A type the contract does not list.
+      ev("wallet.resource.broadcasted", activity(79, { case: "resource", value: { type: "freeze_v1", resource: "ENERGY", amount: "1" } })),
+      ev("wallet.blacklist.broadcasted", activity(80, { case: "blacklist", value: { type: "frozen", address: WALLET, asset: USDT } })),
+      ev("wallet.resource.broadcasted", activity(81, { case: "resource", value: { type: "freeze", resource: "energy", amount: "1" } })),
       // Not a kind Enqueue makes.
       ev("wallet.approval.failed", activity(78, approval("1"))),
     ];
