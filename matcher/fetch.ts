@@ -3,6 +3,7 @@
 // and lost: structured-cloning the transfers back cost more than parsing and decoding in place.)
 import { blockNeedsTransactionInfo, decodeBlock, type DecodedTransfer } from "./decode.ts";
 import type { TronClient } from "./tron-client.ts";
+import type { DecodedActivity } from "./activity/types.ts";
 import type { TronBlock, TronTransactionInfo } from "./tron-types.ts";
 
 export interface DecodedBlock {
@@ -12,6 +13,8 @@ export interface DecodedBlock {
   timestampMs: number;
   /** Every transfer of the block, successful or not (consumers filter by `result`). */
   transfers: DecodedTransfer[];
+  /** The account activity of its successful transactions (approvals, permissions, resources, blacklist events). */
+  activities: DecodedActivity[];
   /** Every transaction id of the block: the solidified stream clears pending drops a block re-includes. */
   txIds: string[];
 }
@@ -35,7 +38,7 @@ export async function infosFor(client: TronClient, block: TronBlock): Promise<Tr
 export function decoded(block: TronBlock, infos: TronTransactionInfo[] | null): DecodedBlock {
   const h = block.block_header.raw_data;
   const txIds = (block.transactions ?? []).map((tx) => tx.txID);
-  return { number: h.number, blockId: block.blockID, parentHash: h.parentHash, timestampMs: h.timestamp, transfers: decodeBlock(block, infos), txIds };
+  return { number: h.number, blockId: block.blockID, parentHash: h.parentHash, timestampMs: h.timestamp, transfers: decodeBlock(block, infos), activities: [], txIds };
 }
 
 export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {

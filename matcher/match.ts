@@ -9,6 +9,9 @@ import { AssetSchema, NewEventSchema, type Asset, type NewEvent } from "../gen/w
 import { BROADCASTED, CONFIRMED, FAILED, type ChainId, type TransferKind } from "../common/contract/index.ts";
 import type { Watcher } from "../common/watch-index/reader.ts";
 import type { DecodedTransfer } from "./decode.ts";
+import type { BlockContext } from "./block-context.ts";
+import { activityAddresses, buildActivityEvents } from "./activity/events.ts";
+import type { DecodedActivity } from "./activity/types.ts";
 import { rolePasses } from "./conditions.ts";
 import { knownToken } from "./tokens.ts";
 
@@ -19,11 +22,12 @@ export interface Finality {
   reason?: string;
 }
 
-export interface BlockContext {
-  chainId: ChainId;
-  number: number;
-  blockId: string;
-  timestampMs: number;
+export type { BlockContext } from "./block-context.ts";
+
+/** What a block holds for matching: its transfers and its other account activity. */
+export interface BlockMatter {
+  transfers: readonly DecodedTransfer[];
+  activities: readonly DecodedActivity[];
 }
 
 /** Answers: which of these base58 addresses are watched on this chain, and by which active watchers. */
@@ -47,13 +51,14 @@ export function assetOf(chainId: ChainId, t: DecodedTransfer): Asset {
   return create(AssetSchema, init);
 }
 
-/** Every address a block's transfers touch, once each. */
-export function touchedAddresses(transfers: readonly DecodedTransfer[]): string[] {
+/** Every address a block's transfers and activities touch, once each: one watch-index lookup covers them all. */
+export function touchedAddresses(transfers: readonly DecodedTransfer[], activities: readonly DecodedActivity[] = []): string[] {
   const set = new Set<string>();
   for (const t of transfers) {
     set.add(t.from);
     set.add(t.to);
   }
+  activityAddresses(activities, set);
   return [...set];
 }
 
@@ -121,25 +126,35 @@ export function succeeded(t: DecodedTransfer): boolean {
   return t.result === "SUCCESS";
 }
 
-/** The head stream's events of a block: lookup (one round trip) plus buildEvents of its successful transfers. */
-export async function matchBroadcasted(block: BlockContext, transfers: readonly DecodedTransfer[], lookup: WatchLookup): Promise<NewEvent[]> {
-  const ok = transfers.filter(succeeded);
-  if (ok.length === 0) return [];
-  const watched = await lookup(block.chainId, touchedAddresses(ok));
-  return buildEvents(block, ok, watched, BROADCASTED);
+/**
+ * The head stream's events of a block: lookup (one round trip) plus the broadcasted events of its successful
+ * transfers and of its activities (the decoder keeps only successful ones).
+ */
+export async function matchBroadcasted(block: BlockContext, matter: BlockMatter, lookup: WatchLookup): Promise<NewEvent[]> {
+  const ok = matter.transfers.filter(succeeded);
+  if (ok.length === 0 && matter.activities.length === 0) return [];
+  const watched = await lookup(block.chainId, touchedAddresses(ok, matter.activities));
+  return [...buildEvents(block, ok, watched, BROADCASTED), ...buildActivityEvents(block, matter.activities, watched, { phase: "broadcasted" })];
 }
 
 /**
  * The solidified stream's events of a block (one lookup): `confirmed` for its successful transfers, `failed` with
- * the transaction's contractRet for the rest; `finality.reason` forces the reason (`dropped`).
+ * the transaction's contractRet for the rest, an activity's `.confirmed`; `finality.reason` forces the reason
+ * (`dropped`) and makes transfers' events only: a dropped activity gets no final event.
  */
-export async function matchFinal(block: BlockContext, transfers: readonly DecodedTransfer[], lookup: WatchLookup, finality: Finality): Promise<NewEvent[]> {
-  if (transfers.length === 0) return [];
-  const watched = await lookup(block.chainId, touchedAddresses(transfers));
+export async function matchFinal(block: BlockContext, matter: BlockMatter, lookup: WatchLookup, finality: Finality): Promise<NewEvent[]> {
+  const { transfers } = matter;
+  const activities = finality.reason === undefined ? matter.activities : [];
+  if (transfers.length === 0 && activities.length === 0) return [];
+  const watched = await lookup(block.chainId, touchedAddresses(transfers, activities));
   if (watched.size === 0) return [];
   if (finality.reason !== undefined) return buildEvents(block, transfers, watched, FAILED, finality);
   const ok: DecodedTransfer[] = [];
   const failed: DecodedTransfer[] = [];
   for (const t of transfers) (succeeded(t) ? ok : failed).push(t);
-  return [...buildEvents(block, ok, watched, CONFIRMED, finality), ...buildEvents(block, failed, watched, FAILED, finality)];
+  return [
+    ...buildEvents(block, ok, watched, CONFIRMED, finality),
+    ...buildEvents(block, failed, watched, FAILED, finality),
+    ...buildActivityEvents(block, activities, watched, { phase: "confirmed", solidifiedBlockNumber: finality.solidifiedBlockNumber }),
+  ];
 }

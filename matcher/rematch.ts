@@ -161,8 +161,8 @@ export class Rematcher {
           const ctx: BlockContext = { chainId, number: b.number, blockId: b.blockId, timestampMs: b.timestampMs };
           out.add(
             stream === "head"
-              ? await matchBroadcasted(ctx, b.transfers, lookup)
-              : await matchFinal(ctx, b.transfers, lookup, { solidifiedBlockNumber: solidified }),
+              ? await matchBroadcasted(ctx, b, lookup)
+              : await matchFinal(ctx, b, lookup, { solidifiedBlockNumber: solidified }),
           );
         }).then(() => {}),
       );

@@ -353,7 +353,7 @@ export class SolidifiedStream {
     await out.around(() =>
       mapLimit(batch, this.concurrency, async (block) => {
         const ctx: BlockContext = { chainId, number: block.number, blockId: block.blockId, timestampMs: block.timestampMs };
-        const made = await matchFinal(ctx, block.transfers, lookup, finality);
+        const made = await matchFinal(ctx, block, lookup, finality);
         out.add(made);
         count(made);
       }).then(() => {}),
@@ -407,7 +407,7 @@ export class SolidifiedStream {
       const ctx: BlockContext = { chainId, number: b.number, blockId: b.blockId, timestampMs: b.timestampMs };
       const made = await matchFinal(
         ctx,
-        drops.map((d) => d.transfer),
+        { transfers: drops.map((d) => d.transfer), activities: [] },
         lookup,
         { solidifiedBlockNumber: solidifiedHead, reason: "dropped" },
       );

@@ -272,7 +272,7 @@ export class ChainStream {
         const t = performance.now();
         const made = await matchBroadcasted(
           { chainId: this.opts.chainId, number: block.number, blockId: block.blockId, timestampMs: block.timestampMs },
-          block.transfers,
+          block,
           this.opts.lookup,
         );
         stage("lookup", t);

@@ -18,6 +18,7 @@ import { EnqueueBatch } from "../enqueue-batch.ts";
 import { decoded, infosFor, mapLimit, type DecodedBlock } from "../fetch.ts";
 import { BROADCASTED, CONFIRMED, FAILED } from "../../common/contract/index.ts";
 import { buildEvents, succeeded, touchedAddresses, type BlockContext, type WatchLookup } from "../match.ts";
+import { buildActivityEvents } from "../activity/events.ts";
 import type { MatcherDb } from "../store.ts";
 import { sleep } from "../../common/timing.ts";
 import { stepRetryDelay } from "../stream.ts";
@@ -174,7 +175,9 @@ export class BackfillScanner {
     const participants = this.jobs.filter((j) => blocks.some((b) => wanted(j, b.number)));
     // One watch-index lookup per block for every job.
     const watched = await mapLimit(blocks, LOOKUP_CONCURRENCY, (b) =>
-      b.transfers.length === 0 ? Promise.resolve(new Map<string, Watcher[]>()) : lookup(chainId, touchedAddresses(b.transfers)),
+      b.transfers.length === 0 && b.activities.length === 0
+        ? Promise.resolve(new Map<string, Watcher[]>())
+        : lookup(chainId, touchedAddresses(b.transfers, b.activities)),
     );
     const counts = new Map(participants.map((j) => [j.id, { created: 0, skipped: 0 }]));
     const out = new EnqueueBatch(
@@ -250,7 +253,8 @@ export class BackfillScanner {
 
 /**
  * A job's events of one block: the live streams' events for a solidified block (broadcasted and confirmed for a
- * successful transfer, failed with its contractRet for the rest), for the job's subscription and addresses only.
+ * successful transfer and for an activity, failed with its contractRet for the rest), for the job's subscription and
+ * addresses only.
  */
 export function jobEvents(chainId: ChainId, job: BackfillJob, block: DecodedBlock, watched: Map<string, Watcher[]>): NewEvent[] {
   const mine = new Map<string, Watcher[]>();
@@ -268,6 +272,8 @@ export function jobEvents(chainId: ChainId, job: BackfillJob, block: DecodedBloc
     ...buildEvents(ctx, ok, mine, BROADCASTED),
     ...buildEvents(ctx, ok, mine, CONFIRMED, finality),
     ...buildEvents(ctx, failed, mine, FAILED, finality),
+    ...buildActivityEvents(ctx, block.activities, mine, { phase: "broadcasted" }),
+    ...buildActivityEvents(ctx, block.activities, mine, { phase: "confirmed", solidifiedBlockNumber: job.solidifiedHead }),
   ];
   for (const e of events) e.backfill = job.id;
   return events;
