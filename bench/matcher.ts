@@ -18,6 +18,8 @@
 //    transfers/s beside the head stream alone, their ratio (goal ≥ 0.8×), and the node requests of each run by
 //    endpoint, which show the blocks were fetched once, not twice. The second run's broadcasted events already exist
 //    (the deliverer answers them as duplicates); its confirmed events are new and delivered.
+//    Then account activity: the head-stream catch-up with activity decoded and its kinds watched beside the same
+//    catch-up decoding transfers only (goal ≥ 0.9×), on blocks whose contract mix follows the recorded mainnet blocks.
 // 2. Block-to-webhook latency with a block every 3 s: from the block's timestamp (the moment the simulator makes it
 //    available) to the signed POST arriving at a local HTTPS receiver, the matcher polling on its own schedule.
 //    Baseline: a naive poller asking the node for its head about every 3 s (its phase sweeping over the run); its
@@ -51,7 +53,8 @@
 //   at most (PostgreSQL and the worker are two thirds of it); load from elsewhere comes off that.
 //
 // Environment: BENCH_BACKLOG (blocks, default 1000), BENCH_LATENCY_BLOCKS (default 20), BENCH_WATCHED (1000000),
-// BENCH_POOL_WATCHED (4000), BENCH_PHASES (besides the head-stream catch-up: "both,latency" by default),
+// BENCH_POOL_WATCHED (4000), BENCH_PHASES (besides the head-stream catch-up: "both,activity,latency" by default),
+// BENCH_ACTIVITY_RUNS (2),
 // BENCH_BATCH / BENCH_CONCURRENCY (stream tuning), BENCH_PROFILE_DIR (child processes run with --cpu-prof into it;
 // profile the matcher itself with `bun --cpu-prof bench/run.ts matcher`).
 import { SQL } from "bun";
@@ -65,6 +68,7 @@ import { networkTransport } from "../common/rpc.ts";
 import { hexToBase58 } from "../common/tron-address.ts";
 import { lookup, watchIndexHandle } from "../common/watch-index/reader.ts";
 import { ApiKeyService, SubscriptionService } from "../gen/webhooks/registry/v1/registry_pb.ts";
+import { ACTIVITY_KINDS } from "../common/contract/index.ts";
 import { createMatcher, type MatcherHandle } from "../matcher/index.ts";
 import { tryAcquireChainLease } from "../matcher/lease.ts";
 import * as metrics from "../matcher/metrics.ts";
@@ -90,6 +94,8 @@ const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 1_000);
 /** The simulator's solidified head during the latency run (blocks below the head). */
 const LATENCY_SOLID_LAG = 3;
 const KINDS = ["wallet.transfer.broadcasted", "wallet.transfer.confirmed", "wallet.transfer.failed"];
+/** Runs of each side of the account-activity comparison (BENCH_ACTIVITY_RUNS). */
+const ACTIVITY_RUNS = Number(process.env.BENCH_ACTIVITY_RUNS ?? 2);
 const LATENCY_BLOCKS = Number(process.env.BENCH_LATENCY_BLOCKS ?? 20);
 const WATCHED = Number(process.env.BENCH_WATCHED ?? 1_000_000);
 const POOL = 20_000;
@@ -99,8 +105,8 @@ const POOL = 20_000;
  * for a user whose watched addresses are busy.
  */
 const POOL_WATCHED = Number(process.env.BENCH_POOL_WATCHED ?? 4_000);
-/** BENCH_PHASES: which parts run besides the head-stream catch-up (default both): both (head + solidified), latency. */
-const PHASES = new Set((process.env.BENCH_PHASES ?? "both,latency").split(","));
+/** BENCH_PHASES: which parts run besides the head-stream catch-up: both (head + solidified), activity, latency. */
+const PHASES = new Set((process.env.BENCH_PHASES ?? "both,activity,latency").split(","));
 const SUBSCRIPTIONS = 10;
 const BASELINE_BLOCKS = 30;
 /** BENCH_PROFILE_DIR: the simulator, registry and deliverer run with --cpu-prof into this folder (stopped by SIGTERM). */
@@ -565,6 +571,53 @@ export default async function benchMatcher(): Promise<void> {
       console.log(`  node requests, head alone: ${fmt(headOnlyRequests)}`);
       console.log(`  node requests, both:       ${fmt(bothRequests)}`);
       console.log(`  solidified stream's block cache: ${cacheHits}`);
+    }
+    if (PHASES.has("activity")) {
+      // --- 1c. account activity (issue 33): the same head-stream catch-up over the same blocks (their contract mix
+      // follows the recorded mainnet blocks: delegations, approvals, ...), transfers only — activity not decoded,
+      // the subscriptions listing the transfer kinds — beside activity decoded and every subscription listing the
+      // activity kinds too. Runs alternate (transfers only first), ACTIVITY_RUNS each; the best of each is compared.
+      // In both the transfers' events exist from run 1 (answered as duplicates); the activity runs make and deliver
+      // the activity events as well.
+      const withActivity = [...KINDS, ...ACTIVITY_KINDS.filter((k) => k.endsWith(".broadcasted"))];
+      const catchUp = async (activities: boolean) => {
+        await matcher.close();
+        await rewind();
+        for (const b of bulk) {
+          await subs.updateSubscription({ keyId, id: b.id, destination: { type: "https", url: b.url }, events: activities ? withActivity : KINDS, status: "", description: "" });
+        }
+        const t0 = await counterValue(metrics.transfersDecoded);
+        const a0 = await counterValue(metrics.activitiesDecoded);
+        const e0 = await counterValue(metrics.eventsEnqueued);
+        const begun = performance.now();
+        matcher = await createMatcher(config, { deliverer: delivererTransport, nodeUrls: { [CHAIN]: sim.url }, stream: { ...STREAM, solidified: false }, activities });
+        await matcher.waitForBlock(CHAIN, headBlock, 600_000);
+        const s = (performance.now() - begun) / 1000;
+        return {
+          seconds: s,
+          transfers: (await counterValue(metrics.transfersDecoded)) - t0,
+          activities: (await counterValue(metrics.activitiesDecoded)) - a0,
+          events: (await counterValue(metrics.eventsEnqueued)) - e0,
+        };
+      };
+      const plain: Awaited<ReturnType<typeof catchUp>>[] = [];
+      const rich: Awaited<ReturnType<typeof catchUp>>[] = [];
+      for (let i = 0; i < ACTIVITY_RUNS; i++) {
+        plain.push(await catchUp(false));
+        rich.push(await catchUp(true));
+      }
+      const best = (runs: typeof plain) => runs.reduce((a, b) => (b.transfers / b.seconds > a.transfers / a.seconds ? b : a));
+      const p = best(plain);
+      const r = best(rich);
+      console.log("");
+      console.log(`account activity: the same ${headBlock - fromBlock + 1} blocks, ${r.activities.toLocaleString()} activities decoded beside ${r.transfers.toLocaleString()} transfers; ${r.events.toLocaleString()} events enqueued with activity kinds watched, ${p.events.toLocaleString()} without (best of ${ACTIVITY_RUNS} alternating runs each: ${plain.map((x) => Math.round(x.transfers / x.seconds)).join(" / ")} vs ${rich.map((x) => Math.round(x.transfers / x.seconds)).join(" / ")} transfers/s)`);
+      line("catch-up with activity decoded and watched (transfers/s)", Math.round(r.transfers / r.seconds).toLocaleString(), `${Math.round(p.transfers / p.seconds).toLocaleString()} transfers/s (transfers only, same blocks)`);
+      line("  ratio to transfers only", `${(r.transfers / r.seconds / (p.transfers / p.seconds)).toFixed(2)}×`, "goal ≥ 0.9×");
+      await matcher.close();
+      for (const b of bulk) {
+        await subs.updateSubscription({ keyId, id: b.id, destination: { type: "https", url: b.url }, events: KINDS, status: "", description: "" });
+      }
+      matcher = await createMatcher(config, { deliverer: delivererTransport, nodeUrls: { [CHAIN]: sim.url }, stream: { ...STREAM, solidified: false } });
     }
     // The deliverer's own account (one scrape at the end: a scrape costs it ~25 ms of heap statistics).
     const delivererMetrics = await (await fetch(`${deliverer.url}/metrics`)).text();

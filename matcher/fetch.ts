@@ -3,7 +3,8 @@
 // and lost: structured-cloning the transfers back cost more than parsing and decoding in place.)
 import { blockNeedsTransactionInfo, decodeBlock, type DecodedTransfer } from "./decode.ts";
 import type { TronClient } from "./tron-client.ts";
-import type { DecodedActivity } from "./activity/types.ts";
+import { decodeActivities } from "./activity/decode.ts";
+import type { ActivityDecodeOptions, DecodedActivity } from "./activity/types.ts";
 import type { TronBlock, TronTransactionInfo } from "./tron-types.ts";
 
 export interface DecodedBlock {
@@ -35,10 +36,22 @@ export async function infosFor(client: TronClient, block: TronBlock): Promise<Tr
   throw new Error(`transaction infos of block ${num} are not complete yet`);
 }
 
-export function decoded(block: TronBlock, infos: TronTransactionInfo[] | null): DecodedBlock {
+/**
+ * What the matcher reads of a block: its transfers, and its account activity unless `activity` is null (a chain
+ * read for transfers only: the benchmark's baseline).
+ */
+export function decoded(block: TronBlock, infos: TronTransactionInfo[] | null, activity: ActivityDecodeOptions | null): DecodedBlock {
   const h = block.block_header.raw_data;
   const txIds = (block.transactions ?? []).map((tx) => tx.txID);
-  return { number: h.number, blockId: block.blockID, parentHash: h.parentHash, timestampMs: h.timestamp, transfers: decodeBlock(block, infos), activities: [], txIds };
+  return {
+    number: h.number,
+    blockId: block.blockID,
+    parentHash: h.parentHash,
+    timestampMs: h.timestamp,
+    transfers: decodeBlock(block, infos),
+    activities: activity === null ? [] : decodeActivities(block, infos, activity),
+    txIds,
+  };
 }
 
 export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
@@ -55,11 +68,17 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
 }
 
 /** Blocks [start, end) decoded, stopping before the first block whose infos are not complete yet. */
-export async function fetchDecodedRange(client: TronClient, start: number, end: number, concurrency: number): Promise<DecodedBlock[]> {
+export async function fetchDecodedRange(
+  client: TronClient,
+  start: number,
+  end: number,
+  concurrency: number,
+  activity: ActivityDecodeOptions | null,
+): Promise<DecodedBlock[]> {
   const blocks = await client.getBlockRange(start, end);
   const fetched = await mapLimit(blocks, concurrency, async (b) => {
     try {
-      return decoded(b, await infosFor(client, b));
+      return decoded(b, await infosFor(client, b), activity);
     } catch {
       return null;
     }

@@ -36,6 +36,8 @@ export interface MatcherDeps {
   stream?: { batchSize?: number; concurrency?: number; enqueueEvents?: number; blockIntervalMs?: number; leaseRetryMs?: number; solidified?: boolean };
   /** History scanner tuning (tests): a job's lease and the polling interval for new jobs (backfill/scanner.ts). */
   backfill?: { leaseMs?: number; pollMs?: number };
+  /** false: decode transfers only, no account activity (the matcher benchmark's baseline). */
+  activities?: boolean;
 }
 
 export interface MatcherHandle extends ServiceHandle {
@@ -176,7 +178,8 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
       const link = solidified ? new StreamLink(chainId) : undefined;
       // The newest block each stream is matching (its lookups may predate a repair): the re-matcher covers it.
       const matching = { head: 0, solidified: 0 };
-      const common = { chainId, client, db, lookup: watchLookup, enqueue, ...pollMs, ...tuning };
+      const activity = deps.activities === false ? null : { chainId, blacklistContracts: config.blacklistContracts[chainId] };
+      const common = { chainId, client, activity, db, lookup: watchLookup, enqueue, ...pollMs, ...tuning };
       const stream = new ChainStream({
         ...common,
         log: chainLog.child({ stream: "head" }),
@@ -199,6 +202,7 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
       const rematch = new Rematcher({
         chainId,
         client,
+        activity,
         db,
         lookup: watchLookup,
         enqueue,
@@ -211,6 +215,7 @@ export async function createMatcher(config: Config, deps: MatcherDeps): Promise<
       const backfills = new BackfillScanner({
         chainId,
         client,
+        activity,
         db,
         lookup: watchLookup,
         enqueue: (events) => deliverer.enqueue({ events }),

@@ -69,6 +69,13 @@ export const transfersDecoded = new Counter({
   registers,
 });
 
+export const activitiesDecoded = new Counter({
+  name: "matcher_activities_total",
+  help: "Account activities (approvals, permissions, resources, blacklist events) decoded from blocks by the head stream.",
+  labelNames: ["chain"],
+  registers,
+});
+
 export const eventsEnqueued = new Counter({
   name: "matcher_events_total",
   help: "Events handed to the deliverer (duplicates included).",

@@ -10,6 +10,7 @@
 // Only blocks the streams remember having processed (their recorded ids, the last BLOCK_HISTORY per stream) are
 // re-matched, and only where the node's block still has that id: a block a fork replaced is the fork handling's, and
 // a re-match never makes an event for a block the streams did not accept. Older blocks are logged as not re-matched.
+import type { ActivityDecodeOptions } from "./activity/types.ts";
 import { and, asc, eq, inArray, isNull, lt } from "drizzle-orm";
 import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { ChainId } from "../common/contract/index.ts";
@@ -34,6 +35,8 @@ const DONE_KEPT_MS = 7 * 24 * 3_600_000;
 export interface RematchOptions {
   chainId: ChainId;
   client: TronClient;
+  /** How the chain's account activity is decoded; null: transfers only. */
+  activity: ActivityDecodeOptions | null;
   db: MatcherDb;
   lookup: WatchLookup;
   enqueue: (events: NewEvent[]) => Promise<void>;
@@ -152,7 +155,7 @@ export class Rematcher {
     let next = refs[0]!.number;
     while (next <= last && !signal?.aborted) {
       const end = Math.min(next + MAX_BLOCKS_PER_RANGE, last + 1);
-      const blocks: DecodedBlock[] = await fetchDecodedRange(client, next, end, this.concurrency);
+      const blocks: DecodedBlock[] = await fetchDecodedRange(client, next, end, this.concurrency, this.opts.activity);
       if (blocks.length === 0) throw new Error(`the node did not return block ${next} of ${chainId} to re-match`);
       const wanted = blocks.filter((b) => ids.get(b.number) === b.blockId);
       const out = new EnqueueBatch(enqueue, undefined, this.opts.enqueueEvents);

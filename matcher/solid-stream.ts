@@ -6,6 +6,7 @@
 // blocks (default 19). It reads the blocks the head stream already fetched from the shared cache and asks the node
 // only on a miss. Its checkpoint (with the pending drops it settled) moves only after the deliverer accepted the
 // events of every block up to it, like the head stream's, so a crash re-reads instead of skipping.
+import type { ActivityDecodeOptions } from "./activity/types.ts";
 import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { CONFIRMED, FAILED, type ChainId } from "../common/contract/index.ts";
 import type { Logger } from "../common/logger.ts";
@@ -48,6 +49,8 @@ const CACHE_WAIT_MS = 5_000;
 export interface SolidStreamOptions {
   chainId: ChainId;
   client: TronClient;
+  /** How the chain's account activity is decoded; null: transfers only. */
+  activity: ActivityDecodeOptions | null;
   db: MatcherDb;
   lookup: WatchLookup;
   enqueue: (events: NewEvent[]) => Promise<void>;
@@ -249,7 +252,7 @@ export class SolidifiedStream {
       }
       const b = link.get(n);
       if (!b) {
-        out.push(...(await fetchDecodedRange(client, n, end + 1, this.concurrency)));
+        out.push(...(await fetchDecodedRange(client, n, end + 1, this.concurrency, this.opts.activity)));
         break;
       }
       out.push(b);
@@ -260,7 +263,7 @@ export class SolidifiedStream {
     if (fromCache > 0) {
       // A cached block of an abandoned branch: read the run from the node (it is at or below the solidified head).
       this.opts.log.warn("cached blocks are not the canonical ones; reading them from the node", { from: last.number + 1, to: end });
-      fresh = await fetchDecodedRange(client, last.number + 1, end + 1, this.concurrency);
+      fresh = await fetchDecodedRange(client, last.number + 1, end + 1, this.concurrency, this.opts.activity);
       if (await this.verified(last, fresh, fin)) return fresh;
     }
     // The node's blocks do not chain to our checkpoint: a fork replaced the checkpoint's block (finality counted too

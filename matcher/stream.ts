@@ -6,6 +6,7 @@
 // is harmless because the deliverer keeps one event per (subscription, kind, transfer). Every block it fetches goes
 // into the chain's block cache for the solidified stream (solid-stream.ts); a block processed above the solidified
 // head keeps its transfers with its id, so a fork that replaces it turns them into pending drops (store.ts).
+import type { ActivityDecodeOptions } from "./activity/types.ts";
 import type { NewEvent } from "../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { ChainId } from "../common/contract/index.ts";
 import type { Logger } from "../common/logger.ts";
@@ -32,6 +33,8 @@ import { MAX_BLOCKS_PER_RANGE, TronNodeError, type TronClient } from "./tron-cli
 export interface StreamOptions {
   chainId: ChainId;
   client: TronClient;
+  /** How the chain's account activity is decoded; null: transfers only. */
+  activity: ActivityDecodeOptions | null;
   db: MatcherDb;
   lookup: WatchLookup;
   /** Hands events to the deliverer (a run of blocks' worth at most); resolves once it accepted them. */
@@ -232,7 +235,7 @@ export class ChainStream {
     // is fetched once.
     while (link?.shouldHold(start, this.batchSize) && !this.signal.aborted) await link.changed(250, this.signal);
     const end = Math.min(start + this.batchSize, this.headNumber + 1);
-    const blocks = await fetchDecodedRange(this.opts.client, start, end, this.concurrency);
+    const blocks = await fetchDecodedRange(this.opts.client, start, end, this.concurrency, this.opts.activity);
     link?.put(blocks);
     return blocks;
   }
@@ -241,7 +244,7 @@ export class ChainStream {
   private async tipBlock(block: Parameters<typeof decoded>[0]): Promise<DecodedBlock> {
     const t = performance.now();
     const infos = await infosFor(this.opts.client, block);
-    const d = decoded(block, infos);
+    const d = decoded(block, infos, this.opts.activity);
     this.stage("decode", t);
     this.opts.link?.put([d]);
     return d;
@@ -262,6 +265,7 @@ export class ChainStream {
     }
     this.opts.onMatching?.(accepted[accepted.length - 1]!.number);
     let transfers = 0;
+    let activities = 0;
     let events = 0;
     const stage = (name: string, since: number) => this.stage(name, since);
     // The run's events go to the deliverer in few calls (enqueue-batch.ts), sent while later blocks are still matched.
@@ -269,6 +273,7 @@ export class ChainStream {
     await out.around(() =>
       mapLimit(accepted, this.concurrency, async (block) => {
         transfers += block.transfers.length;
+        activities += block.activities.length;
         const t = performance.now();
         const made = await matchBroadcasted(
           { chainId: this.opts.chainId, number: block.number, blockId: block.blockId, timestampMs: block.timestampMs },
@@ -295,6 +300,7 @@ export class ChainStream {
     if (this.headNumber < last.number) this.noteHead(last.number);
     m.blocksProcessed.inc({ chain: this.chain }, refs.length);
     m.transfersDecoded.inc({ chain: this.chain }, transfers);
+    m.activitiesDecoded.inc({ chain: this.chain }, activities);
     m.eventsEnqueued.inc({ chain: this.chain }, events);
     m.checkpointBlock.set({ chain: this.chain }, last.number);
     m.lagBlocks.set({ chain: this.chain }, Math.max(0, this.headNumber - last.number));
@@ -309,7 +315,7 @@ export class ChainStream {
     const history = await recentBlocks(this.opts.db, this.chain, headNumber);
     const ours = history.find((h) => h.number === headNumber);
     const theirs = await this.opts.client.getBlockHeader(headNumber);
-    if (ours && theirs && theirs.blockID !== ours.blockId) await this.rollback(lease, decoded(theirs, null));
+    if (ours && theirs && theirs.blockID !== ours.blockId) await this.rollback(lease, decoded(theirs, null, null));
   }
 
   /** Walks back through the remembered block ids to the newest one the node still has, and resumes after it. */

@@ -9,6 +9,7 @@
 //
 // History never slows the live streams: its node requests are capped per chain (BACKFILL_NODE_CONCURRENCY), and no
 // run starts while the head stream is behind the node's head.
+import type { ActivityDecodeOptions } from "../activity/types.ts";
 import { randomUUID } from "node:crypto";
 import type { NewEvent } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import type { ChainId } from "../../common/contract/index.ts";
@@ -36,6 +37,8 @@ export interface EnqueueOutcome {
 export interface BackfillScannerOptions {
   chainId: ChainId;
   client: TronClient;
+  /** How the chain's account activity is decoded; null: transfers only. */
+  activity: ActivityDecodeOptions | null;
   db: MatcherDb;
   lookup: WatchLookup;
   enqueue: (events: NewEvent[]) => Promise<EnqueueOutcome>;
@@ -245,7 +248,7 @@ export class BackfillScanner {
     return mapLimit(raw, this.opts.nodeConcurrency, (b) =>
       this.node.run(async () => {
         historyRequests.inc({ chain: chainId, endpoint: "gettransactioninfobyblocknum" });
-        return decoded(b, await infosFor(client, b));
+        return decoded(b, await infosFor(client, b), this.opts.activity);
       }),
     );
   }
