@@ -113,7 +113,7 @@ export default async function benchBackfill(): Promise<void> {
     const floor = blocks / ((performance.now() - t0) / 1000);
     // And what decoding adds, still without the index or the deliverer.
     t0 = performance.now();
-    for (let n = from; n <= to; n += 100) await fetchDecodedRange(client, n, Math.min(to + 1, n + 100), NODE_CONCURRENCY);
+    for (let n = from; n <= to; n += 100) await fetchDecodedRange(client, n, Math.min(to + 1, n + 100), NODE_CONCURRENCY, { chainId: CHAIN, blacklistContracts: new Set() });
     const decodedRate = blocks / ((performance.now() - t0) / 1000);
     // Each figure is printed as soon as it is measured: a later phase that fails keeps the earlier ones.
     console.log(`range: blocks ${from}..${to} (${blocks})`);

@@ -74,6 +74,7 @@ test("no run while the live streams are behind; at most BACKFILL_NODE_CONCURRENC
   const scanner = new BackfillScanner({
     chainId: CHAIN,
     client: new TronClient({ baseUrl: sim.url, fetch: counting }),
+    activity: { chainId: CHAIN, blacklistContracts: new Set() },
     db,
     lookup: (chainId, addresses) => index.lookup(chainId, addresses),
     enqueue: (events) => t.bed.delivery.enqueue({ events }),
