@@ -1,8 +1,15 @@
 // Account activity end to end through the simulator (solidified head 3 blocks below the head): each family's
 // `.broadcasted` from the head stream and `.confirmed` once its block is solidified, with the roles of the watched
 // addresses; a fork that drops a broadcasted approval leaves it without a final event while a re-included one gets
-// its confirmed; a block read again makes no second event.
+// its confirmed; a block read again makes no second event; a backfill finds past activity.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext } from "@connectrpc/connect";
+import { CreateBackfillRequestSchema } from "../../../gen/webhooks/registry/v1/backfill_pb.ts";
+import { loadBackfillConfig } from "../../../common/backfill-config.ts";
+import { NodeChainView } from "../../../registry/backfill-range.ts";
+import { backfillService } from "../../../registry/backfills.ts";
+import { until } from "../../support/wait.ts";
 import { randomBytes } from "node:crypto";
 import { ACTIVITY_KINDS } from "../../../common/contract/index.ts";
 import { hexToBase58 } from "../../../common/tron-address.ts";
@@ -182,4 +189,48 @@ test("a block read again (checkpoints rewound) makes no second event", async () 
   await Bun.sleep(500);
   expect((await t.events(sub)).map((e) => e.id).sort()).toEqual(before);
   expect(t.bed.receiver.deliveries("/act-again")).toHaveLength(2);
+});
+
+test("a backfill over blocks from before the address was watched makes their activity's events, marked with the job", async () => {
+  const sim = t.sims[CHAIN]!;
+  const [owner, spender] = [fresh(), fresh()];
+  // The block passes unwatched: nothing is made for it live.
+  const past = await blockWithActivities([
+    { type: "approval", owner, spender, amount: "5" },
+    { type: "freeze", owner, amount: 2_000_000, resource: "BANDWIDTH" },
+  ]);
+  await solidifyThrough(past.number);
+  const sub = await t.subscribe("/act-backfill", { events: ["wallet.approval.confirmed", "wallet.resource.broadcasted", "wallet.resource.confirmed"] });
+  await t.watch(sub, CHAIN, [owner]);
+  const svc = backfillService({
+    store: t.bed.registry.store,
+    tokenKeys: t.bed.registry.keyring.tokenKeys,
+    chains: new NodeChainView(t.bed.config, { [CHAIN]: sim.url }),
+    limits: loadBackfillConfig({}),
+  });
+  const res = (await svc.createBackfill(
+    create(CreateBackfillRequestSchema, {
+      keyId: sub.keyId,
+      subscriptionId: sub.subscriptionId,
+      chainId: CHAIN,
+      fromBlock: BigInt(past.number - 1),
+      toBlock: BigInt(past.number + 1),
+      addressesGiven: false,
+      addresses: [],
+    }),
+    {} as HandlerContext,
+  )) as { backfill?: { id: string } };
+  const id = res.backfill!.id;
+  await until(`backfill ${id}`, async () => {
+    const [row] = (await t.bed.sql`SELECT status FROM backfills WHERE id = ${id}`) as { status: string }[];
+    return row?.status === "completed" ? true : null;
+  }, 60_000, 100);
+  await t.bed.receiver.waitForCount("/act-backfill", 3);
+  const got = payloads("/act-backfill");
+  const [approvalTx, freezeTx] = past.queued.txIds as [string, string];
+  expect(got.map((p) => `${p.kind}:${p.data.txId}`).sort()).toEqual(
+    [`wallet.approval.confirmed:${approvalTx}`, `wallet.resource.broadcasted:${freezeTx}`, `wallet.resource.confirmed:${freezeTx}`].sort(),
+  );
+  for (const p of got) expect(p.data.backfill).toBe(id);
+  expect(got.find((p) => p.kind === "wallet.resource.confirmed")!.data).toMatchObject({ type: "freeze", resource: "BANDWIDTH", amount: "2000000" });
 });
