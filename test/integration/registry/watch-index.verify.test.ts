@@ -13,7 +13,7 @@ import { REDIS_KINDS } from "../../support/redis-cluster.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../../support/stack.ts";
 import { until } from "../../support/wait.ts";
 import { isCluster } from "../../../common/redis.ts";
-import type { Redis as IORedis } from "ioredis";
+import { Redis as IORedis } from "ioredis";
 
 const CHAIN = "tron:mainnet";
 const fresh = () => hexToBase58(`41${randomBytes(20).toString("hex")}`);
@@ -77,7 +77,18 @@ describe.each(REDIS_KINDS)("Redis %s", (redisKind) => {
     await until("the index whole", indexWhole, 20_000);
     const redis = stack.registry.redis;
     const seen: string[][] = [];
-    const monitors = await Promise.all((isCluster(redis) ? redis.nodes("master") : [redis as IORedis]).map((node) => node.duplicate().monitor()));
+    // Each MONITOR on a plain connection to the node: a duplicate of the stack's client would SELECT its DB on
+    // connect, which Redis never answers once MONITOR is on, and ioredis then reads a busy server's traffic as that
+    // answer ("Command queue state error").
+    const nodes = isCluster(redis) ? redis.nodes("master") : [redis as IORedis];
+    const monitors = await Promise.all(
+      nodes.map(async (node) => {
+        const plain = new IORedis({ host: node.options.host, port: node.options.port, lazyConnect: true });
+        const monitor = await plain.monitor();
+        plain.disconnect();
+        return monitor;
+      }),
+    );
     // MONITOR reports every database of the server: only this stack's (the shared test server holds other runs').
     const db = isCluster(redis) ? "0" : String(new URL(stack.config.redisUrl).pathname.slice(1) || "0");
     for (const m of monitors) m.on("monitor", (_time: string, args: string[], _source: string, database: string) => database === db && seen.push(args));
