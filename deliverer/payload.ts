@@ -112,6 +112,7 @@ function detailFields(detail: Activity["detail"]): Record<string, unknown> {
       const delegate = r.type === "delegate";
       return {
         type: r.type,
+        owner: r.owner,
         resource: r.resource ?? null,
         amount: r.amount ?? null,
         receiver: r.receiver ?? null,
@@ -160,7 +161,7 @@ const ACTIVITY_TAIL = ["fee", "solidifiedBlockNumber", "matchedAddresses", "back
 const ACTIVITY_ORDER: Record<ActivityFamily, readonly string[]> = {
   approval: [...PLACE_ORDER, "owner", "spender", "amount", "unlimited", "asset", ...ACTIVITY_TAIL],
   permission: [...PLACE_ORDER, "address", "owner", "witness", "actives", ...ACTIVITY_TAIL],
-  resource: [...PLACE_ORDER, "type", "resource", "amount", "receiver", "lock", "lockPeriod", "votes", ...ACTIVITY_TAIL],
+  resource: [...PLACE_ORDER, "type", "owner", "resource", "amount", "receiver", "lock", "lockPeriod", "votes", ...ACTIVITY_TAIL],
   blacklist: [...PLACE_ORDER, "type", "address", "amount", "asset", ...ACTIVITY_TAIL],
 };
 const ASSET_ORDER = ["type", "standard", "contract", "tokenId", "symbol", "decimals"];

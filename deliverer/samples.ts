@@ -106,7 +106,7 @@ export function sampleActivity(chainId: string, kind: ActivityKind, at: Date): A
         ...base, logIndex: -1, fee: "0", matchedAddresses: wallet("owner"),
         detail: {
           case: "resource",
-          value: { type: "delegate", resource: "ENERGY", amount: "5126000000", receiver: ENERGY_RENTER, lock: true, lockPeriod: 28800n },
+          value: { type: "delegate", owner: WALLET, resource: "ENERGY", amount: "5126000000", receiver: ENERGY_RENTER, lock: true, lockPeriod: 28800n },
         },
       });
     case "blacklist":

@@ -37,6 +37,7 @@ import { firstDelay } from "../common/retry-policy.ts";
 import { afterEffect, beforeEffect, eventCursor, isPageCursor } from "./rpc-helpers.ts";
 import { operationHandlers } from "./operations.ts";
 import { isId, newId } from "../common/ids.ts";
+import { isBase58Address } from "../common/tron-address.ts";
 import { decodePageToken, pageLimit, pageOf, type PageScope } from "../common/page-token.ts";
 import { EVENT_STATUSES, type EventStatus, type NewEventRow } from "./schema.ts";
 import type { IdempotentOutcome } from "../common/idempotency.ts";
@@ -86,6 +87,11 @@ function checkNewEvent(e: NewEvent, i: number): void {
   // The types the contract lists (the OpenAPI schema's literals): a new one is a contract change, not a matcher's whim.
   if (d.case === "resource" && !(RESOURCE_MOVE_TYPES as readonly string[]).includes(d.value.type)) {
     throw invalidRequest(`A resource move's type is one of ${RESOURCE_MOVE_TYPES.join(", ")}.`, `/events/${i}/activity/resource/type`);
+  }
+  // Who moved the resources: matchedAddresses names only watched addresses, so the payload's owner is the one place
+  // a subscription watching a delegation's receiver learns the delegator.
+  if (d.case === "resource" && !isBase58Address(d.value.owner)) {
+    throw invalidRequest("A resource move needs its owner, a base58check address.", `/events/${i}/activity/resource/owner`);
   }
   if (d.case === "resource" && d.value.resource !== undefined && !(RESOURCE_NAMES as readonly string[]).includes(d.value.resource)) {
     throw invalidRequest(`A resource is one of ${RESOURCE_NAMES.join(", ")}.`, `/events/${i}/activity/resource/resource`);

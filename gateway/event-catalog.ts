@@ -156,6 +156,11 @@ const permissionFields = {
 const resourceFields = {
   ...activityPlace,
   type: literals(RESOURCE_MOVE_TYPES, "freeze (FreezeBalanceV2), unfreeze (UnfreezeBalanceV2), withdraw_unfrozen (WithdrawExpireUnfreeze), cancel_unfreeze (CancelAllUnfreezeV2), delegate (DelegateResource), undelegate (UnDelegateResource), vote (VoteWitness), withdraw_rewards (WithdrawBalance)."),
+  owner: t.String({
+    description:
+      "The account whose resources moved (the contract's owner_address, base58check): the staker, delegator, voter or withdrawer. " +
+      "Present whichever side is watched (matchedAddresses names only the watched addresses).",
+  }),
   resource: Nullable(literals(RESOURCE_NAMES), "The resource frozen, unfrozen or delegated; null where the contract names none."),
   amount: Nullable(t.String(), "Sun, as a decimal string: the balance frozen, unfrozen or delegated; for the withdrawals the amount the transaction info reports; null for votes."),
   receiver: Nullable(Address, "delegate and undelegate: the account the resource goes to or comes back from; null otherwise."),
@@ -300,6 +305,7 @@ const delegation = {
   txId: "07f62308365d25e3c24681f9f285cb9a4d0922a887a2b624ed779e37d685365e",
   logIndex: -1,
   type: "delegate" as const,
+  owner: "TGsoR5dSDkRRU9tUPb3STBB7RFh77RTED4",
   resource: "ENERGY" as const,
   amount: "5126000000",
   receiver: "TLpwX5ZEh4mHYMH98nrAt51TzrbeTnbmw4",

@@ -100,5 +100,7 @@ export function decodeResourceMove(contract: ResourceContract, v: TronContractVa
   if (owner === null || move === null) return null;
   const parties: ActivityParty[] = [{ address: owner, role: "owner" }];
   if (move.receiver) parties.push({ address: move.receiver, role: "receiver" });
-  return { family: "resource", parties, detail: { case: "resource", value: move } };
+  // The owner goes into the detail too: matchedAddresses names only watched addresses, so a subscription watching only
+  // the receiver would not learn the delegator otherwise.
+  return { family: "resource", parties, detail: { case: "resource", value: { ...move, owner } } };
 }

@@ -1359,6 +1359,8 @@ export interface components {
             logIndex: number;
             /** @description freeze (FreezeBalanceV2), unfreeze (UnfreezeBalanceV2), withdraw_unfrozen (WithdrawExpireUnfreeze), cancel_unfreeze (CancelAllUnfreezeV2), delegate (DelegateResource), undelegate (UnDelegateResource), vote (VoteWitness), withdraw_rewards (WithdrawBalance). */
             type: "freeze" | "unfreeze" | "withdraw_unfrozen" | "cancel_unfreeze" | "delegate" | "undelegate" | "vote" | "withdraw_rewards";
+            /** @description The account whose resources moved (the contract's owner_address, base58check): the staker, delegator, voter or withdrawer. Present whichever side is watched (matchedAddresses names only the watched addresses). */
+            owner: string;
             /** @description The resource frozen, unfrozen or delegated; null where the contract names none. */
             resource: ("ENERGY" | "BANDWIDTH" | "TRON_POWER") | null;
             /** @description Sun, as a decimal string: the balance frozen, unfrozen or delegated; for the withdrawals the amount the transaction info reports; null for votes. */
@@ -1440,6 +1442,8 @@ export interface components {
             logIndex: number;
             /** @description freeze (FreezeBalanceV2), unfreeze (UnfreezeBalanceV2), withdraw_unfrozen (WithdrawExpireUnfreeze), cancel_unfreeze (CancelAllUnfreezeV2), delegate (DelegateResource), undelegate (UnDelegateResource), vote (VoteWitness), withdraw_rewards (WithdrawBalance). */
             type: "freeze" | "unfreeze" | "withdraw_unfrozen" | "cancel_unfreeze" | "delegate" | "undelegate" | "vote" | "withdraw_rewards";
+            /** @description The account whose resources moved (the contract's owner_address, base58check): the staker, delegator, voter or withdrawer. Present whichever side is watched (matchedAddresses names only the watched addresses). */
+            owner: string;
             /** @description The resource frozen, unfrozen or delegated; null where the contract names none. */
             resource: ("ENERGY" | "BANDWIDTH" | "TRON_POWER") | null;
             /** @description Sun, as a decimal string: the balance frozen, unfrozen or delegated; for the withdrawals the amount the transaction info reports; null for votes. */
@@ -6563,7 +6567,7 @@ export interface operations {
                 "webhook-timestamp": string;
                 /**
                  * @description Standard Webhooks signature: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>"> keyed with the subscription's secret (the base64 after whsec_). During a secret rotation's grace period two signatures, space-separated, new first: accept the delivery when any one verifies.
-                 * @example v1,fjJHfFwiFd5JSEgGrONjeOxuAzefwmvJoa7yQv22V3g=
+                 * @example v1,RSc6jeZ2X6G7N5FjWuc3SALt+X1806raKdKNFmlliCA=
                  */
                 "webhook-signature": string;
                 /**
@@ -6597,6 +6601,7 @@ export interface operations {
                  *         "txId": "07f62308365d25e3c24681f9f285cb9a4d0922a887a2b624ed779e37d685365e",
                  *         "logIndex": -1,
                  *         "type": "delegate",
+                 *         "owner": "TGsoR5dSDkRRU9tUPb3STBB7RFh77RTED4",
                  *         "resource": "ENERGY",
                  *         "amount": "5126000000",
                  *         "receiver": "TLpwX5ZEh4mHYMH98nrAt51TzrbeTnbmw4",
@@ -6665,7 +6670,7 @@ export interface operations {
                 "webhook-timestamp": string;
                 /**
                  * @description Standard Webhooks signature: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>"> keyed with the subscription's secret (the base64 after whsec_). During a secret rotation's grace period two signatures, space-separated, new first: accept the delivery when any one verifies.
-                 * @example v1,XfgsIQcS2lZZyhHC5em2/zBY970O6B8XovOHM++xeG0=
+                 * @example v1,D2256L6KT5UYsL3DY089JfS6IaujgOVffaBuTX/I8aw=
                  */
                 "webhook-signature": string;
                 /**
@@ -6699,6 +6704,7 @@ export interface operations {
                  *         "txId": "07f62308365d25e3c24681f9f285cb9a4d0922a887a2b624ed779e37d685365e",
                  *         "logIndex": -1,
                  *         "type": "delegate",
+                 *         "owner": "TGsoR5dSDkRRU9tUPb3STBB7RFh77RTED4",
                  *         "resource": "ENERGY",
                  *         "amount": "5126000000",
                  *         "receiver": "TLpwX5ZEh4mHYMH98nrAt51TzrbeTnbmw4",

@@ -21,6 +21,7 @@ const CHAIN = "tron:mainnet";
 const WALLET = "TXCvUayMx6AuBvS7qBa79ZAfhrwSA7vTjG";
 const OTHER = "TPcUx2iwjomVzmX3CHDDYmnEPJFTVeyqqS";
 const ROUTER = "TKzxdSv2FZKQrEqkKVgp5DcwEXBEKMg2Ax";
+const DELEGATOR = "TGsoR5dSDkRRU9tUPb3STBB7RFh77RTED4";
 const USDT = { type: "fungible", standard: "TRC20", contract: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", symbol: "USDT", decimals: 6 };
 const USDT_JSON = { type: "fungible", standard: "TRC20", contract: USDT.contract, tokenId: null, symbol: "USDT", decimals: 6 };
 
@@ -89,9 +90,9 @@ describe("Enqueue of account activity", () => {
         kind: "wallet.resource.broadcasted",
         activity: activity(3, {
           case: "resource",
-          value: { type: "delegate", resource: "ENERGY", amount: "5126000000", receiver: OTHER, lock: true, lockPeriod: 28800n },
+          value: { type: "delegate", owner: WALLET, resource: "ENERGY", amount: "5126000000", receiver: OTHER, lock: true, lockPeriod: 28800n },
         }),
-        data: { type: "delegate", resource: "ENERGY", amount: "5126000000", receiver: OTHER, lock: true, lockPeriod: 28800, votes: null, fee: "0" },
+        data: { type: "delegate", owner: WALLET, resource: "ENERGY", amount: "5126000000", receiver: OTHER, lock: true, lockPeriod: 28800, votes: null, fee: "0" },
       },
       {
         kind: "wallet.blacklist.broadcasted",
@@ -136,17 +137,17 @@ describe("Enqueue of account activity", () => {
   test("resource moves other than a delegation: lock and lockPeriod null, votes only for a vote, amount null without one", async () => {
     const sub = await bed.subscribe("/act-resource");
     const moves: [Detail, Record<string, unknown>][] = [
-      [{ case: "resource", value: { type: "freeze", resource: "BANDWIDTH", amount: "20558956" } },
-        { type: "freeze", resource: "BANDWIDTH", amount: "20558956", receiver: null, lock: null, lockPeriod: null, votes: null }],
-      [{ case: "resource", value: { type: "undelegate", resource: "ENERGY", amount: "5055000000", receiver: OTHER } },
-        { type: "undelegate", resource: "ENERGY", amount: "5055000000", receiver: OTHER, lock: null, lockPeriod: null, votes: null }],
+      [{ case: "resource", value: { type: "freeze", owner: WALLET, resource: "BANDWIDTH", amount: "20558956" } },
+        { type: "freeze", owner: WALLET, resource: "BANDWIDTH", amount: "20558956", receiver: null, lock: null, lockPeriod: null, votes: null }],
+      [{ case: "resource", value: { type: "undelegate", owner: WALLET, resource: "ENERGY", amount: "5055000000", receiver: OTHER } },
+        { type: "undelegate", owner: WALLET, resource: "ENERGY", amount: "5055000000", receiver: OTHER, lock: null, lockPeriod: null, votes: null }],
       // A delegation without lock: lock false, lockPeriod 0.
-      [{ case: "resource", value: { type: "delegate", resource: "ENERGY", amount: "2545000000", receiver: OTHER } },
-        { type: "delegate", resource: "ENERGY", amount: "2545000000", receiver: OTHER, lock: false, lockPeriod: 0, votes: null }],
-      [{ case: "resource", value: { type: "vote", votes: [{ address: OTHER, count: 1200n }, { address: ROUTER, count: 5n }] } },
-        { type: "vote", resource: null, amount: null, receiver: null, lock: null, lockPeriod: null, votes: [{ address: OTHER, count: 1200 }, { address: ROUTER, count: 5 }] }],
-      [{ case: "resource", value: { type: "withdraw_rewards", amount: "1843021" } },
-        { type: "withdraw_rewards", resource: null, amount: "1843021", receiver: null, lock: null, lockPeriod: null, votes: null }],
+      [{ case: "resource", value: { type: "delegate", owner: WALLET, resource: "ENERGY", amount: "2545000000", receiver: OTHER } },
+        { type: "delegate", owner: WALLET, resource: "ENERGY", amount: "2545000000", receiver: OTHER, lock: false, lockPeriod: 0, votes: null }],
+      [{ case: "resource", value: { type: "vote", owner: WALLET, votes: [{ address: OTHER, count: 1200n }, { address: ROUTER, count: 5n }] } },
+        { type: "vote", owner: WALLET, resource: null, amount: null, receiver: null, lock: null, lockPeriod: null, votes: [{ address: OTHER, count: 1200 }, { address: ROUTER, count: 5 }] }],
+      [{ case: "resource", value: { type: "withdraw_rewards", owner: WALLET, amount: "1843021" } },
+        { type: "withdraw_rewards", owner: WALLET, resource: null, amount: "1843021", receiver: null, lock: null, lockPeriod: null, votes: null }],
     ];
     const res = await bed.delivery.enqueue({
       events: moves.map(([detail], i) => create(NewEventSchema, { subscriptionId: sub.subscriptionId, kind: "wallet.resource.confirmed", activity: activity(20 + i, detail, { solidifiedBlockNumber: 61132200n }) })),
@@ -157,8 +158,8 @@ describe("Enqueue of account activity", () => {
       const data = JSON.parse(e.payloadJson).data as Record<string, unknown>;
       expect(data).toMatchObject({ ...fields, solidifiedBlockNumber: 61132200 });
       expect(Object.keys(data)).toEqual([
-        "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "type", "resource", "amount", "receiver",
-        "lock", "lockPeriod", "votes", "fee", "solidifiedBlockNumber", "matchedAddresses", "backfill",
+        "chainId", "blockNumber", "blockHash", "blockTimestamp", "txId", "logIndex", "type", "owner", "resource", "amount",
+        "receiver", "lock", "lockPeriod", "votes", "fee", "solidifiedBlockNumber", "matchedAddresses", "backfill",
       ]);
     }
   });
@@ -193,7 +194,7 @@ describe("Enqueue of account activity", () => {
     const a = activity(50, approval("1000000"));
     // A permission and a resource move of the same transaction, both logIndex -1: the family (in the kind) keeps them apart.
     const permission = activity(51, { case: "permission", value: { address: WALLET, owner: { threshold: 1n, keys: [{ address: WALLET, weight: 1n }] } } });
-    const resource = activity(51, { case: "resource", value: { type: "freeze", resource: "ENERGY", amount: "1000000" } });
+    const resource = activity(51, { case: "resource", value: { type: "freeze", owner: WALLET, resource: "ENERGY", amount: "1000000" } });
     const event = (kind: string, act: Activity) => create(NewEventSchema, { subscriptionId: sub.subscriptionId, kind, activity: act });
     const batch = [
       event("wallet.approval.broadcasted", a),
@@ -237,6 +238,15 @@ describe("Enqueue of account activity", () => {
     expect(await ids({ address: ROUTER })).toEqual([id]);
     expect(await ids({ txId: a.txId })).toEqual([id]);
     expect(await ids({ address: OTHER })).toEqual([]);
+    // A delegation matched by its receiver only: its owner, the delegator, is a party it names.
+    const delegation = activity(61, { case: "resource", value: { type: "delegate", owner: DELEGATOR, resource: "ENERGY", amount: "1", receiver: OTHER } }, {
+      matchedAddresses: [{ chainId: CHAIN, address: OTHER, role: "receiver" }],
+    });
+    const [delegated] = (await bed.delivery.enqueue({
+      events: [create(NewEventSchema, { subscriptionId: sub.subscriptionId, kind: "wallet.resource.broadcasted", activity: delegation })],
+    })).eventIds;
+    expect(await ids({ address: DELEGATOR })).toEqual([delegated!]);
+    expect(await ids({ address: OTHER })).toEqual([delegated!]);
   });
 
   test("a malformed activity is invalid_request and the call creates nothing", async () => {
@@ -258,9 +268,13 @@ describe("Enqueue of account activity", () => {
       ev("wallet.approval.broadcasted", activity(76, approval("0x10"))),
       ev("wallet.permission.broadcasted", activity(77, { case: "permission", value: { address: WALLET } })),
       // A type the contract does not list.
-      ev("wallet.resource.broadcasted", activity(79, { case: "resource", value: { type: "freeze_v1", resource: "ENERGY", amount: "1" } })),
+      ev("wallet.resource.broadcasted", activity(79, { case: "resource", value: { type: "freeze_v1", owner: WALLET, resource: "ENERGY", amount: "1" } })),
       ev("wallet.blacklist.broadcasted", activity(80, { case: "blacklist", value: { type: "frozen", address: WALLET, asset: USDT } })),
-      ev("wallet.resource.broadcasted", activity(81, { case: "resource", value: { type: "freeze", resource: "energy", amount: "1" } })),
+      ev("wallet.resource.broadcasted", activity(81, { case: "resource", value: { type: "freeze", owner: WALLET, resource: "energy", amount: "1" } })),
+      // A resource move without its owner, with a hex one, or with a broken checksum.
+      ev("wallet.resource.broadcasted", activity(82, { case: "resource", value: { type: "freeze", resource: "ENERGY", amount: "1" } })),
+      ev("wallet.resource.broadcasted", activity(83, { case: "resource", value: { type: "freeze", owner: "414bc31cba1815a2142725e4ad638e7a4144089f86", resource: "ENERGY", amount: "1" } })),
+      ev("wallet.resource.broadcasted", activity(84, { case: "resource", value: { type: "freeze", owner: `${WALLET.slice(0, -1)}H`, resource: "ENERGY", amount: "1" } })),
       // Not a kind Enqueue makes.
       ev("wallet.approval.failed", activity(78, approval("1"))),
     ];

@@ -155,8 +155,8 @@ describe("POST /v1/subscriptions/:id/test", () => {
         data: { logIndex: -1, fee: "100000000", owner: { threshold: 2, keys: [expect.any(Object), expect.any(Object)] }, witness: null, actives: [expect.objectContaining({ name: "active", threshold: 2 })] },
       },
       resource: {
-        fields: ["type", "resource", "amount", "receiver", "lock", "lockPeriod", "votes"],
-        data: { logIndex: -1, type: "delegate", resource: "ENERGY", amount: expect.stringMatching(/^\d+$/), receiver: expect.any(String), lock: true, lockPeriod: 28800, votes: null },
+        fields: ["type", "owner", "resource", "amount", "receiver", "lock", "lockPeriod", "votes"],
+        data: { logIndex: -1, type: "delegate", owner: expect.any(String), resource: "ENERGY", amount: expect.stringMatching(/^\d+$/), receiver: expect.any(String), lock: true, lockPeriod: 28800, votes: null },
       },
       blacklist: {
         fields: ["type", "address", "amount", "asset"],
@@ -188,6 +188,8 @@ describe("POST /v1/subscriptions/:id/test", () => {
     const byKind = await call<{ items: Ev[] }>(base, s.key, "GET", `/v1/events?kind=wallet.resource.confirmed`);
     expect(byKind.body.items.map((e) => e.id)).toEqual([made[5]!.id]);
     const wallet = (made[0]!.payload.data.owner as string);
+    // The delegation sample's owner is the watched wallet, the delegator.
+    expect(made[4]!.payload.data).toMatchObject({ owner: wallet, matchedAddresses: [{ address: wallet, role: "owner" }] });
     const byWallet = await call<{ items: Ev[] }>(base, s.key, "GET", `/v1/events?address=${wallet}&kind=wallet.approval.broadcasted`);
     expect(byWallet.body.items.map((e) => e.id)).toEqual([made[0]!.id]);
     const bySpender = await call<{ items: Ev[] }>(base, s.key, "GET", `/v1/events?address=TKzxdSv2FZKQrEqkKVgp5DcwEXBEKMg2Ax`);

@@ -85,7 +85,7 @@ describe("webhooks section", () => {
     const families: Record<string, { fields: string[]; roles: string[] }> = {
       approval: { fields: ["owner", "spender", "amount", "unlimited", "asset"], roles: ["owner", "spender"] },
       permission: { fields: ["address", "owner", "witness", "actives"], roles: ["owner"] },
-      resource: { fields: ["type", "resource", "amount", "receiver", "lock", "lockPeriod", "votes"], roles: ["owner", "receiver"] },
+      resource: { fields: ["type", "owner", "resource", "amount", "receiver", "lock", "lockPeriod", "votes"], roles: ["owner", "receiver"] },
       blacklist: { fields: ["type", "address", "amount", "asset"], roles: ["blacklisted"] },
     };
     for (const [family, { fields, roles }] of Object.entries(families)) {

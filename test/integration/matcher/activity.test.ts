@@ -93,9 +93,11 @@ test("each family: broadcasted at the head, confirmed once solidified, with the 
     asset: { standard: "TRC20", contract: USDT, symbol: "USDT", decimals: 6 },
     matchedAddresses: [{ chainId: CHAIN, address: owner, role: "owner" }],
   });
+  // /act-all watches the receiver, not the delegator: the payload's owner is how it learns who delegated.
   expect(byTx(broadcasted, delegateTx!.txId).data).toMatchObject({
     logIndex: -1,
     type: "delegate",
+    owner: delegator,
     resource: "ENERGY",
     amount: "5000000000",
     receiver,
@@ -106,7 +108,7 @@ test("each family: broadcasted at the head, confirmed once solidified, with the 
   });
   expect(byTx(broadcasted, permissionTx!.txId).data).toMatchObject({ address: signer, owner: { threshold: 2 }, matchedAddresses: [{ address: signer, role: "owner" }] });
   expect(byTx(broadcasted, blacklistTx!.txId).data).toMatchObject({ type: "added", address: user, amount: null, asset: { contract: USDT, symbol: "USDT" }, matchedAddresses: [{ address: user, role: "blacklisted" }] });
-  expect(byTx(broadcasted, voteTx!.txId).data).toMatchObject({ type: "vote", amount: null, resource: null, matchedAddresses: [{ address: voter, role: "owner" }] });
+  expect(byTx(broadcasted, voteTx!.txId).data).toMatchObject({ type: "vote", owner: voter, amount: null, resource: null, matchedAddresses: [{ address: voter, role: "owner" }] });
   expect(byTx(broadcasted, voteTx!.txId).data.solidifiedBlockNumber).toBeUndefined();
 
   await solidifyThrough(block.number);
@@ -121,7 +123,7 @@ test("each family: broadcasted at the head, confirmed once solidified, with the 
   const final = payloads("/act-final");
   expect(final.map((p) => p.kind).sort()).toEqual(["wallet.approval.confirmed", "wallet.resource.confirmed"]);
   expect(byTx(final, approvalTx!.txId).data.matchedAddresses).toEqual([{ chainId: CHAIN, address: spender, role: "spender" }]);
-  expect(byTx(final, delegateTx!.txId).data.matchedAddresses).toEqual([{ chainId: CHAIN, address: delegator, role: "owner" }]);
+  expect(byTx(final, delegateTx!.txId).data).toMatchObject({ owner: delegator, receiver, matchedAddresses: [{ chainId: CHAIN, address: delegator, role: "owner" }] });
   await Bun.sleep(300);
   expect(t.bed.receiver.deliveries("/act-transfers")).toHaveLength(0);
   for (const d of [...t.bed.receiver.deliveries("/act-all"), ...t.bed.receiver.deliveries("/act-final")]) expect(d.verified).toBe(true);

@@ -34,7 +34,7 @@ function activityOf(kind: ActivityKind, d: Json): Activity {
         return {
           case: "resource" as const,
           value: {
-            type: d.type, resource: d.resource ?? undefined, amount: d.amount ?? undefined, receiver: d.receiver ?? undefined,
+            type: d.type, owner: d.owner, resource: d.resource ?? undefined, amount: d.amount ?? undefined, receiver: d.receiver ?? undefined,
             lock: d.lock ?? undefined, lockPeriod: d.lockPeriod === null ? undefined : BigInt(d.lockPeriod),
             votes: ((d.votes ?? []) as Json[]).map((v) => ({ address: v.address, count: BigInt(v.count) })),
           },

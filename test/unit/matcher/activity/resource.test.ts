@@ -43,7 +43,7 @@ function expected(t: TronTransaction): Omit<DecodedActivity, "detail"> & { detai
       txId: t.txID,
       logIndex: -1,
       parties: [{ address: owner, role: "owner" }],
-      detail: { case: "resource", value: { type: "freeze", resource, amount: String(s.frozen_balance) } },
+      detail: { case: "resource", value: { type: "freeze", owner, resource, amount: String(s.frozen_balance) } },
       fee: "0",
       result: "SUCCESS",
     };
@@ -62,6 +62,7 @@ function expected(t: TronTransaction): Omit<DecodedActivity, "detail"> & { detai
       case: "resource",
       value: {
         type: delegate ? "delegate" : "undelegate",
+        owner,
         resource,
         amount: String(s.balance),
         receiver,
@@ -127,13 +128,13 @@ describe("built by hand, in both forms", () => {
         txId: freeze.txID,
         logIndex: -1,
         parties: [{ address: owner, role: "owner" }],
-        detail: { case: "resource", value: { type: "freeze", resource: "TRON_POWER", amount: "90000000000000001" } },
+        detail: { case: "resource", value: { type: "freeze", owner, resource: "TRON_POWER", amount: "90000000000000001" } },
         fee: "345000",
         result: "SUCCESS",
       });
-      expect(b!.detail).toEqual({ case: "resource", value: { type: "unfreeze", resource: "ENERGY", amount: "5000000" } });
+      expect(b!.detail).toEqual({ case: "resource", value: { type: "unfreeze", owner, resource: "ENERGY", amount: "5000000" } });
       expect(b!.fee).toBe("0");
-      expect(c!.detail).toEqual({ case: "resource", value: { type: "unfreeze", resource: "BANDWIDTH", amount: "1" } });
+      expect(c!.detail).toEqual({ case: "resource", value: { type: "unfreeze", owner, resource: "BANDWIDTH", amount: "1" } });
     });
 
     test(`${form}: a delegation without lock fields is unlocked with period 0; an undelegation has no lock`, () => {
@@ -145,12 +146,12 @@ describe("built by hand, in both forms", () => {
         resource: "ENERGY",
       });
       const [d, u] = decodeActivities(block([delegate, undelegate]), null, opts);
-      expect(d!.detail).toEqual({ case: "resource", value: { type: "delegate", resource: "BANDWIDTH", amount: "7", receiver, lock: false, lockPeriod: 0n } });
+      expect(d!.detail).toEqual({ case: "resource", value: { type: "delegate", owner, resource: "BANDWIDTH", amount: "7", receiver, lock: false, lockPeriod: 0n } });
       expect(d!.parties).toEqual([
         { address: owner, role: "owner" },
         { address: receiver, role: "receiver" },
       ]);
-      expect(u!.detail).toEqual({ case: "resource", value: { type: "undelegate", resource: "ENERGY", amount: "7", receiver } });
+      expect(u!.detail).toEqual({ case: "resource", value: { type: "undelegate", owner, resource: "ENERGY", amount: "7", receiver } });
     });
 
     test(`${form}: withdrawals take their amount from the transaction info`, () => {
@@ -164,9 +165,9 @@ describe("built by hand, in both forms", () => {
       ];
       const [u, r, n] = decodeActivities(block([unfrozen, rewards, nothing]), infos, opts);
       expect(u).toMatchObject({ fee: "1", parties: [{ address: owner, role: "owner" }] });
-      expect(u!.detail).toEqual({ case: "resource", value: { type: "withdraw_unfrozen", amount: "12345678" } });
-      expect(r!.detail).toEqual({ case: "resource", value: { type: "withdraw_rewards", amount: "42000000" } });
-      expect(n!.detail).toEqual({ case: "resource", value: { type: "withdraw_unfrozen", amount: "0" } });
+      expect(u!.detail).toEqual({ case: "resource", value: { type: "withdraw_unfrozen", owner, amount: "12345678" } });
+      expect(r!.detail).toEqual({ case: "resource", value: { type: "withdraw_rewards", owner, amount: "42000000" } });
+      expect(n!.detail).toEqual({ case: "resource", value: { type: "withdraw_unfrozen", owner, amount: "0" } });
     });
 
     test(`${form}: a cancellation's amount is the sum of cancel_unfreezeV2_amount, in java-tron's [{key, value}] form or as a map`, () => {
@@ -184,8 +185,8 @@ describe("built by hand, in both forms", () => {
         info(mapped, { cancel_unfreezeV2_amount: { ENERGY: 3, BANDWIDTH: 4 } }),
       ];
       const [l, m] = decodeActivities(block([listed, mapped]), infos, opts);
-      expect(l!.detail).toEqual({ case: "resource", value: { type: "cancel_unfreeze", amount: "12500000" } });
-      expect(m!.detail).toEqual({ case: "resource", value: { type: "cancel_unfreeze", amount: "7" } });
+      expect(l!.detail).toEqual({ case: "resource", value: { type: "cancel_unfreeze", owner, amount: "12500000" } });
+      expect(m!.detail).toEqual({ case: "resource", value: { type: "cancel_unfreeze", owner, amount: "7" } });
     });
 
     test(`${form}: a vote lists its votes (base58, counts) and has no amount`, () => {
@@ -205,6 +206,7 @@ describe("built by hand, in both forms", () => {
         case: "resource",
         value: {
           type: "vote",
+          owner,
           votes: [
             { address: sr1, count: 1000n },
             { address: sr2, count: 3n },
