@@ -39,6 +39,8 @@ export interface GatewayOptions {
   authCacheMs?: number;
   /** Bounds of the refusals held until their Retry-After (default 256 per client address, 4,096 in all). */
   refusalsHeld?: RefusalPacerOptions;
+  /** How long a request waits for the rate limiter's Redis before passing unlimited (default 250 ms). */
+  rateLimitTimeoutMs?: number;
 }
 
 const ReadinessSchema = t.Object({
@@ -114,6 +116,7 @@ export function createGatewayApp(opts: GatewayOptions) {
     prefix: config.redisPrefix,
     rps: config.rateLimitRps,
     burst: config.rateLimitBurst,
+    ...(opts.rateLimitTimeoutMs !== undefined ? { timeoutMs: opts.rateLimitTimeoutMs } : {}),
     onFailure: reportRedis,
   });
   const readiness = gatewayReadiness(opts.registry, opts.deliverer, redis);

@@ -34,6 +34,8 @@ export interface StackOptions {
   authCacheMs?: number;
   /** The gateway's bounds on refusals held until their Retry-After (gateway/refusal-pace.ts). */
   refusalsHeld?: RefusalPacerOptions;
+  /** How long the gateway's rate limiter waits for Redis before failing open (default 250 ms). */
+  rateLimitTimeoutMs?: number;
   /** Start the deliverer too (in-process, served on free ports) and mount it behind the gateway. */
   deliverer?: boolean | Omit<DelivererDeps, "registry">;
   /** Start the matcher too (needs `deliverer`), reading the given TRON nodes (tools/tron-sim); chains from MATCHER_CHAINS. */
@@ -151,6 +153,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       deliverer: deliverer ? inProcessTransport(deliverer.routes, "gateway") : undefined,
       authCacheMs: opts.authCacheMs,
       refusalsHeld: opts.refusalsHeld,
+      rateLimitTimeoutMs: opts.rateLimitTimeoutMs,
     });
     gateway.listen({ port: 0, hostname: "127.0.0.1" });
     cleanups.push(async () => {
