@@ -9,11 +9,11 @@ import { hexToBase58 } from "../../../common/tron-address.ts";
 import { dumpChain } from "../../../common/watch-index/dump.ts";
 import { verifyShards } from "../../../common/watch-index/generations.ts";
 import { indexBehind } from "../../../registry/metrics.ts";
-import { REDIS_KINDS } from "../../support/redis-cluster.ts";
+import { REDIS_KINDS, startPrivateRedis } from "../../support/redis-cluster.ts";
 import { startStack, TEST_DESTINATION, type Stack, type TestKey } from "../../support/stack.ts";
 import { until } from "../../support/wait.ts";
 import { isCluster } from "../../../common/redis.ts";
-import { Redis as IORedis } from "ioredis";
+import type { Redis as IORedis } from "ioredis";
 
 const CHAIN = "tron:mainnet";
 const fresh = () => hexToBase58(`41${randomBytes(20).toString("hex")}`);
@@ -24,8 +24,13 @@ describe.each(REDIS_KINDS)("Redis %s", (redisKind) => {
   const addresses = Array.from({ length: 20 }, fresh);
   let subscriptionId = "";
 
+  // A server of its own: MONITOR on the shared one streams every other test's traffic, which ioredis's monitor mode
+  // misreads under load ("Command queue state error"). The cluster kind's nodes are the stack's own already.
+  let own: { url: string; stop(): Promise<void> } | undefined;
+
   beforeAll(async () => {
-    stack = await startStack({ redisKind, env: { WATCH_INDEX_VERIFY_MS: "1000" } });
+    if (redisKind === "server") own = await startPrivateRedis();
+    stack = await startStack({ redisKind, env: { WATCH_INDEX_VERIFY_MS: "1000", ...(own ? { REDIS_URL: own.url } : {}) } });
     key = await stack.createKey();
     const res = await fetch(`${stack.baseUrl}/v1/subscriptions`, {
       method: "POST",
@@ -47,6 +52,7 @@ describe.each(REDIS_KINDS)("Redis %s", (redisKind) => {
 
   afterAll(async () => {
     await stack?.stop();
+    await own?.stop();
   }, 60_000);
 
   const repairs = async () => (await indexBehind.get()).values.find((v) => v.labels.chain === CHAIN && v.labels.repair === "verify")?.value ?? 0;
@@ -77,19 +83,8 @@ describe.each(REDIS_KINDS)("Redis %s", (redisKind) => {
     await until("the index whole", indexWhole, 20_000);
     const redis = stack.registry.redis;
     const seen: string[][] = [];
-    // Each MONITOR on a plain connection to the node: a duplicate of the stack's client would SELECT its DB on
-    // connect, which Redis never answers once MONITOR is on, and ioredis then reads a busy server's traffic as that
-    // answer ("Command queue state error").
-    const nodes = isCluster(redis) ? redis.nodes("master") : [redis as IORedis];
-    const monitors = await Promise.all(
-      nodes.map(async (node) => {
-        const plain = new IORedis({ host: node.options.host, port: node.options.port, lazyConnect: true });
-        const monitor = await plain.monitor();
-        plain.disconnect();
-        return monitor;
-      }),
-    );
-    // MONITOR reports every database of the server: only this stack's (the shared test server holds other runs').
+    const monitors = await Promise.all((isCluster(redis) ? redis.nodes("master") : [redis as IORedis]).map((node) => node.duplicate().monitor()));
+    // MONITOR reports every database of the server: only this stack's.
     const db = isCluster(redis) ? "0" : String(new URL(stack.config.redisUrl).pathname.slice(1) || "0");
     for (const m of monitors) m.on("monitor", (_time: string, args: string[], _source: string, database: string) => database === db && seen.push(args));
     const checks = await verifyShards(stack.registry.watchIndex.index(CHAIN));
