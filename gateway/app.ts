@@ -142,7 +142,8 @@ export function createGatewayApp(opts: GatewayOptions) {
           requestId,
         );
       }
-      if (!isV1(pathOf(request.url))) return;
+      const path = pathOf(request.url);
+      if (!isV1(path)) return;
 
       // Authentication comes before anything else, so an unauthenticated caller learns nothing (not even 404).
       const address = server?.requestIP(request)?.address;
@@ -158,7 +159,7 @@ export function createGatewayApp(opts: GatewayOptions) {
         return errorResponse(apiErr, requestId, headers);
       }
 
-      const decision = await limiter.take(state.principal.keyId, requestCost(request.method, pathOf(request.url), request.headers));
+      const decision = await limiter.take(state.principal.keyId, requestCost(request.method, path, request.headers));
       if (decision === undefined) {
         countRateLimitFailOpen();
         return;
