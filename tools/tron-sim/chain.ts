@@ -20,6 +20,8 @@ import {
 import { blockTxFromTronGrid, infoFromTronGrid, loadTestnetInfos, loadTronGridTransactions } from "./recorded.ts";
 import { internalTransactions, synthesizeTransactionInfos } from "./txinfo.ts";
 import { addressToBase58, addressToHex } from "./forms.ts";
+import { OnDemandBacklog } from "./backlog.ts";
+import { CanonicalBlocks } from "./canonical.ts";
 
 export const FIXTURES_DIR = join(import.meta.dir, "../../fixtures/tron");
 
@@ -51,6 +53,9 @@ export interface ChainOptions {
   solidLag?: number;
   /** History to find: transfers to chosen addresses in the backlog's blocks (backfill tests and the demo). */
   history?: HistoryOptions;
+  /** Make the backlog's blocks when asked, keeping `backlogCache` of them (backlog.ts), instead of all up front. */
+  backlogOnDemand?: boolean;
+  backlogCache?: number;
 }
 
 /**
@@ -110,7 +115,9 @@ export class SimChain {
   clockOffsetMs = 0;
   /** The transfers `history` placed in the backlog, oldest first. */
   readonly history: HistoryTransfer[] = [];
-  private readonly canonical: StoredBlock[] = [];
+  private readonly canonical = new CanonicalBlocks<StoredBlock>();
+  /** The backlog made on demand (all but its newest block), when asked for. */
+  private onDemand: OnDemandBacklog<StoredBlock> | null = null;
   private readonly archive = new Map<number, StoredBlock>();
   private readonly byId = new Map<string, StoredBlock>();
   private readonly txIndex = new Map<string, StoredBlock>();
@@ -141,7 +148,27 @@ export class SimChain {
     }
     const backlog = opts.backlog ?? 0;
     const now = Date.now();
-    for (let i = backlog - 1; i >= 0; i--) {
+    let madeNow = backlog;
+    if (opts.backlogOnDemand && backlog > 1) {
+      // All but the newest block on demand; the newest is made here, so the head is always a block the chain holds.
+      const b = new OnDemandBacklog({
+        anchor: this.ref(this.head()),
+        count: backlog - 1,
+        lastTimestampMs: now - 3_000,
+        txPerBlock: this.txPerBlock,
+        pool: this.pool,
+        mix: opts.mix ?? MAINNET_MIX,
+        seed: opts.seed ?? 1,
+        ...(opts.history ? { history: opts.history } : {}),
+        ...(opts.backlogCache !== undefined ? { cacheBlocks: opts.backlogCache } : {}),
+        wrap: (block, infos) => ({ block, infos, synthesized: true, availableAt: 0, rendered: new Map() }),
+      });
+      this.canonical.defer(b, b.last - b.first + 1);
+      for (const h of b.history) this.history.push(h);
+      this.onDemand = b;
+      madeNow = 1;
+    }
+    for (let i = madeNow - 1; i >= 0; i--) {
       const placed = opts.history ? this.placeHistory(opts.history, backlog - 1 - i) : [];
       const stored = this.produce(now - i * 3_000);
       const h = stored.block.block_header.raw_data;
@@ -193,16 +220,16 @@ export class SimChain {
   }
 
   head(): StoredBlock {
-    return this.canonical[this.canonical.length - 1]!;
+    return this.canonical.get(this.canonical.length - 1)!;
   }
 
   first(): StoredBlock {
-    return this.canonical[0]!;
+    return this.canonical.get(0)!;
   }
 
   /** The solidified head: `solidLag` blocks below the head, never below the first block. */
   solid(): StoredBlock {
-    return this.canonical[Math.max(0, this.canonical.length - 1 - this.solidLag)]!;
+    return this.canonical.get(Math.max(0, this.canonical.length - 1 - this.solidLag))!;
   }
 
   /** The simulator's clock (ms): the wall clock plus the offset tests may add. */
@@ -329,7 +356,7 @@ export class SimChain {
     if (this.canonical.length - depth <= solidIndex) {
       throw new ForkRefused(`a fork of depth ${depth} would replace solidified block ${this.ref(this.solid()).number}`);
     }
-    const removed = this.canonical.splice(this.canonical.length - depth, depth);
+    const removed = this.canonical.truncate(this.canonical.length - depth);
     if (keepReplaced) this.replaced = { ancestor: this.ref(this.head()).number, blocks: removed };
     for (const r of removed) for (const tx of r.block.transactions ?? []) this.txIndex.delete(tx.txID);
     const keep = (tx: TronTransaction) => (typeof reinclude === "boolean" ? reinclude : reinclude.includes(tx.txID));
@@ -370,14 +397,19 @@ export class SimChain {
 
   byNumber(num: number): StoredBlock | undefined {
     const base = this.first().block.block_header.raw_data.number;
-    return this.canonical[num - base] ?? this.archive.get(num);
+    return this.canonical.get(num - base) ?? this.archive.get(num);
   }
 
   byBlockId(id: string): StoredBlock | undefined {
-    const s = this.byId.get(id);
+    const s = this.byId.get(id) ?? this.onDemand?.byBlockId(id);
     if (!s) return undefined;
     // Orphaned blocks are no longer served once a fork replaced them.
     return this.byNumber(s.block.block_header.raw_data.number) === s ? s : undefined;
+  }
+
+  /** Whether block `num` is one the backlog makes on demand (tens of ms for a full block when not cached). */
+  onDemandBlock(num: number): boolean {
+    return this.onDemand !== null && num >= this.onDemand.first && num <= this.onDemand.last;
   }
 
   /** Whether the info of `txId` is recorded node output (else the simulator made it up). */
@@ -386,7 +418,11 @@ export class SimChain {
   }
 
   byTxId(txId: string): StoredBlock | undefined {
-    return this.txIndex.get(txId);
+    const s = this.txIndex.get(txId);
+    if (s) return s;
+    // A history transfer of the on-demand backlog, while its block is canonical (a fork may have replaced it).
+    const d = this.onDemand?.byTxId(txId);
+    return d && this.byNumber(d.block.block_header.raw_data.number) === d ? d : undefined;
   }
 
   /** Generated-block addresses in base58 would cost a conversion each; callers convert what they need. */

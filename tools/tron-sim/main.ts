@@ -1,6 +1,6 @@
 // `bun tools/tron-sim/main.ts [--port 8090] [--block-ms 3000] [--tx 300] [--pool 2000] [--seed 1] [--backlog 0]
 //   [--no-recorded] [--start 70000000] [--prerender] [--mix mainnet|transfers] [--usdt 0.43]
-//   [--solid-lag 19] [--no-solidity] [--history-to ADDR,... [--history-every 10]]`: a java-tron HTTP API simulator on its own (see README.md).
+//   [--solid-lag 19] [--no-solidity] [--history-to ADDR,... [--history-every 10]] [--backlog-on-demand [--backlog-cache 256]]`: a java-tron HTTP API simulator on its own (see README.md).
 import { parseArgs } from "node:util";
 import { MIXES, mixWithUsdt } from "./generate.ts";
 import { startTronSim } from "./server.ts";
@@ -23,6 +23,8 @@ const { values } = parseArgs({
     "no-solidity": { type: "boolean", default: false },
     "history-to": { type: "string" },
     "history-every": { type: "string", default: "10" },
+    "backlog-on-demand": { type: "boolean", default: false },
+    "backlog-cache": { type: "string" },
   },
 });
 
@@ -44,6 +46,8 @@ const sim = startTronSim({
   solidLag: Number(values["solid-lag"]),
   mix: values.usdt ? mixWithUsdt(baseMix, Number(values.usdt)) : baseMix,
   ...(values.start ? { startNumber: Number(values.start) } : {}),
+  backlogOnDemand: values["backlog-on-demand"],
+  ...(values["backlog-cache"] ? { backlogCache: Number(values["backlog-cache"]) } : {}),
   ...(values["history-to"] ? { history: { to: values["history-to"].split(","), every: Number(values["history-every"]) } } : {}),
 });
 if (values["no-solidity"]) sim.chain.solidityApi = false;

@@ -92,7 +92,8 @@ function text(body: string, synthesized = false): Response {
 
 export function startTronSim(opts: TronSimOptions = {}): TronSim {
   const chain = new SimChain(opts);
-  if (opts.prerender) {
+  // A backlog made on demand is rendered when asked (rendering it all would hold it all).
+  if (opts.prerender && !opts.backlogOnDemand) {
     const first = chain.first().block.block_header.raw_data.number;
     const last = chain.head().block.block_header.raw_data.number;
     for (let n = first; n <= last; n++) {
@@ -187,6 +188,9 @@ export function startTronSim(opts: TronSimOptions = {}): TronSim {
         if (!(end > start) || end - start > 100) return text(JSON.stringify({ Error: "invalid range: endNum - startNum must be 1..100" }));
         const parts: string[] = [];
         for (let n = start; n < end; n++) {
+          // A block made on demand costs tens of ms: other requests (the live streams' polls) go in between, as on
+          // a node serving requests concurrently.
+          if (chain.onDemandBlock(n)) await new Promise((resolve) => setImmediate(resolve));
           const s = byNumber(n);
           if (!s || n < chain.first().block.block_header.raw_data.number) break;
           parts.push(renderBlock(s, visible));
