@@ -4,6 +4,7 @@
 // leaves zeros out; blockNeedsTransactionInfo makes sure the infos of such blocks are read).
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ResourceMoveSchema } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
+import { RESOURCE_NAMES } from "../../common/contract/index.ts";
 import { normalizeAddress, toAmount } from "../decode.ts";
 import type { TronContractValue, TronTransactionInfo } from "../tron-types.ts";
 import { RESOURCE_CONTRACTS, type ResourceContract } from "./contracts.ts";
@@ -15,12 +16,14 @@ type ResourceMove = MessageInitShape<typeof ResourceMoveSchema>;
 /** java-tron's ResourceCode by number, should a node print the enum's number rather than its name. */
 const RESOURCE_CODES = ["BANDWIDTH", "ENERGY", "TRON_POWER"];
 
-/** A contract's `resource`: proto3 JSON leaves the default out, and the default (0) is BANDWIDTH. */
+/**
+ * A contract's `resource`: proto3 JSON leaves the default out, and the default (0) is BANDWIDTH. One the contract
+ * does not list (RESOURCE_NAMES) makes no activity: Enqueue would refuse it, and with it the block's other events.
+ */
 function resourceOf(value: unknown): string | null {
   if (value === undefined) return RESOURCE_CODES[0]!;
-  if (typeof value === "string" && value !== "") return value;
-  if (typeof value === "number") return RESOURCE_CODES[value] ?? null;
-  return null;
+  const name = typeof value === "number" ? RESOURCE_CODES[value] : value;
+  return typeof name === "string" && (RESOURCE_NAMES as readonly string[]).includes(name) ? name : null;
 }
 
 const amountOf = (value: unknown): string | null => (value === undefined ? "0" : toAmount(value));

@@ -224,4 +224,12 @@ describe("built by hand, in both forms", () => {
     ];
     expect(decodeActivities(block(txs), null, opts)).toEqual([]);
   });
+
+  test("a resource the contract does not list (a later java-tron's) makes nothing: the deliverer would refuse the block's events", () => {
+    const txs = [
+      tx("FreezeBalanceV2Contract", { owner_address: owner, frozen_balance: 1, resource: "STORAGE" }),
+      tx("DelegateResourceContract", { owner_address: owner, receiver_address: owner, balance: 1, resource: 7 }),
+    ];
+    expect(decodeActivities(block(txs), null, opts)).toEqual([]);
+  });
 });
