@@ -31,7 +31,7 @@ import { createMatcher, type MatcherHandle } from "../matcher/index.ts";
 import { tryAcquireChainLease } from "../matcher/lease.ts";
 import { fetchDecodedRange, infosFor, mapLimit } from "../matcher/fetch.ts";
 import { advanceCheckpoint, advanceSolidifiedCheckpoint, openMatcherDatabase } from "../matcher/store.ts";
-import { TronClient } from "../matcher/tron-client.ts";
+import { TronClient } from "../common/tron-node/client.ts";
 import { NodeChainView } from "../registry/backfill-range.ts";
 import { backfillService } from "../registry/backfills.ts";
 import { startStack } from "../test/support/stack.ts";

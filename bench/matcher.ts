@@ -73,7 +73,7 @@ import { createMatcher, type MatcherHandle } from "../matcher/index.ts";
 import { tryAcquireChainLease } from "../matcher/lease.ts";
 import * as metrics from "../matcher/metrics.ts";
 import { advanceCheckpoint, advanceSolidifiedCheckpoint, openMatcherDatabase } from "../matcher/store.ts";
-import type { TronBlock } from "../matcher/tron-types.ts";
+import type { TronBlock } from "../common/tron-node/types.ts";
 import { createTestDatabase } from "../test/support/db.ts";
 import { allocateRedisDb } from "../test/support/redis.ts";
 import type { Counter } from "prom-client";

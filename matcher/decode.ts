@@ -11,7 +11,7 @@
 // Both java-tron JSON forms are accepted: visible=false (hex addresses, hex asset names) and visible=true (base58,
 // plain text).
 import { evmWordToBase58, hexToBase58 } from "../common/tron-address.ts";
-import type { TronBlock, TronInternalTransaction, TronTransaction, TronTransactionInfo } from "./tron-types.ts";
+import type { TronBlock, TronInternalTransaction, TronTransaction, TronTransactionInfo } from "../common/tron-node/types.ts";
 import { MemoMap } from "../common/timing.ts";
 import { ACTIVITY_CONTRACTS } from "./activity/contracts.ts";
 

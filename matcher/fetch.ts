@@ -2,10 +2,10 @@
 // them), decoded into transfers. (Decoding catch-up ranges on a worker thread was measured on this 2-core machine
 // and lost: structured-cloning the transfers back cost more than parsing and decoding in place.)
 import { blockNeedsTransactionInfo, decodeBlock, type DecodedTransfer } from "./decode.ts";
-import type { TronClient } from "./tron-client.ts";
+import type { TronClient } from "../common/tron-node/client.ts";
 import { decodeActivities } from "./activity/decode.ts";
 import type { ActivityDecodeOptions, DecodedActivity } from "./activity/types.ts";
-import type { TronBlock, TronTransactionInfo } from "./tron-types.ts";
+import type { TronBlock, TronTransactionInfo } from "../common/tron-node/types.ts";
 
 export interface DecodedBlock {
   number: number;

@@ -25,7 +25,7 @@ import { SolidifiedStream, type SolidProgress } from "./solid-stream.ts";
 import { ChainStream, type Progress } from "./stream.ts";
 import { sleep } from "../common/timing.ts";
 import { LeaseLostError, openMatcherDatabase, type MatcherDb } from "./store.ts";
-import { TronClient, TronNodeError } from "./tron-client.ts";
+import { TronClient, TronNodeError } from "../common/tron-node/client.ts";
 
 export interface MatcherDeps {
   /** Where Enqueue goes: in-process in `npm start`, networkTransport(config.delivererUrl) alone. */

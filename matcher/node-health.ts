@@ -3,7 +3,7 @@
 import { NODE_URL_VARIABLES } from "../common/config.ts";
 import { type ChainId } from "../common/contract/index.ts";
 import type { Logger } from "../common/logger.ts";
-import type { TronNodeError } from "./tron-client.ts";
+import type { TronNodeError } from "../common/tron-node/client.ts";
 
 export const NODE_REPORT_INTERVAL_MS = 60_000;
 

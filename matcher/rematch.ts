@@ -23,7 +23,7 @@ import { watchRematchRequests } from "./schema.ts";
 import { loadCheckpoint, loadSolidifiedCheckpoint, recentBlocks, recentSolidifiedBlocks, type BlockRef, type MatcherDb } from "./store.ts";
 import { stepRetryDelay } from "./stream.ts";
 import { sleep } from "../common/timing.ts";
-import { MAX_BLOCKS_PER_RANGE, type TronClient } from "./tron-client.ts";
+import { MAX_BLOCKS_PER_RANGE, type TronClient } from "../common/tron-node/client.ts";
 
 /** How often the lease holder looks for requests. */
 const POLL_MS = 1_000;

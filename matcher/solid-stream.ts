@@ -32,7 +32,7 @@ import {
 } from "./store.ts";
 import { stepRetryDelay } from "./stream.ts";
 import { sleep } from "../common/timing.ts";
-import { MAX_BLOCKS_PER_RANGE, lacksSolidityApi, type TronClient } from "./tron-client.ts";
+import { MAX_BLOCKS_PER_RANGE, lacksSolidityApi, type TronClient } from "../common/tron-node/client.ts";
 
 /** What blocks() answers when the node's chain no longer holds the checkpoint's block. */
 const DEAD_CHECKPOINT = Symbol("dead solidified checkpoint");

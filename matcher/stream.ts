@@ -28,7 +28,7 @@ import {
   type MatcherDb,
   type ProcessedBlock,
 } from "./store.ts";
-import { MAX_BLOCKS_PER_RANGE, TronNodeError, type TronClient } from "./tron-client.ts";
+import { MAX_BLOCKS_PER_RANGE, TronNodeError, type TronClient } from "../common/tron-node/client.ts";
 
 export interface StreamOptions {
   chainId: ChainId;

@@ -3,8 +3,8 @@
 // counts finality) and the blocks at given times. Asked of the same java-tron node the matcher reads.
 import type { Config } from "../common/config.ts";
 import type { ChainId } from "../common/contract/index.ts";
-import { lacksSolidityApi, TronClient } from "../matcher/tron-client.ts";
-import type { TronBlock } from "../matcher/tron-types.ts";
+import { lacksSolidityApi, TronClient } from "../common/tron-node/client.ts";
+import type { TronBlock } from "../common/tron-node/types.ts";
 
 /** The matcher's finality without a solidity API (matcher/solid-stream.ts DEFAULT_CONFIRMATIONS). */
 const DEFAULT_CONFIRMATIONS = 19;

@@ -1,7 +1,7 @@
 // wallet.approval.*: a TRC-20 `Approval(address indexed owner, address indexed spender, uint256 value)` log from any
 // contract. TRC-721's Approval has the same topic0 but indexes its token id too (4 topics): not an allowance, skipped.
 // An approval of 0 (a revocation) is kept; "unlimited" (≥ 2^255) is the deliverer's to say.
-import type { TronLog } from "../tron-types.ts";
+import type { TronLog } from "../../common/tron-node/types.ts";
 import { logAddress } from "../decode.ts";
 import { addressArg, amountArg, eventTopic, eventWords, tokenAsset } from "./event-log.ts";
 import type { ActivityDecodeOptions, ActivityFields } from "./types.ts";

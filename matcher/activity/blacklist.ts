@@ -2,7 +2,7 @@
 // can emit these events). USDT on TRON declares `AddedBlackList(address _user)`, `RemovedBlackList(address _user)`
 // and `DestroyedBlackFunds(address _blackListedUser, uint _balance)` with nothing indexed; other issuers index the
 // user. topic0 is the same either way, and eventWords reads the topics then the data, so both decode.
-import type { TronLog } from "../tron-types.ts";
+import type { TronLog } from "../../common/tron-node/types.ts";
 import { logAddress } from "../decode.ts";
 import { addressArg, amountArg, eventTopic, eventWords, tokenAsset } from "./event-log.ts";
 import type { ActivityDecodeOptions, ActivityFields } from "./types.ts";

@@ -4,7 +4,7 @@
 // It runs beside decodeBlock on every block, so it stays cheap on the usual mix (mostly transfers): one pass, the
 // contract type compared first, nothing allocated for a transaction that is no activity, and a log ABI-decoded only
 // when its topic0 is one of the events below.
-import type { TronBlock, TronLog, TronTransaction, TronTransactionInfo } from "../tron-types.ts";
+import type { TronBlock, TronLog, TronTransaction, TronTransactionInfo } from "../../common/tron-node/types.ts";
 import { SUCCESS, feeOf, outcomeOf, transactionInfoSucceeded } from "../decode.ts";
 import { APPROVAL_TOPIC, decodeApprovalLog } from "./approval.ts";
 import { BLACKLIST_EVENTS, decodeBlacklistLog } from "./blacklist.ts";

@@ -10,7 +10,7 @@ import { tronwebUtils } from "../../common/tron-address.ts";
 import type { AssetSchema } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { normalizeAddress } from "../decode.ts";
 import { knownToken } from "../tokens.ts";
-import type { TronLog } from "../tron-types.ts";
+import type { TronLog } from "../../common/tron-node/types.ts";
 
 /** topic0 of an event as java-tron prints it: keccak256 of the signature, 64 lowercase hex digits without 0x. */
 export function eventTopic(signature: string): string {

@@ -6,7 +6,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { PermissionSchema } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { normalizeAddress } from "../decode.ts";
-import type { TronContractValue } from "../tron-types.ts";
+import type { TronContractValue } from "../../common/tron-node/types.ts";
 import { toCount } from "./numbers.ts";
 import type { ActivityFields } from "./types.ts";
 

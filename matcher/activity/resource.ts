@@ -6,7 +6,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ResourceMoveSchema } from "../../gen/webhooks/delivery/v1/delivery_pb.ts";
 import { RESOURCE_NAMES } from "../../common/contract/index.ts";
 import { normalizeAddress, toAmount } from "../decode.ts";
-import type { TronContractValue, TronTransactionInfo } from "../tron-types.ts";
+import type { TronContractValue, TronTransactionInfo } from "../../common/tron-node/types.ts";
 import { RESOURCE_CONTRACTS, type ResourceContract } from "./contracts.ts";
 import { toCount } from "./numbers.ts";
 import type { ActivityFields, ActivityParty } from "./types.ts";

@@ -23,7 +23,7 @@ import { buildActivityEvents } from "../activity/events.ts";
 import type { MatcherDb } from "../store.ts";
 import { sleep } from "../../common/timing.ts";
 import { stepRetryDelay } from "../stream.ts";
-import { MAX_BLOCKS_PER_RANGE, type TronClient } from "../tron-client.ts";
+import { MAX_BLOCKS_PER_RANGE, type TronClient } from "../../common/tron-node/client.ts";
 import { advanceJob, claimJobs, failJob, releaseJobs, type BackfillJob } from "./jobs.ts";
 import { blocksScanned, historyRequests } from "./metrics.ts";
 

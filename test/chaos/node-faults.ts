@@ -11,7 +11,7 @@ export interface NodeFaults {
   close(): Promise<void>;
 }
 
-/** Longer than the matcher's TRON client timeout (matcher/tron-client.ts, 10 s). */
+/** Longer than the matcher's TRON client timeout (common/tron-node/client.ts, 10 s). */
 const HOLD_MS = 12_000;
 
 export function startNodeFaults(simUrl: string): NodeFaults {

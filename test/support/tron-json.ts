@@ -3,7 +3,7 @@
 // by tronweb (its address codec, its ethers ABI coder), never by the code under test.
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
-import type { TronBlock, TronLog, TronTransaction, TronTransactionInfo } from "../../matcher/tron-types.ts";
+import type { TronBlock, TronLog, TronTransaction, TronTransactionInfo } from "../../common/tron-node/types.ts";
 
 // tronweb through its CommonJS build (see common/tron-address.ts).
 export const { TronWeb, utils } = createRequire(import.meta.url)("tronweb") as typeof import("tronweb");

@@ -7,7 +7,7 @@
 // ethers through tronweb; what the transaction cannot say (a withdrawal's amount, a destroyed balance, a log's
 // form) goes into the info as `InfoExtra`, kept by txID so a fork's re-included transaction keeps it.
 import { createRequire } from "node:module";
-import type { TronLog, TronTransaction, TronTransactionInfo } from "../../matcher/tron-types.ts";
+import type { TronLog, TronTransaction, TronTransactionInfo } from "../../common/tron-node/types.ts";
 import { USDT_HEX, baseRaw, contractEntry, finishTransaction, type RefBlock } from "./envelope.ts";
 import { addressToHex } from "./forms.ts";
 

@@ -4,7 +4,7 @@
 // by the seed and its number) and a blockID that does not depend on its content (the number, then the tail of a
 // hash of the seed and the number), so block n can be made, with its parentHash, without making the blocks before it.
 // The history's transfers are made the same way (their own stream per block): listed up front, indexed by txId.
-import type { TronBlock, TronTransaction, TronTransactionInfo } from "../../matcher/tron-types.ts";
+import type { TronBlock, TronTransaction, TronTransactionInfo } from "../../common/tron-node/types.ts";
 import { addressToHex } from "./forms.ts";
 import { BlockGenerator, mulberry32, transferTransaction, type TxMix } from "./generate.ts";
 import { sha256Hex } from "./envelope.ts";

@@ -3,7 +3,7 @@
 // form on request; the recorded blocks render to their original bytes in the form they were recorded in.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { TronBlock, TronTransaction, TronTransactionInfo } from "../../matcher/tron-types.ts";
+import type { TronBlock, TronTransaction, TronTransactionInfo } from "../../common/tron-node/types.ts";
 import { activitySpecToHex, activityTransaction, type ActivitySpec, type ActivityType, type BuiltActivity, type InfoExtra } from "./activity.ts";
 import { USDT_HEX } from "./envelope.ts";
 import { renderVisible, toHexForm } from "./forms.ts";

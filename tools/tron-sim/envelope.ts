@@ -2,7 +2,7 @@
 // through tronweb, txID its SHA-256, a made-up signature. Every builder of the simulator's transactions
 // (transfers, activity) closes its transaction here, so txIDs follow one scheme.
 import { createRequire } from "node:module";
-import type { TronTransaction } from "../../matcher/tron-types.ts";
+import type { TronTransaction } from "../../common/tron-node/types.ts";
 
 // tronweb through its CommonJS build: under Bun its ESM build sometimes fails to load ("proto is not defined" in
 // its generated protobuf files, which need a load order only require() guarantees; see common/tron-address.ts).

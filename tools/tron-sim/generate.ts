@@ -4,7 +4,7 @@
 // between addresses drawn from a fixed pool. Transactions are real protobuf-encoded (raw_data_hex through tronweb,
 // txID = sha256 of it); blockIDs follow java-tron's layout (8-byte number, then the tail of a header hash) and each
 // block's parentHash is its parent's blockID.
-import type { TronBlock, TronTransaction } from "../../matcher/tron-types.ts";
+import type { TronBlock, TronTransaction } from "../../common/tron-node/types.ts";
 import { accountCreateTransaction, activityTransaction, type ActivitySpec, type InfoExtra, type ResourceCode } from "./activity.ts";
 import { USDT_HEX, baseRaw, finishTransaction, randomHex, sha256Hex, type RefBlock } from "./envelope.ts";
 

@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { TRANSFER_TOPIC } from "../../matcher/decode.ts";
-import type { TronTransaction, TronTransactionInfo } from "../../matcher/tron-types.ts";
+import type { TronTransaction, TronTransactionInfo } from "../../common/tron-node/types.ts";
 import { failureMessage, transferFromCalldata } from "./txinfo.ts";
 
 export const LIFECYCLE_FIXTURES_DIR = join(import.meta.dir, "../../fixtures/tron");

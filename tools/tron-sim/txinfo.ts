@@ -9,7 +9,7 @@
 // USDT call 13,735,500 (energy + bandwidth); a REVERT is charged the energy it used plus bandwidth (2,086,320, as a
 // recorded REVERT was), an OUT_OF_ENERGY the energy up to its limit (999,600, likewise); a failure carries
 // `result: "FAILED"`, the receipt's result (= contractRet) and java-tron's resMessage.
-import type { TronBlock, TronInternalTransaction, TronTransaction, TronTransactionInfo } from "../../matcher/tron-types.ts";
+import type { TronBlock, TronInternalTransaction, TronTransaction, TronTransactionInfo } from "../../common/tron-node/types.ts";
 import { TRANSFER_TOPIC } from "../../matcher/decode.ts";
 import type { InfoExtra } from "./activity.ts";
 import type { InternalSpec } from "./generate.ts";

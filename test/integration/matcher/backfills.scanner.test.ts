@@ -11,7 +11,7 @@ import { WatchIndexReader } from "../../../common/watch-index/reader.ts";
 import { CreateBackfillRequestSchema } from "../../../gen/webhooks/registry/v1/backfill_pb.ts";
 import { BackfillScanner } from "../../../matcher/backfill/scanner.ts";
 import { openMatcherDatabase, type MatcherDb } from "../../../matcher/store.ts";
-import { TronClient } from "../../../matcher/tron-client.ts";
+import { TronClient } from "../../../common/tron-node/client.ts";
 import { NodeChainView } from "../../../registry/backfill-range.ts";
 import { backfillService } from "../../../registry/backfills.ts";
 import { until } from "../../support/wait.ts";

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createRequire } from "node:module";
 import { decodeBlock, decodeMemo, type DecodedTransfer } from "../../../matcher/decode.ts";
-import type { TronBlock, TronTransaction, TronTransactionInfo } from "../../../matcher/tron-types.ts";
+import type { TronBlock, TronTransaction, TronTransactionInfo } from "../../../common/tron-node/types.ts";
 import { renderVisible, toHexForm } from "../../../tools/tron-sim/forms.ts";
 import { synthesizeTransactionInfos } from "../../../tools/tron-sim/txinfo.ts";
 import {

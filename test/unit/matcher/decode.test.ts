@@ -15,7 +15,7 @@ import {
   type DecodedTransfer,
 } from "../../../matcher/decode.ts";
 import { knownToken, tokenTable } from "../../../matcher/tokens.ts";
-import type { TronBlock, TronTransaction, TronTransactionInfo } from "../../../matcher/tron-types.ts";
+import type { TronBlock, TronTransaction, TronTransactionInfo } from "../../../common/tron-node/types.ts";
 import { ACTIVITY_CONTRACTS } from "../../../matcher/activity/contracts.ts";
 import { address, block as blockOf, printed, tx as txOf } from "../../support/tron-json.ts";
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { evmWordToBase58, tronwebUtils } from "../../../common/tron-address.ts";
-import type { TronBlock, TronLog, TronTransaction, TronTransactionInfo } from "../../../matcher/tron-types.ts";
+import type { TronBlock, TronLog, TronTransaction, TronTransactionInfo } from "../../../common/tron-node/types.ts";
 import { startSimProcess } from "../../../bench/sim-process.ts";
 import { activityTransaction, type ActivitySpec, type ResourceCode } from "../../../tools/tron-sim/activity.ts";
 import { FIXTURES_DIR } from "../../../tools/tron-sim/chain.ts";

@@ -2,7 +2,7 @@
 // asked for (a function of its number and the seed), chained by parentHash into the blocks made up front, with the
 // history's transfers where the history says, a bounded cache, and forks reaching into it.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import type { TronBlock, TronTransactionInfo } from "../../../matcher/tron-types.ts";
+import type { TronBlock, TronTransactionInfo } from "../../../common/tron-node/types.ts";
 import { OnDemandBacklog } from "../../../tools/tron-sim/backlog.ts";
 import { addressPool, MAINNET_MIX } from "../../../tools/tron-sim/generate.ts";
 import { startTronSim, type TronSim } from "../../../tools/tron-sim/server.ts";

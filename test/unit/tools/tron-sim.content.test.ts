@@ -2,7 +2,7 @@
 // as java-tron shapes them, internal transactions, and the recorded lifecycle fixtures placed in a block.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { decodeBlock } from "../../../matcher/decode.ts";
-import type { TronBlock, TronTransactionInfo } from "../../../matcher/tron-types.ts";
+import type { TronBlock, TronTransactionInfo } from "../../../common/tron-node/types.ts";
 import { startTronSim, type TronSim } from "../../../tools/tron-sim/server.ts";
 
 let sim: TronSim;

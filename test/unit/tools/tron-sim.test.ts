@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { FIXTURES_DIR } from "../../../tools/tron-sim/chain.ts";
 import { startTronSim, type TronSim } from "../../../tools/tron-sim/server.ts";
-import type { TronBlock, TronTransactionInfo } from "../../../matcher/tron-types.ts";
+import type { TronBlock, TronTransactionInfo } from "../../../common/tron-node/types.ts";
 
 let sim: TronSim;
 beforeAll(() => {

@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { APPROVAL_TOPIC } from "../../../../matcher/activity/approval.ts";
 import { decodeActivities } from "../../../../matcher/activity/decode.ts";
 import type { DecodedActivity } from "../../../../matcher/activity/types.ts";
-import type { TronLog } from "../../../../matcher/tron-types.ts";
+import type { TronLog } from "../../../../common/tron-node/types.ts";
 import { FORMS, address, block, call, eventLog, info, utils, type Form } from "../../../support/tron-json.ts";
 
 const opts = { chainId: "tron:mainnet" as const, blacklistContracts: new Set<string>() };

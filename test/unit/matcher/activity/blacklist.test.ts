@@ -2,7 +2,7 @@
 // puts the user in the data (nothing indexed); other issuers index it: both decode.
 import { describe, expect, test } from "bun:test";
 import { decodeActivities } from "../../../../matcher/activity/decode.ts";
-import type { TronLog } from "../../../../matcher/tron-types.ts";
+import type { TronLog } from "../../../../common/tron-node/types.ts";
 import { FORMS, address, block, call, eventLog, info, type EventArg, type Form } from "../../../support/tron-json.ts";
 
 const USDT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";

@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ACTIVITY_CONTRACTS } from "../../../../matcher/activity/contracts.ts";
 import { decodeActivities } from "../../../../matcher/activity/decode.ts";
-import type { TronBlock } from "../../../../matcher/tron-types.ts";
+import type { TronBlock } from "../../../../common/tron-node/types.ts";
 import { address, block, call, eventLog, info, printed, tx } from "../../../support/tron-json.ts";
 
 const USDT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";

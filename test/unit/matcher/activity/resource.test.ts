@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { decodeActivities } from "../../../../matcher/activity/decode.ts";
 import type { DecodedActivity } from "../../../../matcher/activity/types.ts";
-import type { TronBlock, TronTransaction } from "../../../../matcher/tron-types.ts";
+import type { TronBlock, TronTransaction } from "../../../../common/tron-node/types.ts";
 import { FORMS, TronWeb, address, block, info, printed, tx, utils } from "../../../support/tron-json.ts";
 
 const FIXTURES = join(import.meta.dir, "../../../../fixtures/tron");

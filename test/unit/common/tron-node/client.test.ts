@@ -1,9 +1,9 @@
 // The java-tron client against a real HTTP server standing in for a node: "not yet" answers are null (never an
 // empty block), transient failures are retried, permanent ones are not, and the TronGrid key travels as a header.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { decodeTransaction } from "../../../matcher/decode.ts";
-import { parseNodeJson, TronClient, TronNodeError } from "../../../matcher/tron-client.ts";
-import type { TronBlock } from "../../../matcher/tron-types.ts";
+import { decodeTransaction } from "../../../../matcher/decode.ts";
+import { parseNodeJson, TronClient, TronNodeError } from "../../../../common/tron-node/client.ts";
+import type { TronBlock } from "../../../../common/tron-node/types.ts";
 
 type Handler = (path: string, body: Record<string, unknown>, headers: Headers) => Response | Promise<Response>;
 let handler: Handler = () => Response.json({});
@@ -111,7 +111,7 @@ test("TRON-PRO-API-KEY is sent when a TronGrid key is set, and not otherwise", a
 });
 
 test("TRX and TRC-10 amounts past 2^53 reach the decoder digit for digit (a double would round them)", async () => {
-  const text = await Bun.file(new URL("../../../fixtures/tron/mainnet-block-60836289.getblockbynum.visible.json", import.meta.url)).text();
+  const text = await Bun.file(new URL("../../../../fixtures/tron/mainnet-block-60836289.getblockbynum.visible.json", import.meta.url)).text();
   // The recorded block's TRC-10 transfer of 888888888 units, as a node would print a far larger one: int64's maximum,
   // and 2^53 + 1, the first integer a double cannot hold.
   for (const amount of ["9223372036854775807", "9007199254740993"]) {

@@ -2,8 +2,8 @@
 // java-tron version accepts, retries transient failures with capped exponential backoff, and turns the node's ways
 // of saying "I don't have that yet" (`{}`, `[]`, a transaction-info list shorter than the block) into `null` — never
 // into an empty block, which would make the matcher skip real transfers.
-import { isBlock, type TronBlock, type TronTransactionInfo } from "./tron-types.ts";
-import { backoffDelay } from "../common/timing.ts";
+import { isBlock, type TronBlock, type TronTransactionInfo } from "./types.ts";
+import { backoffDelay } from "../timing.ts";
 
 export interface TronClientOptions {
   baseUrl: string;
