@@ -86,7 +86,7 @@ export async function startDeliveryBed(opts: DeliveryBedOptions = {}): Promise<D
       DELIVERY_TIMEOUT_MS: "2000",
       LOG_LEVEL: "warn",
       // Small pools: the suite runs files in parallel on one PostgreSQL (docs/testing.md).
-      DATABASE_POOL_MAX: "4",
+      DATABASE_POOL_MAX: "6",
       ...opts.env,
     };
     const config = loadConfig(env);

@@ -113,7 +113,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       UNKNOWN_KEY_RATE_LIMIT_BURST: "100000",
       LOG_LEVEL: "warn",
       // Small pools: the suite runs files in parallel on one PostgreSQL (docs/testing.md).
-      DATABASE_POOL_MAX: "4",
+      DATABASE_POOL_MAX: "6",
       ...opts.env,
     });
 
